@@ -1,0 +1,27 @@
+import { basename } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { defineProject, type UserWorkspaceConfig } from 'vitest/config';
+
+const setupFile = fileURLToPath(new URL('./test/setup/fail-on-console.ts', import.meta.url));
+
+/** Vitest settings shared by every package: tests run on sources via the `@zmcp/source` condition. */
+export function packageProject(
+  dir: string,
+  options: { name?: string; include?: string[] } = {},
+): UserWorkspaceConfig {
+  return defineProject({
+    resolve: { conditions: ['@zmcp/source'] },
+    ssr: { resolve: { conditions: ['@zmcp/source'] } },
+    test: {
+      name: options.name ?? basename(dir),
+      root: dir,
+      include: options.include ?? ['src/**/*.test.ts', 'test/**/*.test.ts'],
+      environment: 'node',
+      setupFiles: [setupFile],
+      clearMocks: true,
+      restoreMocks: true,
+      testTimeout: 20_000,
+      hookTimeout: 20_000,
+    },
+  });
+}
