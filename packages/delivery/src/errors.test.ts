@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest';
+import { DeliveryError, type DeliveryErrorCode, isDeliveryError } from './errors.js';
+
+const codes: DeliveryErrorCode[] = [
+  'DELIVERY_INVALID_SESSION_ID',
+  'DELIVERY_INVALID_ARGUMENT',
+  'DELIVERY_STATE_CORRUPT',
+  'DELIVERY_IO_FAILED',
+  'DELIVERY_NOT_MONITORED',
+];
+
+describe('DeliveryError', () => {
+  it.each(codes)('%s carries name, code, message, details and cause', (code) => {
+    const cause = new Error('underlying');
+    const err = new DeliveryError(code, 'what failed', { cause, details: { file: '/x' } });
+    expect(err).toBeInstanceOf(Error);
+    expect(err.name).toBe('DeliveryError');
+    expect(err.code).toBe(code);
+    expect(err.message).toBe('what failed');
+    expect(err.details).toEqual({ file: '/x' });
+    expect(err.cause).toBe(cause);
+    expect(isDeliveryError(err)).toBe(true);
+    expect(isDeliveryError(err, code)).toBe(true);
+  });
+
+  it('leaves cause and details unset when not given', () => {
+    const err = new DeliveryError('DELIVERY_IO_FAILED', 'x');
+    expect('cause' in err).toBe(false);
+    expect(err.details).toBeUndefined();
+  });
+
+  it('isDeliveryError matches on the code, not the class', () => {
+    const foreign = Object.assign(new Error('from another copy'), { code: 'DELIVERY_STATE_CORRUPT' });
+    expect(isDeliveryError(foreign, 'DELIVERY_STATE_CORRUPT')).toBe(true);
+    expect(isDeliveryError(foreign, 'DELIVERY_IO_FAILED')).toBe(false);
+    expect(isDeliveryError(Object.assign(new Error('x'), { code: 'CORE_TIMEOUT' }))).toBe(false);
+    expect(isDeliveryError(Object.assign(new Error('x'), { code: 'ENOENT' }))).toBe(false);
+    expect(isDeliveryError('DELIVERY_IO_FAILED')).toBe(false);
+    expect(isDeliveryError(null)).toBe(false);
+  });
+});

@@ -1,0 +1,60 @@
+/**
+ * Every failure `@zmcp/delivery` reports, as a stable string code. Callers switch on
+ * `err.code`, never on `instanceof` or the message: two copies of the package can
+ * coexist in one process.
+ */
+export type DeliveryErrorCode =
+  /** A session id is not 1-128 of `[A-Za-z0-9._-]`, starts with a dot, or ends in a reserved kind suffix. */
+  | 'DELIVERY_INVALID_SESSION_ID'
+  /** A value handed to the library is malformed: unknown state kind, bad stream name or id, non-JSON state. */
+  | 'DELIVERY_INVALID_ARGUMENT'
+  /** A state file exists but is not UTF-8 JSON of the expected shape; `details.file` names it. */
+  | 'DELIVERY_STATE_CORRUPT'
+  /** The file system refused an operation; `details.operation` and `details.file` say which. */
+  | 'DELIVERY_IO_FAILED'
+  /** A cursor was advanced for a stream that is not being monitored; `details.stream` names it. */
+  | 'DELIVERY_NOT_MONITORED';
+
+/** Options accepted by every `DeliveryError`. */
+export interface DeliveryErrorOptions {
+  cause?: unknown;
+  details?: Readonly<Record<string, unknown>> | undefined;
+}
+
+/** The one error class of `@zmcp/delivery`: a stable `code`, optional `details` and the original `cause`. */
+export class DeliveryError extends Error {
+  override readonly name: string = 'DeliveryError';
+  readonly code: DeliveryErrorCode;
+  readonly details: Readonly<Record<string, unknown>> | undefined;
+
+  constructor(code: DeliveryErrorCode, message: string, options: DeliveryErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.details = options.details;
+  }
+}
+
+/** True when `err` is a `DeliveryError` (from any copy of this package) with one of `codes`, or any code when none are given. */
+export function isDeliveryError(err: unknown, ...codes: DeliveryErrorCode[]): err is DeliveryError {
+  if (typeof err !== 'object' || err === null) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code !== 'string' || !code.startsWith('DELIVERY_')) return false;
+  return codes.length === 0 || codes.includes(code as DeliveryErrorCode);
+}
+
+/** The errno code of a Node.js system error, if it has one. */
+export function errnoCode(err: unknown): string | undefined {
+  if (typeof err !== 'object' || err === null) return undefined;
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/** Wraps a file-system failure as `DELIVERY_IO_FAILED`, naming the operation and file but never the contents. */
+export function ioError(operation: string, file: string, cause: unknown): DeliveryError {
+  const errno = errnoCode(cause);
+  const reason = errno ?? (cause instanceof Error ? cause.message : String(cause));
+  return new DeliveryError('DELIVERY_IO_FAILED', `could not ${operation} ${file}: ${reason}`, {
+    cause,
+    details: { operation, file, ...(errno === undefined ? {} : { errno }) },
+  });
+}

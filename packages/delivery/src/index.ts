@@ -1,0 +1,20 @@
+// The public API of @zmcp/delivery. Every export below is a promise to users: adding a
+// line is an API decision. Internal helpers stay unexported.
+
+export type { DeliveryErrorCode, DeliveryErrorOptions } from './errors.js';
+export { DeliveryError, isDeliveryError } from './errors.js';
+export type { FileStateStoreOptions } from './file-state-store.js';
+export { FileStateStore } from './file-state-store.js';
+export type { DeliveryFileHandle, DeliveryFileSystem } from './file-system.js';
+export type {
+  ConsumeInterruptFileOptions,
+  InterruptWatcher,
+  WatchInterruptFileOptions,
+} from './interrupt-file.js';
+export { consumeInterruptFile, watchInterruptFile } from './interrupt-file.js';
+export type { MonitoredStream, StreamRef } from './monitor-store.js';
+export { MonitorStore } from './monitor-store.js';
+export type { StateKey, StateKind } from './state-key.js';
+export { parseSessionId, stateFileName } from './state-key.js';
+export type { StateStore } from './state-store.js';
+export { MemoryStateStore } from './state-store.js';

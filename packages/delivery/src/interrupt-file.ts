@@ -1,0 +1,180 @@
+import { randomBytes } from 'node:crypto';
+import { type FSWatcher, watch } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { DeliveryError, errnoCode, ioError } from './errors.js';
+import { type DeliveryFileSystem, resolveFileSystem } from './file-system.js';
+
+/** Options of `consumeInterruptFile`. */
+export interface ConsumeInterruptFileOptions {
+  /** Replaces file-system calls, for tests that inject a writer between the steps. */
+  fs?: Partial<DeliveryFileSystem> | undefined;
+}
+
+/**
+ * Takes the interrupt file at `path` if there is one and returns its text, or `undefined`
+ * when there is none. The file is first claimed by an atomic rename to a unique name beside
+ * it, then read and deleted, so a writer replacing the file meanwhile never has its new
+ * content deleted unread, and two consumers never both get one file. Invalid UTF-8 is
+ * decoded to U+FFFD instead of failing, so a bad file cannot wedge every later poll.
+ *
+ * @throws DeliveryError `DELIVERY_IO_FAILED` when the file cannot be claimed or read
+ *   (a missing file is not an error); `DELIVERY_INVALID_ARGUMENT` for an empty path.
+ */
+export async function consumeInterruptFile(
+  path: string,
+  options: ConsumeInterruptFileOptions = {},
+): Promise<string | undefined> {
+  if (typeof path !== 'string' || path.length === 0) {
+    throw new DeliveryError('DELIVERY_INVALID_ARGUMENT', 'interrupt file path must be a non-empty string');
+  }
+  const fs = resolveFileSystem(options.fs);
+  const target = resolve(path);
+  const claimed = join(
+    dirname(target),
+    `.${basename(target)}.claimed.${process.pid}.${randomBytes(8).toString('hex')}`,
+  );
+  try {
+    await fs.rename(target, claimed);
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') return undefined;
+    throw ioError('claim interrupt file', target, err);
+  }
+  let bytes: Uint8Array;
+  try {
+    bytes = await fs.readFile(claimed);
+  } catch (err) {
+    throw ioError('read claimed interrupt file', claimed, err);
+  }
+  // The text is in hand; a claimed file that cannot be removed is never read again anyway.
+  await fs.unlink(claimed).catch(() => undefined);
+  return new TextDecoder('utf-8', { fatal: false }).decode(bytes);
+}
+
+/** Options of `watchInterruptFile`. */
+export interface WatchInterruptFileOptions {
+  /** Stops watching when aborted. */
+  signal?: AbortSignal | undefined;
+  /** Receives failures to watch, to consume, or thrown by the callback. Without it they are dropped. */
+  onError?: ((error: unknown) => void) | undefined;
+  /** Replaces file-system calls used to consume the file. */
+  fs?: Partial<DeliveryFileSystem> | undefined;
+}
+
+/** A running interrupt-file watcher. */
+export interface InterruptWatcher {
+  /** Settles once the watcher is listening and any file already present has been handed over. */
+  readonly ready: Promise<void>;
+  /** Stops watching; no consume starts afterwards (one already claimed is still delivered). */
+  close(): Promise<void>;
+}
+
+/**
+ * Watches for the interrupt file at `path` and hands each one's text to `onInterrupt`,
+ * consuming it with `consumeInterruptFile`. A file already present when watching starts is
+ * consumed too. Calls to `onInterrupt` never overlap. The directory is created (mode 0700)
+ * if missing, since a watcher cannot see into a directory that does not exist yet.
+ * Nothing is watched until this is called.
+ *
+ * `ready` rejects with `DELIVERY_IO_FAILED` when the directory cannot be created;
+ * later failures (watching, consuming, or thrown by `onInterrupt`) go to `options.onError`.
+ *
+ * @throws DeliveryError `DELIVERY_INVALID_ARGUMENT` for an empty path.
+ */
+export function watchInterruptFile(
+  path: string,
+  onInterrupt: (text: string) => void | Promise<void>,
+  options: WatchInterruptFileOptions = {},
+): InterruptWatcher {
+  if (typeof path !== 'string' || path.length === 0) {
+    throw new DeliveryError('DELIVERY_INVALID_ARGUMENT', 'interrupt file path must be a non-empty string');
+  }
+  const { signal, onError = () => undefined } = options;
+  const fs = resolveFileSystem(options.fs);
+  const target = resolve(path);
+  const dir = dirname(target);
+
+  if (signal?.aborted) return { ready: Promise.resolve(), close: async () => undefined };
+
+  const name = basename(target);
+  let closed = false;
+  let loop: Promise<void> | undefined;
+  let again = false;
+  let watcher: FSWatcher | undefined;
+
+  const report = (err: unknown): void => {
+    try {
+      onError(err);
+    } catch {
+      // An error handler that throws has nowhere left to report to.
+    }
+  };
+
+  const consumeAll = async (): Promise<void> => {
+    do {
+      again = false;
+      if (closed) return;
+      let text: string | undefined;
+      try {
+        text = await consumeInterruptFile(target, { fs });
+      } catch (err) {
+        report(err);
+        continue;
+      }
+      if (text === undefined) continue;
+      try {
+        await onInterrupt(text);
+      } catch (err) {
+        report(err);
+      }
+    } while (again);
+  };
+
+  // One consume loop at a time; an event that arrives while it runs makes it go round again.
+  const drain = (): Promise<void> => {
+    if (loop !== undefined) {
+      again = true;
+      return loop;
+    }
+    loop = consumeAll().finally(() => {
+      loop = undefined;
+    });
+    return loop;
+  };
+
+  const close = async (): Promise<void> => {
+    closed = true;
+    signal?.removeEventListener('abort', onAbort);
+    watcher?.close();
+  };
+  const onAbort = (): void => {
+    void close();
+  };
+  signal?.addEventListener('abort', onAbort, { once: true });
+
+  const ready = (async () => {
+    try {
+      await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+    } catch (err) {
+      await close();
+      throw ioError('create interrupt directory', dir, err);
+    }
+    if (closed) return;
+    try {
+      // The directory, not the file: the file comes and goes, and a rename onto the path is
+      // an event on the directory. Any event naming the file (or none) is worth a look.
+      watcher = watch(dir, { persistent: true }, (_event, filename) => {
+        if (filename === null || filename === name) void drain();
+      });
+    } catch (err) {
+      await close();
+      throw ioError('watch', dir, err);
+    }
+    watcher.on('error', (err: unknown) => report(ioError('watch', dir, err)));
+    // Whatever was dropped before the watch began.
+    await drain();
+  })();
+  // A caller that never awaits `ready` must not crash the process with an unhandled rejection.
+  ready.catch(() => undefined);
+
+  return { ready, close };
+}

@@ -1,0 +1,68 @@
+import { describe, expect, it } from 'vitest';
+import { isDeliveryError } from './errors.js';
+import { parseSessionId, type StateKind, stateFileName } from './state-key.js';
+
+function rejection(value: unknown): unknown {
+  try {
+    parseSessionId(value);
+  } catch (err) {
+    return err;
+  }
+  throw new Error(`accepted ${String(value)}`);
+}
+
+describe('parseSessionId', () => {
+  it.each(['my-agent', 'a', 'A.b_c-9', 'x'.repeat(128), 'agent.v2', '-dash', 'delivery', 'a.deliveryx'])(
+    'accepts %j',
+    (id) => {
+      expect(parseSessionId(id)).toBe(id);
+    },
+  );
+
+  it.each([
+    ['', /empty/],
+    ['x'.repeat(129), /129 characters long/],
+    ['../etc/passwd', /may contain only/],
+    ['a/b', /may contain only/],
+    ['a\\b', /may contain only/],
+    ['a b', /may contain only/],
+    ['a\u0000b', /may contain only/],
+    ['ünïcode', /may contain only/],
+    ['.', /starts with a dot/],
+    ['..', /starts with a dot/],
+    ['.hidden', /starts with a dot/],
+    ['a.delivery', /reserved suffix/],
+    ['a.FILTERS', /reserved suffix/],
+    [42, /expected a string, got number/],
+    [null, /expected a string, got null/],
+    [undefined, /expected a string, got undefined/],
+  ])('rejects %j with DELIVERY_INVALID_SESSION_ID', (value, message) => {
+    const err = rejection(value);
+    expect(isDeliveryError(err, 'DELIVERY_INVALID_SESSION_ID')).toBe(true);
+    expect((err as Error).message).toMatch(message);
+  });
+});
+
+describe('stateFileName', () => {
+  it('maps each kind to its file', () => {
+    expect(stateFileName({ session: 'my-agent', kind: 'monitor' })).toBe('my-agent.json');
+    expect(stateFileName({ session: 'my-agent', kind: 'delivery' })).toBe('my-agent.delivery.json');
+    expect(stateFileName({ session: 'my-agent', kind: 'filters' })).toBe('my-agent.filters.json');
+  });
+
+  it('never maps two keys to one file', () => {
+    const sessions = ['a', 'a.b', 'a.json', 'b', 'delivery', 'filters', 'a.monitor'];
+    const kinds: StateKind[] = ['monitor', 'delivery', 'filters'];
+    const names = sessions.flatMap((session) => kinds.map((kind) => stateFileName({ session, kind })));
+    expect(new Set(names).size).toBe(names.length);
+  });
+
+  it('validates the session and the kind', () => {
+    expect(() => stateFileName({ session: '../x', kind: 'monitor' })).toThrow(
+      expect.objectContaining({ code: 'DELIVERY_INVALID_SESSION_ID' }),
+    );
+    expect(() => stateFileName({ session: 'x', kind: 'secrets' as StateKind })).toThrow(
+      expect.objectContaining({ code: 'DELIVERY_INVALID_ARGUMENT' }),
+    );
+  });
+});
