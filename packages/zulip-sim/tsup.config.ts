@@ -1,0 +1,6 @@
+import { defineConfig } from 'tsup';
+import { packageBuild } from '../../tsup.base.js';
+
+export default defineConfig(
+  packageBuild({ entry: ['src/index.ts', 'src/cli.ts'], banner: { js: '#!/usr/bin/env node' } }),
+);
