@@ -1,0 +1,225 @@
+// The public API of @zmcp/core. Every export below is a promise to users: adding a
+// line is an API decision. Internal helpers stay unexported.
+
+export type { ZmcpErrorCode, ZmcpErrorOptions, ZulipApiErrorInit } from './errors.js';
+export { isZmcpError, ZmcpError, ZulipApiError } from './errors.js';
+
+// --- client, credentials, API, event queue, history, access gates ---
+
+export type {
+  DeleteMessageEvent,
+  HeartbeatEvent,
+  MessageEvent,
+  ParsedEvent,
+  ReactionEvent,
+  RealmEmojiEvent,
+  RealmUserEvent,
+  StreamEvent,
+  SubscriptionEvent,
+  TypingEvent,
+  UnknownEvent,
+  UpdateMessageEvent,
+  UpdateMessageFlagsEvent,
+  ZulipEvent,
+  ZulipEventType,
+} from './api/events.js';
+export {
+  DeleteMessageEventSchema,
+  HeartbeatEventSchema,
+  MessageEventSchema,
+  parseZulipEvent,
+  ReactionEventSchema,
+  RealmEmojiEventSchema,
+  RealmUserEventSchema,
+  StreamEventSchema,
+  SubscriptionEventSchema,
+  TypingEventSchema,
+  UnknownEventSchema,
+  UpdateMessageEventSchema,
+  UpdateMessageFlagsEventSchema,
+  ZulipEventSchema,
+} from './api/events.js';
+export type {
+  DownloadOptions,
+  EditableFlag,
+  GetEventsParams,
+  GetMessageParams,
+  GetMessagesParams,
+  GetStreamsParams,
+  GetUsersParams,
+  MessageAnchor,
+  ReactionParams,
+  RegisterParams,
+  SendDirectMessageParams,
+  SendMessageParams,
+  SendStreamMessageParams,
+  SubscribeParams,
+  TypingParams,
+  UnsubscribeParams,
+  UpdateFlagsForNarrowParams,
+  UpdateFlagsParams,
+  UpdateMessageParams,
+  UploadFileParams,
+} from './api/params.js';
+export type {
+  EmptyResponse,
+  GetEventsResponse,
+  GetMessageResponse,
+  GetMessagesResponse,
+  GetProfileFieldsResponse,
+  GetRealmEmojiResponse,
+  GetStreamIdResponse,
+  GetStreamsResponse,
+  GetSubscriptionsResponse,
+  GetTopicsResponse,
+  GetUserResponse,
+  GetUsersResponse,
+  OwnUser,
+  RegisterResponse,
+  SendMessageResponse,
+  ServerSettings,
+  SubscribeResponse,
+  TemporaryUploadUrlResponse,
+  UnsubscribeResponse,
+  UpdateFlagsForNarrowResponse,
+  UpdateFlagsResponse,
+  UpdateMessageResponse,
+  UploadResponse,
+} from './api/responses.js';
+export {
+  EmptyResponseSchema,
+  GetEventsResponseSchema,
+  GetMessageResponseSchema,
+  GetMessagesResponseSchema,
+  GetProfileFieldsResponseSchema,
+  GetRealmEmojiResponseSchema,
+  GetStreamIdResponseSchema,
+  GetStreamsResponseSchema,
+  GetSubscriptionsResponseSchema,
+  GetTopicsResponseSchema,
+  GetUserResponseSchema,
+  GetUsersResponseSchema,
+  OwnUserSchema,
+  RegisterResponseSchema,
+  SendMessageResponseSchema,
+  ServerSettingsSchema,
+  SubscribeResponseSchema,
+  TemporaryUploadUrlResponseSchema,
+  UnsubscribeResponseSchema,
+  UpdateFlagsForNarrowResponseSchema,
+  UpdateFlagsResponseSchema,
+  UpdateMessageResponseSchema,
+  UploadResponseSchema,
+} from './api/responses.js';
+export type {
+  Message,
+  ProfileField,
+  Reaction,
+  RealmEmoji,
+  Stream,
+  Subscription,
+  Topic,
+  User,
+} from './api/schemas.js';
+export {
+  DisplayRecipientUserSchema,
+  MessageSchema,
+  ProfileFieldSchema,
+  ReactionSchema,
+  RealmEmojiSchema,
+  StreamSchema,
+  SubscriptionSchema,
+  TopicSchema,
+  UserSchema,
+} from './api/schemas.js';
+export type { Clock } from './client/clock.js';
+export type { Logger } from './client/logger.js';
+export { noopLogger } from './client/logger.js';
+export type { UploadBody } from './client/multipart.js';
+export type { RetryPolicy } from './client/retry.js';
+export { defaultRetryPolicy } from './client/retry.js';
+export type { ParseSiteOptions, ZulipSite } from './client/site.js';
+export { parseSite } from './client/site.js';
+export type { CallOptions } from './client/transport.js';
+export type { DownloadedFile, UploadedFile, ZulipClientOptions } from './client/zulip-client.js';
+export { DEFAULT_LONG_POLL_TIMEOUT_MS, ZulipClient } from './client/zulip-client.js';
+export type { CredentialSource, Credentials, LoadCredentialsOptions } from './credentials.js';
+export { loadCredentials, parseZuliprc } from './credentials.js';
+export type { EventQueueOptions, QueueGap, QueueItem } from './events/event-queue.js';
+export { EventQueue } from './events/event-queue.js';
+// `NarrowTerm` here is the validated term the builder and pager produce; it is structurally
+// compatible with (a subtype of) the policy's input term type.
+export type { HasOperand, IsOperand, NarrowOperator, NarrowTerm } from './history/narrow.js';
+export {
+  MAX_NARROW_TERMS,
+  MAX_OPERAND_LENGTH,
+  NarrowBuilder,
+  narrow,
+  validateNarrow,
+} from './history/narrow.js';
+export type { AroundResult, HistoryPagerOptions, HistoryResult } from './history/pager.js';
+export { DATE_ANCHOR_FEATURE_LEVEL, HistoryPager, MAX_MESSAGES_PER_REQUEST } from './history/pager.js';
+export type { ReadMessageOptions, ReadNarrowQuery, ReadNarrowResult, ReadRange } from './read/read-gate.js';
+export { readMessage, readNarrow } from './read/read-gate.js';
+
+// --- text: markdown, length, escaping, message line, helpers, policy rules ---
+
+export type { MsgBlockInput } from './text/escape.js';
+export {
+  escapeMsgAttr,
+  escapeMsgName,
+  escapeMsgText,
+  formatMsgBlock,
+  unescapeMsgAttr,
+} from './text/escape.js';
+export type { MessageLengthOptions, MessageLengthResult } from './text/length.js';
+export { checkMessageLength, DEFAULT_MAX_MESSAGE_LENGTH, measureMessageLength } from './text/length.js';
+export type { NormalizeMarkdownOptions } from './text/markdown.js';
+export { normalizeMarkdown } from './text/markdown.js';
+export type { MentionableUser, MentionOptions } from './text/mention.js';
+export { mentionSyntax } from './text/mention.js';
+export type { DisplayRecipientUser as FormattableRecipient, FormattableMessage } from './text/message.js';
+export { isMentioned } from './text/message.js';
+export type { MessageLineFormatter, MessageLineOptions, MsgBlocksOptions } from './text/message-line.js';
+export {
+  conversationLabel,
+  createMessageLineFormatter,
+  formatMessageHead,
+  formatMessageLine,
+  formatMsgBlocks,
+} from './text/message-line.js';
+export { isNoBotsContent, isNoBotsMessage, isNoBotsTopic } from './text/nobots.js';
+export type { PermalinkTarget } from './text/permalink.js';
+export { decodeHashComponent, encodeHashComponent, messagePermalink, permalink } from './text/permalink.js';
+export type {
+  AccessPolicyConfig,
+  NarrowInput,
+  NarrowOperand,
+  NarrowScopeDecision,
+  NarrowScopeKind,
+  NarrowScopeOptions,
+  NarrowTermInput,
+  PolicyMessage,
+  StreamAllowlist,
+  StreamInfo,
+  StreamInfoLookup,
+  WriteTarget,
+} from './text/policy.js';
+export {
+  AccessPolicy,
+  ALL_STREAMS,
+  createStreamLookup,
+  parseReadOnlyFlag,
+  parseStreamAllowlist,
+} from './text/policy.js';
+export { splitMessage } from './text/split.js';
+export type {
+  DateRange,
+  FormatTimestampOptions,
+  ParseDateRangeOptions,
+  TimeStyle,
+  TimestampFormatter,
+} from './text/time.js';
+export { createTimestampFormatter, formatTimestamp, isValidTimeZone, parseDateRange } from './text/time.js';
+export type { ResolvableUser, ResolvedUser, UserMatchKind } from './text/users.js';
+export { resolveUser } from './text/users.js';
