@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest';
+import { isUploadError } from './errors.js';
+import { DEFAULT_MAX_FILE_BYTES, parseUploadMaxBytes, resolveMaxFileBytes } from './limits.js';
+
+describe('parseUploadMaxBytes', () => {
+  it.each([
+    [undefined, undefined],
+    ['', undefined],
+    ['  ', undefined],
+    ['1', 1],
+    ['26214400', 26214400],
+    [' 512 ', 512],
+    ['64K', 64 * 1024],
+    ['64kib', 64 * 1024],
+    ['25MiB', 25 * 1024 * 1024],
+    ['100 M', 100 * 1024 * 1024],
+    ['1GiB', 1024 ** 3],
+  ])('parses %j as %j', (value, expected) => {
+    expect(parseUploadMaxBytes(value)).toBe(expected);
+  });
+
+  it.each(['0', '-5', '1.5', 'ten', '25MB', '25 MiB extra', '99999999999999999999'])(
+    'refuses %j',
+    (value) => {
+      let caught: unknown;
+      try {
+        parseUploadMaxBytes(value);
+      } catch (err) {
+        caught = err;
+      }
+      expect(isUploadError(caught, 'UPLOAD_CONFIG_INVALID')).toBe(true);
+      expect((caught as { details: unknown }).details).toEqual({ variable: 'ZULIP_UPLOAD_MAX_BYTES' });
+    },
+  );
+});
+
+describe('resolveMaxFileBytes', () => {
+  it('prefers the override, then the realm, then 25 MiB', () => {
+    expect(resolveMaxFileBytes({ override: '1000', realmMaxFileUploadSizeMib: 10 })).toBe(1000);
+    expect(resolveMaxFileBytes({ realmMaxFileUploadSizeMib: 10 })).toBe(10 * 1024 * 1024);
+    expect(resolveMaxFileBytes({})).toBe(DEFAULT_MAX_FILE_BYTES);
+    expect(resolveMaxFileBytes({ realmMaxFileUploadSizeMib: 0 })).toBe(DEFAULT_MAX_FILE_BYTES);
+  });
+});
