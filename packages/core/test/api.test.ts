@@ -44,6 +44,7 @@ describe('typed API against the simulator', () => {
     const subs = await f.client.getSubscriptions({ includeSubscribers: true });
     expect(subs.find((s) => s.name === 'general')?.subscribers).toContain(f.alice.userId);
     expect(await f.client.getStreamId('general')).toBe(f.general.streamId);
+    expect(await f.client.getStreamMembers(f.general.streamId)).toContain(f.alice.userId);
     f.sim.realm.sendMessage({
       senderId: f.alice.userId,
       type: 'stream',

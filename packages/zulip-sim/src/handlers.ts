@@ -931,6 +931,13 @@ function getStream(ctx: ApiContext): ApiResult {
   return { stream: streamDict(ctx.realm, stream) };
 }
 
+// GET /streams/{stream_id}/members: the subscribers of a stream the caller can access.
+function getStreamMembers(ctx: ApiContext): ApiResult {
+  const stream = ctx.realm.stream(Number(ctx.match[0]));
+  if (!stream || !ctx.realm.canSeeStream(ctx.user, stream)) throw badRequest('Invalid channel ID');
+  return { subscribers: ctx.realm.activeSubscriberIds(stream) };
+}
+
 function getSubscriptions(ctx: ApiContext): ApiResult {
   const include = ctx.params.raw('include_subscribers');
   const includeSubscribers =
@@ -1220,6 +1227,7 @@ export const ROUTES: Route[] = [
   { method: 'GET', pattern: /^\/users\/([^/]+)$/, handler: getUser },
   { method: 'GET', pattern: /^\/streams$/, handler: getStreams },
   { method: 'GET', pattern: /^\/streams\/(\d+)$/, handler: getStream },
+  { method: 'GET', pattern: /^\/streams\/(\d+)\/members$/, handler: getStreamMembers },
   { method: 'POST', pattern: /^\/streams\/(\d+)\/delete_topic$/, handler: deleteTopic },
   { method: 'GET', pattern: /^\/get_stream_id$/, handler: getStreamId },
   { method: 'POST', pattern: /^\/user_uploads$/, handler: upload },

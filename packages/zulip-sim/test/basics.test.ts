@@ -201,6 +201,15 @@ describe('users', () => {
 });
 
 describe('streams, subscriptions and topics', () => {
+  it('lists the members of a stream the caller can access, and no other', async () => {
+    const members = await w.bob.get(`/streams/${w.ids.design}/members`);
+    expect(members.status).toBe(200);
+    expect(members.body.subscribers).toEqual([w.ids.alice, w.ids.bob].sort((a, b) => a - b));
+    const hidden = await w.bot.get(`/streams/${w.ids.secret}/members`);
+    expect(hidden.status).toBe(400);
+    expect(hidden.body).toMatchObject({ code: 'BAD_REQUEST', msg: 'Invalid channel ID' });
+  });
+
   it('shows a private stream only to its subscribers', async () => {
     const names = async (c: Client) =>
       ((await c.get('/streams')).body.streams as { name: string }[]).map((s) => s.name).sort();

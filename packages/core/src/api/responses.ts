@@ -167,6 +167,11 @@ export const GetTopicsResponseSchema = z.looseObject({ topics: z.array(TopicSche
 /** GET /users/me/{stream_id}/topics. */
 export type GetTopicsResponse = z.infer<typeof GetTopicsResponseSchema>;
 
+/** GET /streams/{stream_id}/members. */
+export const GetStreamMembersResponseSchema = z.looseObject({ subscribers: z.array(z.number().int()) });
+/** GET /streams/{stream_id}/members. */
+export type GetStreamMembersResponse = z.infer<typeof GetStreamMembersResponseSchema>;
+
 /** GET /get_stream_id. */
 export const GetStreamIdResponseSchema = z.looseObject({ stream_id: z.number().int() });
 /** GET /get_stream_id. */

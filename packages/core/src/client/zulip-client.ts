@@ -34,6 +34,7 @@ import {
   GetProfileFieldsResponseSchema,
   GetRealmEmojiResponseSchema,
   GetStreamIdResponseSchema,
+  GetStreamMembersResponseSchema,
   GetStreamsResponseSchema,
   GetSubscriptionsResponseSchema,
   GetTopicsResponseSchema,
@@ -749,6 +750,22 @@ export class ZulipClient {
       options,
     );
     return res.topics;
+  }
+
+  /**
+   * GET /streams/{stream_id}/members: the user ids subscribed to a stream the account can access.
+   * @throws {ZmcpError} `CORE_BAD_REQUEST` ("Invalid channel ID"), and the request codes.
+   */
+  async getStreamMembers(streamId: number, options?: CallOptions): Promise<number[]> {
+    requireId('streamId', streamId);
+    const res = await this.#call(
+      'GET',
+      `/streams/${streamId}/members`,
+      GetStreamMembersResponseSchema,
+      undefined,
+      options,
+    );
+    return res.subscribers;
   }
 
   /**

@@ -97,6 +97,8 @@ export class HistoryPager {
         numAfter,
         narrow: this.#narrow,
         applyMarkdown: this.#applyMarkdown,
+        // The empty topic comes back as "", not as the realm's display name for it.
+        allowEmptyTopicName: true,
         ...extra,
       },
       this.#call,

@@ -143,7 +143,7 @@ export async function readMessage(
 ): Promise<Message> {
   const res = await client.getMessage(
     messageId,
-    { applyMarkdown: options.applyMarkdown ?? false },
+    { applyMarkdown: options.applyMarkdown ?? false, allowEmptyTopicName: true },
     options.call,
   );
   const streams = await lookupFor(client, options.streams, options.call);
