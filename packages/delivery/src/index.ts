@@ -14,6 +14,14 @@ export type {
 export { consumeInterruptFile, watchInterruptFile } from './interrupt-file.js';
 export type { MonitoredStream, StreamRef } from './monitor-store.js';
 export { MonitorStore } from './monitor-store.js';
+export type {
+  MonitorChangeCause,
+  MonitorWatcherEvent,
+  MonitorWatcherOptions,
+  MonitorWatcherState,
+  MonitorWatcherStatus,
+} from './monitor-watcher.js';
+export { MonitorWatcher } from './monitor-watcher.js';
 export type { StateKey, StateKind } from './state-key.js';
 export { parseSessionId, stateFileName } from './state-key.js';
 export type { StateStore } from './state-store.js';
