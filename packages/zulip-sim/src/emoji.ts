@@ -35,6 +35,7 @@ const table: Record<string, string> = {
   check_mark: '2714',
   x: '274c',
   cross_mark: '274c',
+  ear: '1f442',
   eyes: '1f440',
   looking: '1f440',
   rocket: '1f680',

@@ -1,0 +1,128 @@
+import {
+  type CallOptions,
+  createStreamLookup,
+  type ResolvedUser,
+  resolveUser,
+  type Stream,
+  type StreamInfoLookup,
+  type Subscription,
+  type User,
+  type ZulipClient,
+} from '@zmcp/core';
+import { ToolInputError } from './errors.js';
+
+/** Options of {@link RealmDirectory}. */
+export interface RealmDirectoryOptions {
+  /** How long a fetched list stays fresh, in milliseconds. Default 60 s. */
+  ttlMs?: number | undefined;
+  /** Millisecond clock; tests inject one. */
+  now?: (() => number) | undefined;
+}
+
+type ListName = 'streams' | 'subscriptions' | 'users';
+
+interface Cached<T> {
+  at: number;
+  value: Promise<T>;
+}
+
+/**
+ * A short-lived cache of the realm's streams, the bot's subscriptions and its users, shared
+ * by the tools of one server so that name resolution and access checks cost no extra round
+ * trip per call. Anything it cannot find is re-fetched once before it is reported missing.
+ */
+export class RealmDirectory {
+  readonly #client: ZulipClient;
+  readonly #ttlMs: number;
+  readonly #now: () => number;
+  readonly #slots = new Map<ListName, Cached<unknown>>();
+
+  constructor(client: ZulipClient, options: RealmDirectoryOptions = {}) {
+    this.#client = client;
+    this.#ttlMs = options.ttlMs ?? 60_000;
+    this.#now = options.now ?? Date.now;
+  }
+
+  #cached<T>(name: ListName, load: () => Promise<T>): Promise<T> {
+    const slot = this.#slots.get(name);
+    if (slot !== undefined && this.#now() - slot.at < this.#ttlMs) return slot.value as Promise<T>;
+    const entry: Cached<T> = { at: this.#now(), value: load() };
+    this.#slots.set(name, entry);
+    // A failed load is not kept: the next call tries again.
+    entry.value.catch(() => {
+      if (this.#slots.get(name) === entry) this.#slots.delete(name);
+    });
+    return entry.value;
+  }
+
+  /** Every stream the bot can see: public ones and those it is subscribed to. */
+  streams(call?: CallOptions): Promise<Stream[]> {
+    return this.#cached('streams', () => this.#client.getStreams({}, call));
+  }
+
+  /** The bot's subscriptions. */
+  subscriptions(call?: CallOptions): Promise<Subscription[]> {
+    return this.#cached('subscriptions', () => this.#client.getSubscriptions({}, call));
+  }
+
+  /** Every user of the realm, bots and deactivated users included. */
+  users(call?: CallOptions): Promise<User[]> {
+    return this.#cached('users', () => this.#client.getUsers({}, call));
+  }
+
+  /** Forgets cached lists so the next call fetches them again (after subscribing, say). */
+  invalidate(which: ListName | 'all' = 'all'): void {
+    if (which === 'all') this.#slots.clear();
+    else this.#slots.delete(which);
+  }
+
+  /** The stream facts the access policy needs, from the streams the bot can see. */
+  async streamLookup(call?: CallOptions): Promise<StreamInfoLookup> {
+    const [streams, subscriptions] = await Promise.all([this.streams(call), this.subscriptions(call)]);
+    return createStreamLookup([...streams, ...subscriptions]);
+  }
+
+  /**
+   * Finds a stream the bot can see by name (case-insensitive, as Zulip matches) or id.
+   * @throws ToolInputError `TOOLS_NOT_FOUND` naming the stream when the bot cannot see it.
+   */
+  async stream(ref: string | number, call?: CallOptions): Promise<Stream> {
+    const find = (streams: Stream[]) =>
+      typeof ref === 'number'
+        ? streams.find((s) => s.stream_id === ref)
+        : streams.find((s) => s.name.toLowerCase() === ref.trim().toLowerCase());
+    const fromLists = async () => {
+      const [streams, subs] = await Promise.all([this.streams(call), this.subscriptions(call)]);
+      return find(streams) ?? find(subs);
+    };
+    let found = await fromLists();
+    if (found === undefined) {
+      this.invalidate('streams');
+      this.invalidate('subscriptions');
+      found = await fromLists();
+    }
+    if (found === undefined) {
+      throw new ToolInputError(
+        'TOOLS_NOT_FOUND',
+        `No stream ${typeof ref === 'number' ? `with id ${ref}` : JSON.stringify(ref)} is visible to this bot.`,
+        { stream: ref },
+      );
+    }
+    return found;
+  }
+
+  /**
+   * Resolves a user by id, email or name (see core's `resolveUser`); refetches the user list
+   * once when nobody matches, in case the user is new.
+   * @throws ZmcpError `CORE_USER_NOT_FOUND` or `CORE_USER_AMBIGUOUS` (with candidates).
+   */
+  async user(query: string | number, call?: CallOptions): Promise<ResolvedUser<User>> {
+    try {
+      return resolveUser(await this.users(call), query);
+    } catch (err) {
+      if ((err as { code?: unknown }).code !== 'CORE_USER_NOT_FOUND') throw err;
+      this.invalidate('users');
+      return resolveUser(await this.users(call), query);
+    }
+  }
+}

@@ -1,0 +1,90 @@
+import { type CallOptions, escapeMsgName, isNoBotsTopic, type NarrowTermInput, type User } from '@zmcp/core';
+import { ToolInputError } from '../errors.js';
+import type { ToolServices } from '../services.js';
+import { normalizeTopicInput, resolveStream, topicLabel } from './shared.js';
+
+/** A conversation a history tool reads: a stream (or one of its topics) or a DM conversation. */
+export interface Conversation {
+  narrow: NarrowTermInput[];
+  /** `#general > deploys`, `#general`, `DM with Ann Lee`. */
+  label: string;
+  kind: 'stream' | 'dm';
+}
+
+/**
+ * Resolves DM participants named by id, email or name into the other participants' user ids
+ * (the bot itself is implied; naming only the bot reads its DMs with itself).
+ * @throws ZmcpError `CORE_USER_NOT_FOUND`, `CORE_USER_AMBIGUOUS` (the message lists the candidates).
+ */
+export async function resolveDmUsers(
+  services: ToolServices,
+  refs: readonly (string | number)[],
+  call: CallOptions,
+): Promise<{ ids: number[]; users: User[] }> {
+  const self = services.identity.user_id;
+  const users: User[] = [];
+  for (const ref of refs) {
+    const { user } = await services.directory.user(ref, call);
+    if (user.user_id !== self && !users.some((u) => u.user_id === user.user_id)) users.push(user);
+  }
+  if (users.length === 0) return { ids: [self], users: [] };
+  return { ids: users.map((u) => u.user_id).sort((a, b) => a - b), users };
+}
+
+/** The label of a DM conversation with these users (the bot left out). */
+export function dmLabel(users: readonly User[]): string {
+  if (users.length === 0) return 'DM with yourself';
+  return `DM with ${users.map((u) => escapeMsgName(u.full_name)).join(', ')}`;
+}
+
+/**
+ * Builds the narrow of a stream (optionally one topic) or a DM conversation from tool input.
+ * @throws ToolInputError `TOOLS_INVALID_INPUT` (neither or both named, a topic without a stream),
+ *   `TOOLS_NOT_FOUND` (a stream the bot cannot see, or a topic that opted out of bots); ZmcpError
+ *   `CORE_USER_NOT_FOUND` / `CORE_USER_AMBIGUOUS` for DM participants.
+ */
+export async function resolveConversation(
+  services: ToolServices,
+  input: {
+    stream?: string | number | undefined;
+    topic?: string | undefined;
+    dm?: (string | number)[] | undefined;
+  },
+  call: CallOptions,
+): Promise<Conversation> {
+  const hasStream = input.stream !== undefined;
+  const hasDm = input.dm !== undefined;
+  if (hasStream === hasDm) {
+    throw new ToolInputError(
+      'TOOLS_INVALID_INPUT',
+      hasStream
+        ? 'Invalid arguments: stream and dm: name a stream or a DM conversation, not both.'
+        : 'Invalid arguments: stream: name a stream (with an optional topic) or pass dm with the people of a DM conversation.',
+    );
+  }
+  if (input.stream !== undefined) {
+    const stream = await resolveStream(services, input.stream, call);
+    const narrow: NarrowTermInput[] = [{ operator: 'channel', operand: stream.stream_id }];
+    let label = `#${escapeMsgName(stream.name)}`;
+    if (input.topic !== undefined) {
+      const topic = normalizeTopicInput(input.topic);
+      if (isNoBotsTopic(topic)) {
+        throw new ToolInputError(
+          'TOOLS_NOT_FOUND',
+          `Topic ${JSON.stringify(input.topic.slice(0, 100))} of #${stream.name} is not available: its people asked bots to stay out (/nobots).`,
+        );
+      }
+      narrow.push({ operator: 'topic', operand: topic });
+      label += ` > ${topicLabel(topic)}`;
+    }
+    return { narrow, label, kind: 'stream' };
+  }
+  if (input.topic !== undefined) {
+    throw new ToolInputError(
+      'TOOLS_INVALID_INPUT',
+      'Invalid arguments: topic: a topic needs its stream; DM conversations have no topics.',
+    );
+  }
+  const { ids, users } = await resolveDmUsers(services, input.dm ?? [], call);
+  return { narrow: [{ operator: 'dm', operand: ids }], label: dmLabel(users), kind: 'dm' };
+}

@@ -1,0 +1,104 @@
+import type { User } from '@zmcp/core';
+import { z } from 'zod';
+import { fitToBudget } from '../page.js';
+import { defineTool } from '../run.js';
+import type { ToolServices } from '../services.js';
+import type { ToolDefinition } from '../tool.js';
+import { toUserItem, UserItemSchema, userItemLine } from './list-users.js';
+import { callOptions, checkDeadline, itemBudget, plural, READ_ANNOTATIONS, UserRefSchema } from './shared.js';
+
+const NAME = 'find_user';
+
+const InputSchema = z.object({
+  query: UserRefSchema.describe(
+    'Who to find: a user id, an email, @**mention** syntax, or a full name or part of one (case-insensitive).',
+  ),
+});
+
+const OutputSchema = z.object({
+  matched_by: z
+    .enum(['id', 'email', 'name', 'prefix', 'substring'])
+    .nullable()
+    .describe(
+      'How the query matched: exact id, email or full name, or a name prefix or substring; null when nothing matched',
+    ),
+  users: z
+    .array(UserItemSchema)
+    .describe('The one user found, or every candidate when the query is ambiguous'),
+  total: z.number().int().describe('How many users matched (more than listed when very many did)'),
+  ambiguous: z.boolean().describe('Several users matched; pick one by user_id'),
+  truncated: z.boolean().describe('The page byte budget cut the list'),
+});
+
+interface AmbiguityDetails {
+  candidates?: { user_id: number }[];
+  count?: number;
+}
+
+/** `find_user`: resolves a name, email or id fragment to the people it may mean. */
+export function findUserTool(
+  services: ToolServices,
+): ToolDefinition<typeof InputSchema, typeof OutputSchema> {
+  return defineTool({
+    name: NAME,
+    title: 'Find a user',
+    description:
+      'Look a person up by user id, email, @**mention**, or (part of) their full name. Exact matches win over name prefixes, prefixes over substrings. One match comes back as the user; several come back as a list of candidates to choose from (use the user_id of the one you mean with send_dm, fetch_history dm, get_user_profile, search_messages sender). No match is an empty result, not an error. Bots and deactivated accounts are found too and marked.',
+    inputSchema: InputSchema,
+    outputSchema: OutputSchema,
+    annotations: READ_ANNOTATIONS,
+    write: false,
+    async handler(input, context) {
+      checkDeadline(context);
+      const call = callOptions(context);
+      let found: User[];
+      let matchedBy: z.infer<typeof OutputSchema>['matched_by'];
+      let total: number;
+      let ambiguous = false;
+      try {
+        const resolved = await services.directory.user(input.query, call);
+        found = [resolved.user];
+        matchedBy = resolved.matchedBy;
+        total = 1;
+      } catch (err) {
+        const code = (err as { code?: unknown }).code;
+        if (code === 'CORE_USER_NOT_FOUND') {
+          const text = `No user matches ${JSON.stringify(String(input.query))}. Try part of the name, an email, or browse with list_users (include_bots / include_deactivated to widen it).`;
+          return {
+            text,
+            structured: { matched_by: null, users: [], total: 0, ambiguous: false, truncated: false },
+          };
+        }
+        if (code !== 'CORE_USER_AMBIGUOUS') throw err;
+        const details = ((err as { details?: AmbiguityDetails }).details ?? {}) as AmbiguityDetails;
+        const ids = (details.candidates ?? []).map((c) => c.user_id);
+        const byId = new Map((await services.directory.users(call)).map((u) => [u.user_id, u]));
+        found = ids.map((id) => byId.get(id)).filter((u): u is User => u !== undefined);
+        total = details.count ?? found.length;
+        matchedBy = null;
+        ambiguous = true;
+      }
+      const fit = fitToBudget(found.map(userItemLine), itemBudget(services));
+      const shown = found.slice(0, fit.shown);
+      const q = JSON.stringify(String(input.query));
+      let summary: string;
+      if (!ambiguous) {
+        summary = `Found 1 user for ${q} (matched by ${matchedBy}).`;
+      } else {
+        summary = `${plural(total, 'user')} match ${q}; pick one by user id.`;
+        if (shown.length < total)
+          summary += ` ${shown.length} listed; refine the query (a fuller name or an email) to see the rest.`;
+      }
+      return {
+        text: `${summary}\n${fit.text}`,
+        structured: {
+          matched_by: matchedBy,
+          users: shown.map(toUserItem),
+          total,
+          ambiguous,
+          truncated: fit.truncated || shown.length < total,
+        },
+      };
+    },
+  });
+}

@@ -1,0 +1,36 @@
+import type { ToolServices } from '../services.js';
+import type { ToolDefinition } from '../tool.js';
+import { fetchAroundTool } from './fetch-around.js';
+import { fetchAttachmentTool } from './fetch-attachment.js';
+import { fetchHistoryTool } from './fetch-history.js';
+import { findUserTool } from './find-user.js';
+import { getChannelHistoryTool } from './get-channel-history.js';
+import { getMessageTool } from './get-message.js';
+import { getMessageLinkTool } from './get-message-link.js';
+import { getStreamTopicsTool } from './get-stream-topics.js';
+import { getUserProfileTool } from './get-user-profile.js';
+import { listEmojisTool } from './list-emojis.js';
+import { listStreamMembersTool } from './list-stream-members.js';
+import { listStreamsTool } from './list-streams.js';
+import { listUsersTool } from './list-users.js';
+import { searchMessagesTool } from './search-messages.js';
+
+/** The tools that read the realm: history, search, single messages, streams, people, emoji, files. */
+export function readTools(services: ToolServices): ToolDefinition[] {
+  return [
+    fetchHistoryTool(services),
+    fetchAroundTool(services),
+    getChannelHistoryTool(services),
+    searchMessagesTool(services),
+    getMessageTool(services),
+    getMessageLinkTool(services),
+    listStreamsTool(services),
+    getStreamTopicsTool(services),
+    listStreamMembersTool(services),
+    listUsersTool(services),
+    findUserTool(services),
+    getUserProfileTool(services),
+    listEmojisTool(services),
+    fetchAttachmentTool(services),
+  ];
+}

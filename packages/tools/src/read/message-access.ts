@@ -1,0 +1,90 @@
+import {
+  type CallOptions,
+  escapeMsgName,
+  isNoBotsMessage,
+  type Message,
+  type NarrowTermInput,
+  readMessage,
+  type User,
+} from '@zmcp/core';
+import { ToolInputError } from '../errors.js';
+import type { ToolServices } from '../services.js';
+import { dmLabel } from './conversation.js';
+import { topicLabel } from './shared.js';
+
+function notFound(id: number): ToolInputError {
+  return new ToolInputError(
+    'TOOLS_NOT_FOUND',
+    `No message with id ${id} is available to this bot: it does not exist, was deleted, is not visible to the bot, or its people asked bots to stay out (/nobots).`,
+    { messageId: id },
+  );
+}
+
+/**
+ * Reads one message through core's single-message gate and refuses, as not found, one the bot
+ * cannot see or that opted out of bots (`/nobots`, in its content or its topic).
+ * @throws ToolInputError `TOOLS_NOT_FOUND`; ZmcpError `CORE_ACCESS_DENIED` (a stream or DM the
+ *   policy keeps closed) and the request codes.
+ */
+export async function readVisibleMessage(
+  services: ToolServices,
+  id: number,
+  call: CallOptions,
+): Promise<Message> {
+  let message: Message;
+  try {
+    message = await readMessage(services.client, services.policy, id, {
+      streams: await services.directory.streamLookup(call),
+      call,
+    });
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    // Zulip answers an unknown or inaccessible id with a 400 ("Invalid message(s)").
+    if (code === 'CORE_BAD_REQUEST' || code === 'CORE_NOT_FOUND') throw notFound(id);
+    throw err;
+  }
+  if (isNoBotsMessage(message)) throw notFound(id);
+  return message;
+}
+
+/** The user ids of a DM's participants other than the bot (the bot alone for its DMs with itself). */
+export function dmOthers(services: ToolServices, message: Message): number[] {
+  const self = services.identity.user_id;
+  const ids = Array.isArray(message.display_recipient)
+    ? message.display_recipient.map((r) => r.id).filter((id) => id !== self)
+    : [];
+  return ids.length === 0 ? [self] : ids.sort((a, b) => a - b);
+}
+
+/**
+ * The narrow of the conversation a message is in now: its stream and topic, or its DM. A `with`
+ * term makes Zulip follow the message if it was moved, so the topic as read is only a hint.
+ */
+export function conversationOf(
+  services: ToolServices,
+  message: Message,
+): { narrow: NarrowTermInput[]; label: string } {
+  if (message.type === 'stream') {
+    const stream = String(message.display_recipient);
+    const narrow: NarrowTermInput[] = [
+      { operator: 'channel', operand: message.stream_id ?? stream },
+      { operator: 'topic', operand: message.subject },
+      { operator: 'with', operand: message.id },
+    ];
+    return { narrow, label: `#${escapeMsgName(stream)} > ${topicLabel(message.subject)}` };
+  }
+  const others = dmOthers(services, message);
+  const self = services.identity.user_id;
+  const people: User[] = Array.isArray(message.display_recipient)
+    ? message.display_recipient
+        .filter((r) => r.id !== self)
+        .map((r) => ({ user_id: r.id, email: r.email, full_name: r.full_name }))
+    : [];
+  return {
+    narrow: [
+      { operator: 'dm', operand: others },
+      { operator: 'with', operand: message.id },
+    ],
+    label: dmLabel(people),
+  };
+}

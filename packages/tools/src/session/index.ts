@@ -1,0 +1,37 @@
+import { ToolInputError } from '../errors.js';
+import type { ToolServices } from '../services.js';
+import type { PromptDefinition, ToolDefinition } from '../tool.js';
+import { type AgentSession, SessionCore } from './agent-session.js';
+import { endSessionTool } from './end-session.js';
+import { listenTool } from './listen.js';
+import { teammatePrompt } from './prompt.js';
+import { replyTool } from './reply.js';
+import { setContextTool } from './set-context.js';
+
+/** The session tools and prompt of one agent session. */
+export interface SessionCatalog {
+  /** `set_context`, `reply`, `listen`, `end_session`. */
+  tools: ToolDefinition[];
+  /** `zulip_teammate`. */
+  prompts: PromptDefinition[];
+}
+
+/**
+ * The agent-as-teammate tools (`set_context`, `reply`, `listen`, `end_session`) and the
+ * `zulip_teammate` prompt, bound to one session. Build one per MCP session, beside the catalog.
+ * @throws ToolInputError `TOOLS_INVALID_INPUT` when `session` was not made by `createAgentSession`
+ *   with these services.
+ */
+export function sessionCatalog(services: ToolServices, session: AgentSession): SessionCatalog {
+  if (!(session instanceof SessionCore) || session.services !== services) {
+    throw new ToolInputError(
+      'TOOLS_INVALID_INPUT',
+      'sessionCatalog needs a session made by createAgentSession with the same services.',
+      { field: 'session' },
+    );
+  }
+  return {
+    tools: [setContextTool(session), replyTool(session), listenTool(session), endSessionTool(session)],
+    prompts: [teammatePrompt(session)],
+  };
+}

@@ -1,0 +1,462 @@
+import {
+  type CallOptions,
+  checkMessageLength,
+  escapeMsgName,
+  isNoBotsMessage,
+  type Message,
+  messagePermalink,
+  normalizeMarkdown,
+  readMessage,
+  type Stream,
+  type StreamInfoLookup,
+  ZmcpError,
+} from '@zmcp/core';
+import {
+  type Attachment,
+  appendAttachmentMarkdown,
+  isUploadError,
+  UploadError,
+  type UploadedAttachment,
+  uploadAttachments,
+} from '@zmcp/uploads';
+import { z } from 'zod';
+import { ToolInputError } from '../errors.js';
+import { fitToBudget } from '../page.js';
+import { toolFailure } from '../run.js';
+import type { ToolServices } from '../services.js';
+import type { ToolFailure } from '../tool.js';
+
+// Helpers shared by the write tools. Internal to the package: nothing here is exported from
+// the package entry.
+
+/** Zulip's longest topic and stream name, in code points; it cuts longer topics silently. */
+export const MAX_TOPIC_CODE_POINTS = 60;
+
+/** Zulip's prefix for a resolved topic. */
+export const RESOLVED_PREFIX = '✔ ';
+
+/** Upper bound of a content argument, before the realm's own limit is checked. */
+const MAX_CONTENT_INPUT = 200_000;
+
+/** A stream by name or id, as every write tool takes it. */
+export const StreamRefSchema = z.union([
+  z.string().min(1).max(200).describe('Stream name, e.g. "general" (case-insensitive)'),
+  z.number().int().positive().max(2_147_483_647).describe('Stream id'),
+]);
+
+/** A topic argument; {@link checkTopic} applies Zulip's rules on top. */
+export const TopicArgSchema = z.string().max(500);
+
+/** A message body argument; the realm's limit is checked after normalization. */
+export const ContentArgSchema = z.string().max(MAX_CONTENT_INPUT);
+
+/** A message id argument. */
+export const MessageIdSchema = z
+  .number()
+  .int()
+  .positive()
+  .max(Number.MAX_SAFE_INTEGER)
+  .describe('Id of the message, as shown after "id=" in message lines');
+
+/** One uploaded attachment in tool output. */
+export const UploadedOutputSchema = z.object({
+  name: z.string().describe('File name as uploaded'),
+  path: z.string().describe('Server-relative /user_uploads/... path'),
+  url: z.string().describe('Absolute URL on the realm'),
+  markdown: z.string().describe('Markdown link to put in a message body'),
+  content_type: z.string(),
+  size: z.number().int().describe('Bytes uploaded'),
+});
+/** One uploaded attachment in tool output. */
+export type UploadedOutput = z.infer<typeof UploadedOutputSchema>;
+
+/** Projects an upload onto {@link UploadedOutputSchema}. */
+export function toUploadedOutput(u: UploadedAttachment): UploadedOutput {
+  return {
+    name: u.name,
+    path: u.path,
+    url: u.url,
+    markdown: u.markdown,
+    content_type: u.contentType,
+    size: u.size,
+  };
+}
+
+function codePoints(s: string): number {
+  let n = 0;
+  for (const _ of s) n++;
+  return n;
+}
+
+/**
+ * Applies Zulip's topic rules, refusing what Zulip would change behind the sender's back: it
+ * trims, files an empty topic (or "(no topic)") under the general chat, and cuts a topic over 60
+ * code points to 57 plus "...".
+ * @throws ToolInputError `TOOLS_INVALID_INPUT` naming `field`.
+ */
+export function checkTopic(raw: string, field = 'topic'): string {
+  const topic = raw.trim();
+  if (topic === '' || topic === '(no topic)') {
+    throw new ToolInputError(
+      'TOOLS_INVALID_INPUT',
+      `${field} is empty; give the conversation a topic name (Zulip would otherwise file it under "general chat").`,
+      { field },
+    );
+  }
+  if (/[\u0000-\u001f\u007f]/.test(topic)) {
+    throw new ToolInputError(
+      'TOOLS_INVALID_INPUT',
+      `${field} contains a line break or control character; a topic is one line of text.`,
+      { field },
+    );
+  }
+  const length = codePoints(topic);
+  if (length > MAX_TOPIC_CODE_POINTS) {
+    throw new ToolInputError(
+      'TOOLS_INVALID_INPUT',
+      `${field} is ${length} characters long but Zulip keeps at most ${MAX_TOPIC_CODE_POINTS} and would cut the rest silently; nothing was sent. Use a shorter topic.`,
+      { field, length, limit: MAX_TOPIC_CODE_POINTS },
+    );
+  }
+  return topic;
+}
+
+/**
+ * Refuses every write in read-only mode before anything is read or opened (the client's
+ * transport refuses the request itself too).
+ * @throws ZmcpError `CORE_READ_ONLY`.
+ */
+export function assertWritable(services: ToolServices): void {
+  if (services.policy.readOnly) {
+    throw new ZmcpError('CORE_READ_ONLY', 'Read-only mode refuses every write; nothing was changed.', {
+      details: { reason: 'read-only' },
+    });
+  }
+}
+
+/** Call options carrying the tool's one shared deadline. */
+export function callOf(signal: AbortSignal): CallOptions {
+  return { signal };
+}
+
+/** Markdown as it will be sent: normalized when the operator left the fixes on. */
+export function prepareMarkdown(services: ToolServices, content: string): string {
+  return services.markdownAutofix ? normalizeMarkdown(content) : content;
+}
+
+/** The base name of a `<root>/<path>` reference, as the upload will be named. */
+function attachmentName(a: Attachment): string {
+  if ('file' in a) {
+    const parts = a.file.split('/').filter((p) => p !== '');
+    return parts[parts.length - 1] ?? a.file;
+  }
+  return a.name;
+}
+
+/**
+ * The shortest link Zulip can produce for an attachment: realm id, a two-level directory and a
+ * 24-character token come before the file name. Used to refuse clearly over-long messages before
+ * anything is uploaded; the exact links are measured again before the send.
+ */
+function minimalLink(a: Attachment): { markdown: string } {
+  const text = attachmentName(a).replace(/[[\]]/g, '');
+  return { markdown: `[${text}](/user_uploads/1/a/${'x'.repeat(24)}/x)` };
+}
+
+/**
+ * The length guard: measures the body plus the attachment links it will carry, in code points,
+ * against the realm's limit, and refuses (never truncates).
+ * @throws ZmcpError `CORE_MESSAGE_TOO_LONG` with `details: { length, limit }`.
+ */
+export function guardLength(
+  services: ToolServices,
+  body: string,
+  links: readonly { markdown: string }[],
+  estimated: boolean,
+): { content: string; length: number } {
+  const full = appendAttachmentMarkdown(body, links);
+  try {
+    const checked = checkMessageLength(full, { limit: services.maxMessageLength, normalize: false });
+    return { content: checked.content, length: checked.length };
+  } catch (err) {
+    if (links.length === 0 || !(err instanceof ZmcpError) || err.code !== 'CORE_MESSAGE_TOO_LONG') throw err;
+    const length = Number(err.details?.length);
+    const limit = services.maxMessageLength;
+    throw new ZmcpError(
+      'CORE_MESSAGE_TOO_LONG',
+      `Message is ${estimated ? 'at least ' : ''}${length} characters long with the links to its ${links.length} attachment(s) (Unicode code points, after formatting fixes) but the realm accepts at most ${limit}; nothing was sent.${estimated ? ' Nothing was uploaded either.' : ' The uploaded files stay unreferenced and Zulip removes them later.'} Shorten the text, or attach fewer files.`,
+      { cause: err, details: { length, limit, attachments: links.length } },
+    );
+  }
+}
+
+/** What {@link prepareBody} returns: the text to send before uploads, and its measures. */
+export interface PreparedBody {
+  /** Normalized body, without attachment links. */
+  body: string;
+  /** Whether normalization changed the text. */
+  normalized: boolean;
+}
+
+/**
+ * Normalizes the body and refuses an over-long message before any upload: the body plus the
+ * shortest links its attachments can have must fit.
+ * @throws ToolInputError `TOOLS_INVALID_INPUT` when there is neither content nor an attachment.
+ * @throws ZmcpError `CORE_MESSAGE_TOO_LONG`.
+ */
+export function prepareBody(
+  services: ToolServices,
+  content: string | undefined,
+  attachments: readonly Attachment[],
+): PreparedBody {
+  const raw = content ?? '';
+  if (raw.trim() === '' && attachments.length === 0) {
+    throw new ToolInputError(
+      'TOOLS_INVALID_INPUT',
+      'content is empty and there are no attachments; write a message, or attach a file.',
+      { field: 'content' },
+    );
+  }
+  const body = prepareMarkdown(services, raw);
+  guardLength(services, body, attachments.map(minimalLink), true);
+  return { body, normalized: body !== raw };
+}
+
+const PATH_CODES: ReadonlySet<string> = new Set([
+  'UPLOAD_NO_ROOTS',
+  'UPLOAD_LOCAL_FILES_UNSUPPORTED',
+  'UPLOAD_ABSOLUTE_PATH',
+  'UPLOAD_UNKNOWN_ROOT',
+  'UPLOAD_INVALID_PATH',
+  'UPLOAD_PATH_ESCAPE',
+  'UPLOAD_FILE_NOT_FOUND',
+  'UPLOAD_NOT_REGULAR_FILE',
+]);
+
+/** What a model can do about an upload failure, by code. */
+function uploadHint(services: ToolServices, code: string): string | undefined {
+  if (PATH_CODES.has(code)) {
+    const names = services.uploadRoots?.names ?? [];
+    return names.length === 0
+      ? 'No upload roots are configured: attach inline data as { data: <base64>, name }.'
+      : `A local file is <root>/<path> inside one of the upload roots: ${names.join(', ')}. Or attach inline data as { data: <base64>, name }.`;
+  }
+  if (code === 'UPLOAD_TOO_LARGE' || code === 'UPLOAD_TOTAL_TOO_LARGE' || code === 'UPLOAD_TOO_MANY_FILES') {
+    return `Attach fewer or smaller files: at most 10 per message, ${services.maxFileBytes} bytes each.`;
+  }
+  if (code === 'UPLOAD_BAD_BASE64') return 'data must be standard base64 (A-Z, a-z, 0-9, +, /, = padding).';
+  return undefined;
+}
+
+/**
+ * Uploads attachments one at a time (streamed) and returns them in input order. Upload errors
+ * are rethrown with a hint (the available upload roots, the size limits).
+ * @throws UploadError (`UPLOAD_*`) with the hint appended to its message.
+ */
+export async function uploadAll(
+  services: ToolServices,
+  attachments: readonly Attachment[],
+  signal: AbortSignal,
+): Promise<UploadedAttachment[]> {
+  if (attachments.length === 0) return [];
+  try {
+    return await uploadAttachments(services.client, services.uploadRoots, attachments, {
+      site: services.site,
+      maxFileBytes: services.maxFileBytes,
+      signal,
+    });
+  } catch (err) {
+    const hint = isUploadError(err) ? uploadHint(services, err.code) : undefined;
+    if (isUploadError(err) && hint !== undefined) {
+      throw new UploadError(err.code, `${err.message}.\nHint: ${hint}`, {
+        cause: err,
+        ...(err.details === undefined ? {} : { details: err.details }),
+      });
+    }
+    throw err;
+  }
+}
+
+/**
+ * The one gate of the write tools that act on an existing message: reads it through core's
+ * `readMessage` (the access policy), and answers "not found" for a missing message and for one
+ * that opted out of bots with `/nobots`.
+ * @throws ToolInputError `TOOLS_NOT_FOUND`; ZmcpError `CORE_ACCESS_DENIED` and the request codes.
+ */
+export async function readTarget(
+  services: ToolServices,
+  messageId: number,
+  lookup: StreamInfoLookup,
+  signal: AbortSignal,
+): Promise<Message> {
+  // A missing message and a /nobots one read the same, so the opt-out reveals nothing.
+  const notFound = () =>
+    new ToolInputError(
+      'TOOLS_NOT_FOUND',
+      `Message ${messageId} does not exist or is not available to this bot. Check the id in a message line (id=...).`,
+      { message_id: messageId },
+    );
+  let message: Message;
+  try {
+    message = await readMessage(services.client, services.policy, messageId, {
+      streams: lookup,
+      call: callOf(signal),
+    });
+  } catch (err) {
+    if (
+      err instanceof ZmcpError &&
+      (err.code === 'CORE_NOT_FOUND' ||
+        (err.code === 'CORE_BAD_REQUEST' && /invalid message/i.test(err.message)))
+    ) {
+      throw notFound();
+    }
+    throw err;
+  }
+  if (isNoBotsMessage(message)) throw notFound();
+  return message;
+}
+
+/** The write target of an existing message: its stream, or its DM participants other than the bot. */
+export function writeTargetOf(
+  services: ToolServices,
+  message: Message,
+): { stream: number | string } | { dm: number[] } {
+  if (message.type === 'stream') return { stream: message.stream_id ?? String(message.display_recipient) };
+  const others = Array.isArray(message.display_recipient)
+    ? message.display_recipient.map((r) => r.id).filter((id) => id !== services.identity.user_id)
+    : [];
+  return { dm: others.length > 0 ? others : [services.identity.user_id] };
+}
+
+/** `#stream > topic` or `DM with ...`, for summaries. */
+export function whereOf(message: Message): string {
+  if (message.type === 'stream') return streamTopic(String(message.display_recipient), message.subject);
+  const names = Array.isArray(message.display_recipient)
+    ? message.display_recipient.map((r) => escapeMsgName(r.full_name)).join(', ')
+    : '';
+  return `DM with ${names}`;
+}
+
+/** `#stream > topic` with both names escaped for the model. */
+export function streamTopic(stream: string, topic?: string): string {
+  return topic === undefined
+    ? `#${escapeMsgName(stream)}`
+    : `#${escapeMsgName(stream)} > ${escapeMsgName(topic)}`;
+}
+
+/** A permalink, or null when the message lacks what one needs. */
+export function permalinkOf(services: ToolServices, message: Message): string | null {
+  try {
+    return messagePermalink(services.site, message);
+  } catch {
+    return null;
+  }
+}
+
+/** One message line, cut to the page budget. */
+export function lineOf(services: ToolServices, message: Message): string {
+  return fitToBudget([services.line(message)], services.pageBudgetBytes).text;
+}
+
+/**
+ * Reads a message the bot has just written, through the read gate. A write that went through
+ * is never reported as failed because the read after it did not: the message as the tool
+ * knows it is used instead.
+ */
+export async function readBack(
+  services: ToolServices,
+  fallback: Message,
+  lookup: StreamInfoLookup,
+  signal: AbortSignal,
+): Promise<Message> {
+  if (fallback.type === 'private' && !services.policy.canReadDms) return fallback;
+  try {
+    const message = await readMessage(services.client, services.policy, fallback.id, {
+      streams: lookup,
+      call: callOf(signal),
+    });
+    return message;
+  } catch {
+    return fallback;
+  }
+}
+
+/** A stream message as the bot has just sent it, for when it cannot be read back. */
+export function sentStreamMessage(
+  services: ToolServices,
+  id: number,
+  stream: Pick<Stream, 'name' | 'stream_id'>,
+  topic: string,
+  content: string,
+): Message {
+  return {
+    id,
+    type: 'stream',
+    sender_id: services.identity.user_id,
+    sender_email: services.identity.email,
+    sender_full_name: services.identity.full_name,
+    display_recipient: stream.name,
+    stream_id: stream.stream_id,
+    subject: topic,
+    content: content.trimEnd(),
+    timestamp: Math.floor(services.now() / 1000),
+  };
+}
+
+/** A direct message as the bot has just sent it. */
+export function sentDirectMessage(
+  services: ToolServices,
+  id: number,
+  recipients: readonly { user_id: number; email: string; full_name: string }[],
+  content: string,
+): Message {
+  const me = services.identity;
+  const people = new Map<number, { id: number; email: string; full_name: string }>();
+  for (const r of [...recipients, me]) {
+    people.set(r.user_id, { id: r.user_id, email: r.email, full_name: r.full_name });
+  }
+  return {
+    id,
+    type: 'private',
+    sender_id: me.user_id,
+    sender_email: me.email,
+    sender_full_name: me.full_name,
+    display_recipient: [...people.values()].sort((a, b) => a.id - b.id),
+    subject: '',
+    content: content.trimEnd(),
+    timestamp: Math.floor(services.now() / 1000),
+  };
+}
+
+/** Describes the attachments of a summary line: ` with 2 attachments`. */
+export function attachmentsNote(n: number): string {
+  return n === 0 ? '' : ` with ${n} attachment${n === 1 ? '' : 's'}`;
+}
+
+// Failures after which a send may or may not have reached Zulip: the request left, and no
+// answer (or a broken one) came back.
+const UNCERTAIN_SEND = new Set([
+  'CORE_TIMEOUT',
+  'CORE_ABORTED',
+  'CORE_NETWORK',
+  'CORE_SERVER_ERROR',
+  'CORE_BAD_RESPONSE',
+]);
+
+/**
+ * Turns a failed send into a result that does not invite a blind retry: when the outcome is
+ * unknown the model is told to look before sending again (a second send would post twice).
+ * Definite refusals are rethrown as they are.
+ */
+export function sendFailure(err: unknown): ToolFailure {
+  const code = (err as { code?: unknown } | null)?.code;
+  const message = (err as { message?: unknown } | null)?.message;
+  if (typeof code === 'string' && typeof message === 'string' && UNCERTAIN_SEND.has(code)) {
+    return toolFailure(
+      code,
+      `${message}. The message may or may not have been posted.`,
+      'Read the conversation (fetch_history) before sending again: a second send could post it twice.',
+    );
+  }
+  throw err;
+}

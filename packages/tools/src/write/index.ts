@@ -1,0 +1,30 @@
+import type { ToolServices } from '../services.js';
+import type { ToolDefinition } from '../tool.js';
+import { addReactionTool } from './add-reaction.js';
+import { deleteMessageTool } from './delete-message.js';
+import { editMessageTool } from './edit-message.js';
+import { markReadTool } from './mark-read.js';
+import { removeReactionTool } from './remove-reaction.js';
+import { resolveTopicTool } from './resolve-topic.js';
+import { sendDmTool } from './send-dm.js';
+import { sendMessageTool } from './send-message.js';
+import { subscribeTool } from './subscribe.js';
+import { unsubscribeTool } from './unsubscribe.js';
+import { uploadFileTool } from './upload-file.js';
+
+/** The tools that change the realm (or the bot's subscriptions). */
+export function writeTools(services: ToolServices): ToolDefinition[] {
+  return [
+    sendMessageTool(services),
+    sendDmTool(services),
+    uploadFileTool(services),
+    editMessageTool(services),
+    deleteMessageTool(services),
+    addReactionTool(services),
+    removeReactionTool(services),
+    resolveTopicTool(services),
+    markReadTool(services),
+    subscribeTool(services),
+    unsubscribeTool(services),
+  ];
+}

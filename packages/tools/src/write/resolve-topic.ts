@@ -1,0 +1,149 @@
+import { isNoBotsTopic, type Message, readNarrow, type StreamInfoLookup } from '@zmcp/core';
+import { z } from 'zod';
+import { ToolInputError } from '../errors.js';
+import { defineTool } from '../run.js';
+import type { ToolServices } from '../services.js';
+import type { ToolDefinition } from '../tool.js';
+import {
+  assertWritable,
+  callOf,
+  checkTopic,
+  MAX_TOPIC_CODE_POINTS,
+  RESOLVED_PREFIX,
+  StreamRefSchema,
+  streamTopic,
+  TopicArgSchema,
+} from './common.js';
+
+const inputSchema = z.object({
+  stream: StreamRefSchema.describe('Stream of the topic: its name or id'),
+  topic: TopicArgSchema.describe('The topic, with or without the "✔ " prefix'),
+  unresolve: z
+    .boolean()
+    .optional()
+    .describe('true to mark a resolved topic unresolved again (strips the "✔ " prefix); default false'),
+});
+
+const outputSchema = z.object({
+  stream: z.string(),
+  stream_id: z.number().int(),
+  topic: z.string().describe('The topic name before the call'),
+  new_topic: z.string().describe('The topic name after the call'),
+  resolved: z.boolean().describe('Whether the topic is resolved now'),
+  changed: z.boolean().describe('False when it already was in the state asked for'),
+  message_id: z
+    .number()
+    .int()
+    .describe('The newest message of the topic, through which the topic was renamed'),
+});
+
+/** The topic without any resolved prefix (Zulip strips repeated ones too). */
+function baseName(topic: string): string {
+  return topic.replace(/^(?:✔\s*)+/u, '').trim();
+}
+
+function codePoints(s: string): number {
+  return [...s].length;
+}
+
+async function newestIn(
+  services: ToolServices,
+  streamName: string,
+  topic: string,
+  lookup: StreamInfoLookup,
+  signal: AbortSignal,
+): Promise<Message | undefined> {
+  const res = await readNarrow(services.client, services.policy, {
+    narrow: [
+      { operator: 'channel', operand: streamName },
+      { operator: 'topic', operand: topic },
+    ],
+    range: { kind: 'newest', limit: 1 },
+    streams: lookup,
+    call: callOf(signal),
+  });
+  return res.messages[res.messages.length - 1];
+}
+
+/** `resolve_topic`: marks a topic resolved (or unresolved), Zulip's way. */
+export function resolveTopicTool(
+  services: ToolServices,
+): ToolDefinition<typeof inputSchema, typeof outputSchema> {
+  return defineTool({
+    name: 'resolve_topic',
+    title: 'Resolve a topic',
+    description:
+      'Mark a topic resolved, as Zulip does: every message of the topic moves to the same name prefixed with "✔ ". ' +
+      'With unresolve: true the prefix comes off again. A topic already in the state asked for is left alone and the result says so (changed: false). ' +
+      'Returns the topic name before and after.',
+    inputSchema,
+    outputSchema,
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
+    write: true,
+    async handler(input, context) {
+      const { signal } = context;
+      const call = callOf(signal);
+      assertWritable(services);
+      const base = baseName(checkTopic(input.topic));
+      if (base === '') {
+        throw new ToolInputError('TOOLS_INVALID_INPUT', 'topic is only the resolved mark; name the topic.', {
+          field: 'topic',
+        });
+      }
+      const resolvedName = `${RESOLVED_PREFIX}${base}`;
+      const unresolve = input.unresolve === true;
+      if (!unresolve && codePoints(resolvedName) > MAX_TOPIC_CODE_POINTS) {
+        throw new ToolInputError(
+          'TOOLS_INVALID_INPUT',
+          `"${RESOLVED_PREFIX}" plus the topic would be ${codePoints(resolvedName)} characters, over Zulip's ${MAX_TOPIC_CODE_POINTS}, and Zulip would cut it; rename the topic shorter first (edit_message with propagate_mode change_all).`,
+          { field: 'topic' },
+        );
+      }
+      const stream = await services.directory.stream(input.stream, call);
+      const lookup = await services.directory.streamLookup(call);
+      const notFound = () =>
+        new ToolInputError(
+          'TOOLS_NOT_FOUND',
+          `No topic ${JSON.stringify(base)} in ${streamTopic(stream.name)} is visible to this bot.`,
+          { stream: stream.name, topic: base },
+        );
+      if (isNoBotsTopic(base)) throw notFound();
+      services.policy.checkWrite({ stream: stream.stream_id }, lookup);
+      const from = unresolve ? resolvedName : base;
+      const to = unresolve ? base : resolvedName;
+      const source = await newestIn(services, stream.name, from, lookup, signal);
+      if (source === undefined) {
+        const there = await newestIn(services, stream.name, to, lookup, signal);
+        if (there === undefined) throw notFound();
+        return {
+          text: `${streamTopic(stream.name, there.subject)} is already ${unresolve ? 'unresolved' : 'resolved'}; nothing changed.`,
+          structured: {
+            stream: stream.name,
+            stream_id: stream.stream_id,
+            topic: there.subject,
+            new_topic: there.subject,
+            resolved: !unresolve,
+            changed: false,
+            message_id: there.id,
+          },
+        };
+      }
+      // Zulip matches topics case-insensitively: keep the topic's own spelling.
+      const actual = baseName(source.subject);
+      const newTopic = unresolve ? actual : `${RESOLVED_PREFIX}${actual}`;
+      await services.client.updateMessage(source.id, { topic: newTopic, propagateMode: 'change_all' }, call);
+      return {
+        text: `${unresolve ? 'Unresolved' : 'Resolved'} ${streamTopic(stream.name, source.subject)}: it is now ${streamTopic(stream.name, newTopic)}.`,
+        structured: {
+          stream: stream.name,
+          stream_id: stream.stream_id,
+          topic: source.subject,
+          new_topic: newTopic,
+          resolved: !unresolve,
+          changed: true,
+          message_id: source.id,
+        },
+      };
+    },
+  });
+}

@@ -1,0 +1,159 @@
+import { escapeMsgName, type User, ZmcpError } from '@zmcp/core';
+import { AttachmentsSchema } from '@zmcp/uploads';
+import { z } from 'zod';
+import { ToolInputError } from '../errors.js';
+import { MessageOutputSchema, toMessageOutput } from '../output.js';
+import { defineTool } from '../run.js';
+import type { ToolServices } from '../services.js';
+import type { ToolDefinition } from '../tool.js';
+import {
+  assertWritable,
+  attachmentsNote,
+  ContentArgSchema,
+  callOf,
+  guardLength,
+  lineOf,
+  permalinkOf,
+  prepareBody,
+  readBack,
+  sendFailure,
+  sentDirectMessage,
+  toUploadedOutput,
+  UploadedOutputSchema,
+  uploadAll,
+} from './common.js';
+
+/** Zulip's group DMs are capped well below this; it bounds the lookups of one call. */
+const MAX_RECIPIENTS = 20;
+
+const RecipientSchema = z.union([
+  z.number().int().positive().max(2_147_483_647).describe('User id'),
+  z.string().min(1).max(200).describe('Full name (e.g. "Ann Lee"), email, or @**Name|id** mention'),
+]);
+
+const inputSchema = z.object({
+  to: z
+    .array(RecipientSchema)
+    .min(1)
+    .max(MAX_RECIPIENTS)
+    .describe(
+      'Who gets the message: users by id, email or full name. Several people make a group DM. A name that matches several users is refused with the candidates; then pass the id',
+    ),
+  content: ContentArgSchema.optional().describe(
+    'Message text in Zulip Markdown. May be omitted when attachments are given. Refused, never cut, when longer than the realm allows',
+  ),
+  attachments: AttachmentsSchema.optional().describe(
+    'Files to attach (at most 10): { file: "<root>/<path>" } for a file under an upload root, or { data: "<base64>", name: "chart.png" } for inline bytes; optional mime_type. Linked at the end of the message',
+  ),
+});
+
+const outputSchema = z.object({
+  message_id: z.number().int().describe('Id of the new message'),
+  permalink: z.string().nullable().describe('Link to the conversation at this message in the Zulip web app'),
+  recipients: z.array(
+    z.object({ user_id: z.number().int(), full_name: z.string(), email: z.string() }).describe('A recipient'),
+  ),
+  attachments: z.array(UploadedOutputSchema),
+  normalized: z.boolean().describe('Whether the Markdown fixes changed the text'),
+  length: z.number().int().describe('Length sent, in code points'),
+  limit: z.number().int().describe("The realm's message length limit"),
+  message: MessageOutputSchema,
+});
+
+async function resolveRecipients(
+  services: ToolServices,
+  refs: readonly (string | number)[],
+  signal: AbortSignal,
+): Promise<User[]> {
+  const found = new Map<number, User>();
+  for (const [index, ref] of refs.entries()) {
+    let user: User;
+    let deactivated: boolean;
+    try {
+      const resolved = await services.directory.user(ref, callOf(signal));
+      user = resolved.user;
+      deactivated = resolved.deactivated;
+    } catch (err) {
+      if (
+        err instanceof ZmcpError &&
+        (err.code === 'CORE_USER_AMBIGUOUS' || err.code === 'CORE_USER_NOT_FOUND')
+      ) {
+        throw new ZmcpError(err.code, `to[${index}]: ${err.message}`, {
+          cause: err,
+          ...(err.details === undefined ? {} : { details: { ...err.details, index } }),
+        });
+      }
+      throw err;
+    }
+    if (deactivated) {
+      throw new ToolInputError(
+        'TOOLS_INVALID_INPUT',
+        `to[${index}]: ${escapeMsgName(user.full_name)} (id ${user.user_id}) is deactivated and cannot receive messages.`,
+        { field: `to.${index}` },
+      );
+    }
+    found.set(user.user_id, user);
+  }
+  return [...found.values()];
+}
+
+/** `send_dm`: sends a direct message to one person or a group. */
+export function sendDmTool(services: ToolServices): ToolDefinition<typeof inputSchema, typeof outputSchema> {
+  return defineTool({
+    name: 'send_dm',
+    title: 'Send a direct message',
+    description:
+      'Send a direct (private) message to one or more people, named by user id, email or full name. ' +
+      'A name that matches several people is refused with the candidates and their ids: call again with the id. ' +
+      'Markdown is fixed up for Zulip; content longer than the realm allows is refused with its length and the limit, never cut. ' +
+      'Attachments are uploaded first, one at a time, and linked at the end. Sent once: on a failure nothing is retried, so read the conversation before sending again. ' +
+      'Returns the new message id, its permalink and the message line.',
+    inputSchema,
+    outputSchema,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    write: true,
+    async handler(input, context) {
+      const { signal } = context;
+      const call = callOf(signal);
+      assertWritable(services);
+      const attachments = input.attachments ?? [];
+      const users = await resolveRecipients(services, input.to, signal);
+      const ids = users.map((u) => u.user_id);
+      // A DM target names no stream: the lookup is not consulted.
+      services.policy.checkWrite({ dm: ids }, () => undefined);
+      const prepared = prepareBody(services, input.content, attachments);
+      const uploaded = await uploadAll(services, attachments, signal);
+      const { content, length } = guardLength(services, prepared.body, uploaded, false);
+      let sent: { id: number };
+      try {
+        sent = await services.client.sendMessage(
+          { type: 'direct', to: ids, content, readBySender: true },
+          call,
+        );
+      } catch (err) {
+        return sendFailure(err);
+      }
+      const fallback = sentDirectMessage(services, sent.id, users, content);
+      // A DM's read gate needs no stream facts.
+      const message = await readBack(services, fallback, () => undefined, signal);
+      const permalink = permalinkOf(services, message);
+      const names = users.map((u) => escapeMsgName(u.full_name)).join(', ');
+      return {
+        text: [
+          `Sent direct message ${sent.id} to ${names}${attachmentsNote(uploaded.length)}${permalink === null ? '' : ` (${permalink})`}.`,
+          lineOf(services, message),
+        ].join('\n'),
+        structured: {
+          message_id: sent.id,
+          permalink,
+          recipients: users.map((u) => ({ user_id: u.user_id, full_name: u.full_name, email: u.email })),
+          attachments: uploaded.map(toUploadedOutput),
+          normalized: prepared.normalized,
+          length,
+          limit: services.maxMessageLength,
+          message: toMessageOutput(message),
+        },
+      };
+    },
+  });
+}

@@ -1,0 +1,200 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { encodeCursor } from '../src/page.js';
+import { fetchAttachmentTool } from '../src/read/fetch-attachment.js';
+import { runTool } from '../src/run.js';
+import { createToolServices } from '../src/services.js';
+import type { ToolFailure, ToolSuccess } from '../src/tool.js';
+import { type Harness, startHarness } from './harness.js';
+
+// A 1×1 PNG.
+const PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=',
+  'base64',
+);
+
+interface Fetched {
+  name: string;
+  kind: 'image' | 'text' | 'binary';
+  mime_type: string;
+  size: number;
+  width: number | null;
+  height: number | null;
+  text: string | null;
+  base64: string | null;
+  offset: number;
+  truncated: boolean;
+  next_cursor: string | null;
+}
+
+async function ok(h: Harness, args: Record<string, unknown>): Promise<ToolSuccess<Fetched>> {
+  const r = await h.call('fetch_attachment', args);
+  if (r.isError) throw new Error(`fetch_attachment failed: ${r.text}`);
+  const schema = h.tools.get('fetch_attachment')?.outputSchema;
+  expect(schema?.parse(r.structured)).toEqual(r.structured);
+  return r as unknown as ToolSuccess<Fetched>;
+}
+
+async function fail(h: Harness, args: Record<string, unknown>, signal?: AbortSignal): Promise<ToolFailure> {
+  const r = await h.call('fetch_attachment', args, signal === undefined ? {} : { signal });
+  expect(r.isError).toBe(true);
+  return r as ToolFailure;
+}
+
+/** Uploads a file as Ann and links it from a message in #general, so the bot may read it. */
+function share(h: Harness, name: string, bytes: Uint8Array, type?: string): string {
+  const { url } = h.sim.realm.upload(h.realm.ann.userId, name, bytes, type);
+  h.post(h.realm.ann, 'general', 'files', `[${name}](${url})`);
+  return url;
+}
+
+describe('fetch_attachment', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness();
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  it('returns an image to look at with a line on its size and type', async () => {
+    const url = share(h, 'dot.png', PNG, 'image/png');
+    const r = await ok(h, { path: url });
+    expect(r.images).toEqual([{ data: PNG.toString('base64'), mimeType: 'image/png' }]);
+    expect(r.text).toBe(`Image dot.png: 1×1 image/png, ${PNG.length} bytes on the realm. The image follows.`);
+    expect(r.structured).toMatchObject({
+      kind: 'image',
+      width: 1,
+      height: 1,
+      size: PNG.length,
+      next_cursor: null,
+    });
+  });
+
+  it('accepts the absolute URL of an upload on the realm', async () => {
+    const url = share(h, 'dot2.png', PNG, 'image/png');
+    const r = await ok(h, { path: `${h.services.site}${url}` });
+    expect(r.structured.kind).toBe('image');
+  });
+
+  it('returns a text file as text, escaped for the trust boundary', async () => {
+    const url = share(h, 'notes.txt', new TextEncoder().encode('hello <msg>\nline 2\n'), 'text/plain');
+    const r = await ok(h, { path: url });
+    expect(r.text).toBe('Text file notes.txt (text/plain, 19 bytes), complete:\nhello &lt;msg>\nline 2\n');
+    expect(r.structured).toMatchObject({ kind: 'text', text: 'hello &lt;msg>\nline 2\n', truncated: false });
+    expect(r.images).toBeUndefined();
+  });
+
+  it('returns other files as base64', async () => {
+    const bytes = Uint8Array.from([0, 1, 2, 3, 255, 254, 0, 7]);
+    const url = share(h, 'blob.bin', bytes, 'application/octet-stream');
+    const r = await ok(h, { path: url });
+    expect(r.structured).toMatchObject({
+      kind: 'binary',
+      size: 8,
+      base64: Buffer.from(bytes).toString('base64'),
+    });
+    expect(r.text.split('\n')[0]).toBe(
+      'Binary file blob.bin (application/octet-stream, 8 bytes), as base64:',
+    );
+  });
+
+  it('refuses paths that are not uploads of this realm, and uploads the bot cannot see', async () => {
+    for (const path of [
+      'https://evil.example.com/user_uploads/2/ab/x/file.txt',
+      '/etc/passwd',
+      '/user_uploads/2/../../api/v1/users',
+      '/user_uploads/2/ab/x/file.txt?download=1',
+    ]) {
+      expect((await fail(h, { path })).code).toBe('UPLOAD_BAD_DOWNLOAD_PATH');
+    }
+    // Shared only in a private stream the bot is not in: Zulip refuses it.
+    const { url } = h.sim.realm.upload(h.realm.ann.userId, 'private.txt', new TextEncoder().encode('mine'));
+    h.post(h.realm.ann, 'hidden', 'files', `[private](${url})`);
+    const refused = await fail(h, { path: url });
+    expect(refused.code).toBe('UPLOAD_DOWNLOAD_FAILED');
+    expect(refused.text).not.toContain('mine');
+  });
+
+  it('refuses bad arguments and cursors of other files', async () => {
+    expect((await fail(h, {})).text).toMatch(/path/);
+    expect((await fail(h, { path: 'x'.repeat(2001) })).text).toMatch(/path/);
+    const url = share(h, 'a.txt', new TextEncoder().encode('a'));
+    const other = encodeCursor(
+      'fetch_attachment',
+      { path: '/user_uploads/2/zz/other/b.txt' },
+      { kind: 'offset', offset: 1 },
+    );
+    expect((await fail(h, { path: url, cursor: other })).code).toBe('TOOLS_INVALID_CURSOR');
+    const kind = encodeCursor('fetch_attachment', { path: url }, { kind: 'before', id: 1 });
+    expect((await fail(h, { path: url, cursor: kind })).code).toBe('TOOLS_INVALID_CURSOR');
+  });
+
+  it('refuses a file over the size cap', async () => {
+    const url = share(h, 'big.txt', new TextEncoder().encode('z'.repeat(5000)));
+    const services = createToolServices({ ...h.services, maxFileBytes: 1000 });
+    const r = await runTool(
+      fetchAttachmentTool(services),
+      { path: url },
+      {
+        signal: AbortSignal.timeout(15_000),
+        progress: () => {},
+      },
+    );
+    expect(r.isError).toBe(true);
+    expect((r as ToolFailure).code).toBe('UPLOAD_TOO_LARGE');
+    expect((r as ToolFailure).text).toMatch(/1000 bytes/);
+  });
+
+  it('fails with isError once the deadline has passed', async () => {
+    const url = share(h, 'late.txt', new TextEncoder().encode('late'));
+    expect((await fail(h, { path: url }, AbortSignal.abort())).code).toBe('TOOLS_DEADLINE');
+  });
+});
+
+describe('fetch_attachment with a small page budget', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ pageBudgetBytes: 500 });
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  it('pages through a long text file without splitting characters', async () => {
+    const text = Array.from({ length: 80 }, (_, i) => `line ${i}: café ☕ 🚀`).join('\n');
+    const url = share(h, 'long.txt', new TextEncoder().encode(text), 'text/plain');
+    const first = await ok(h, { path: url });
+    expect(first.structured.truncated).toBe(true);
+    expect(first.text.split('\n')[0]).toMatch(
+      /^Text file long\.txt \(text\/plain, [\d.]+ KiB\), characters 1–\d+; more remains: call again with cursor "[\w-]+"\.$/,
+    );
+    let got = first.structured.text ?? '';
+    let cursor = first.structured.next_cursor;
+    let pages = 1;
+    while (cursor !== null) {
+      const page = await ok(h, { path: url, cursor });
+      expect(page.structured.offset).toBe(got.length);
+      got += page.structured.text ?? '';
+      cursor = page.structured.next_cursor;
+      pages++;
+    }
+    expect(pages).toBeGreaterThan(2);
+    expect(got).toBe(text);
+  });
+
+  it('pages through a binary file, saying it is too large to inline', async () => {
+    const bytes = Uint8Array.from({ length: 1500 }, (_, i) => (i * 7) % 256);
+    bytes[0] = 0;
+    const url = share(h, 'data.bin', bytes, 'application/octet-stream');
+    const first = await ok(h, { path: url });
+    expect(first.text.split('\n')[0]).toMatch(/too large to inline in one page/);
+    const chunks: Buffer[] = [Buffer.from(first.structured.base64 ?? '', 'base64')];
+    let cursor = first.structured.next_cursor;
+    while (cursor !== null) {
+      const page = await ok(h, { path: url, cursor });
+      chunks.push(Buffer.from(page.structured.base64 ?? '', 'base64'));
+      cursor = page.structured.next_cursor;
+    }
+    expect(Buffer.concat(chunks).equals(Buffer.from(bytes))).toBe(true);
+  });
+});

@@ -1,0 +1,81 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { z } from 'zod';
+import { readTools } from '../src/read/index.js';
+import { type Harness, startHarness } from './harness.js';
+
+const NAMES = [
+  'fetch_history',
+  'fetch_around',
+  'get_channel_history',
+  'search_messages',
+  'get_message',
+  'get_message_link',
+  'list_streams',
+  'get_stream_topics',
+  'list_stream_members',
+  'list_users',
+  'find_user',
+  'get_user_profile',
+  'list_emojis',
+  'fetch_attachment',
+];
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ policy: { readOnly: true } });
+});
+afterAll(async () => {
+  await h.close();
+});
+
+it('lists every read tool once, read-only and honestly annotated', () => {
+  const tools = readTools(h.services);
+  expect(tools.map((t) => t.name)).toEqual(NAMES);
+  for (const tool of tools) {
+    expect(tool.name).toMatch(/^[a-z]+(_[a-z]+)*$/);
+    expect(tool.write, tool.name).toBe(false);
+    expect(tool.annotations, tool.name).toEqual({
+      readOnlyHint: true,
+      destructiveHint: false,
+      idempotentHint: true,
+      openWorldHint: true,
+    });
+    expect(tool.title.length, tool.name).toBeGreaterThan(5);
+    expect(tool.description.length, tool.name).toBeGreaterThan(150);
+    // The same tool the catalog (and so the app) registers.
+    expect(h.tools.get(tool.name)?.name).toBe(tool.name);
+  }
+});
+
+it('describes every input field and converts both schemas to JSON Schema', () => {
+  for (const tool of readTools(h.services)) {
+    for (const [field, schema] of Object.entries(tool.inputSchema.shape as Record<string, z.ZodType>)) {
+      expect(schema.description, `${tool.name}.${field}`).toBeTruthy();
+    }
+    expect(() => z.toJSONSchema(tool.inputSchema, { io: 'input' }), tool.name).not.toThrow();
+    expect(() => z.toJSONSchema(tool.outputSchema), tool.name).not.toThrow();
+  }
+});
+
+it('works in read-only mode: every read is a GET', async () => {
+  const id = h.post(h.realm.ann, 'general', 'ro', 'still readable');
+  const history = await h.call('fetch_history', { stream: 'general', topic: 'ro' });
+  expect(history.isError).toBeFalsy();
+  expect(history.text).toContain('still readable');
+  for (const [name, args] of [
+    ['get_message', { message_id: id }],
+    ['fetch_around', { message_id: id }],
+    ['search_messages', { query: 'readable' }],
+    ['list_streams', {}],
+    ['get_stream_topics', { stream: 'general' }],
+    ['list_stream_members', { stream: 'general' }],
+    ['list_users', {}],
+    ['find_user', { query: 'bo' }],
+    ['get_user_profile', {}],
+    ['list_emojis', {}],
+  ] as const) {
+    const r = await h.call(name, args);
+    expect(r.isError, `${name}: ${r.text}`).toBeFalsy();
+  }
+  expect(h.sim.requests.filter((r) => r.method !== 'GET' && r.userId === h.realm.bot.userId)).toEqual([]);
+});

@@ -1,0 +1,102 @@
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { consumeInterruptFile } from '@zmcp/delivery';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { type Harness, startHarness } from './harness.js';
+import {
+  closeSessions,
+  dropInterrupt,
+  ok,
+  polling,
+  type SessionRig,
+  sessionRig,
+} from './session-fixtures.js';
+
+let h: Harness;
+let dir: string;
+let path: string;
+beforeAll(async () => {
+  h = await startHarness();
+});
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'zmcp-session-interrupt-'));
+  path = join(dir, 'interrupt');
+});
+afterEach(async () => {
+  await closeSessions();
+  await rm(dir, { recursive: true, force: true });
+});
+afterAll(async () => {
+  await h.close();
+});
+
+async function bound(topic: string): Promise<SessionRig> {
+  const rig = sessionRig(h, { interruptFile: path, listenEmoji: 'eyes' });
+  h.post(h.realm.ann, 'general', topic, '@**Helper Bot** standing by');
+  ok(rig, 'set_context', await rig.call('set_context', { stream: 'general', topic }));
+  return rig;
+}
+
+describe('the interrupt file', () => {
+  it('wakes a listen and hands over its text, escaped as untrusted input', async () => {
+    const rig = await bound('interrupt-wake');
+    const pending = rig.call('listen', { timeout_seconds: 60 });
+    await polling(h, 'interrupt-wake');
+    await dropInterrupt(path, 'Stop and check <the build>\n');
+    const { text, structured } = ok(rig, 'listen', await pending);
+    expect(structured).toMatchObject({
+      status: 'interrupt',
+      messages: [],
+      interrupts: ['Stop and check &lt;the build>'],
+    });
+    expect(text).toContain('The operator interrupted your listen (interrupt file; untrusted text, 1 note):');
+    expect(text).toContain('Interrupt: Stop and check &lt;the build>');
+    expect(await readdir(dir)).toEqual([]);
+    await rig.session.settled();
+    expect(h.sim.queues(h.realm.bot.userId)).toEqual([]);
+  });
+
+  it('a file dropped before listen is handed over at once, with the messages already there', async () => {
+    const rig = await bound('interrupt-early');
+    await dropInterrupt(path, 'check the deploy');
+    const said = h.post(h.realm.bo, 'general', 'interrupt-early', 'also this');
+    const { structured } = ok(rig, 'listen', await rig.call('listen', { timeout_seconds: 60 }));
+    expect(structured).toMatchObject({ status: 'messages', interrupts: ['check the deploy'] });
+    expect((structured.messages as { id: number }[]).map((m) => m.id)).toEqual([said]);
+  });
+
+  it('races a writer replacing the file: every payload handed over once, none lost', async () => {
+    const rig = await bound('interrupt-race');
+    // The writer appends to whatever is pending: it claims the file itself, adds its payload and
+    // renames a new file over the path, racing the session's watcher at every step.
+    const rounds = 150;
+    let writerDone = false;
+    const writer = (async () => {
+      for (let i = 0; i < rounds; i++) {
+        const pending = (await consumeInterruptFile(path)) ?? '';
+        await dropInterrupt(path, `${pending}payload-${i}\n`);
+      }
+      writerDone = true;
+    })();
+    const got: string[] = [];
+    const take = (structured: Record<string, unknown>) => {
+      for (const text of structured.interrupts as string[])
+        got.push(...text.split('\n').filter((l) => l !== ''));
+    };
+    while (!writerDone) take(ok(rig, 'listen', await rig.call('listen', { timeout_seconds: 60 })).structured);
+    await writer;
+    // Drain: whatever the watcher claims from here on, until a listen finds nothing for a second.
+    for (;;) {
+      const { structured } = ok(rig, 'listen', await rig.call('listen', { timeout_seconds: 1 }));
+      take(structured);
+      if (structured.status === 'timeout') break;
+    }
+    const left = (await readFile(path, 'utf8').catch(() => '')).split('\n').filter((l) => l !== '');
+    const all = [...got, ...left];
+    expect(new Set(all).size).toBe(all.length); // nothing handed over twice
+    expect([...all].sort()).toEqual(Array.from({ length: rounds }, (_, i) => `payload-${i}`).sort()); // nothing lost
+    expect(got.length).toBeGreaterThan(0);
+    expect((await readdir(dir)).filter((name) => name.includes('.claimed.'))).toEqual([]);
+  });
+});

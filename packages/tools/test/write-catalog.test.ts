@@ -1,0 +1,58 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { z } from 'zod';
+import { writeTools } from '../src/write/index.js';
+import { type Harness, startHarness } from './harness.js';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(async () => {
+  await h.close();
+});
+
+const DESTRUCTIVE = new Set([
+  'edit_message',
+  'delete_message',
+  'remove_reaction',
+  'unsubscribe',
+  'resolve_topic',
+]);
+const NOT_IDEMPOTENT = new Set(['send_message', 'send_dm', 'upload_file']);
+
+it('lists every write tool once, with honest annotations', () => {
+  const tools = writeTools(h.services);
+  expect(tools.map((t) => t.name)).toEqual([
+    'send_message',
+    'send_dm',
+    'upload_file',
+    'edit_message',
+    'delete_message',
+    'add_reaction',
+    'remove_reaction',
+    'resolve_topic',
+    'mark_read',
+    'subscribe',
+    'unsubscribe',
+  ]);
+  for (const tool of tools) {
+    expect(tool.name).toMatch(/^[a-z]+(_[a-z]+)*$/);
+    expect(tool.write, tool.name).toBe(true);
+    expect(tool.annotations, tool.name).toEqual({
+      readOnlyHint: false,
+      destructiveHint: DESTRUCTIVE.has(tool.name),
+      idempotentHint: !NOT_IDEMPOTENT.has(tool.name),
+      openWorldHint: true,
+    });
+    expect(tool.description.length, tool.name).toBeGreaterThan(80);
+    expect(h.tools.get(tool.name), tool.name).toBeDefined();
+  }
+});
+
+it('describes every input field', () => {
+  for (const tool of writeTools(h.services)) {
+    for (const [field, schema] of Object.entries(tool.inputSchema.shape as Record<string, z.ZodType>)) {
+      expect(schema.description, `${tool.name}.${field}`).toBeTruthy();
+    }
+  }
+});
