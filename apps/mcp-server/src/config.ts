@@ -1,0 +1,827 @@
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseReadOnlyFlag, parseStreamAllowlist, type StreamAllowlist, type TimeStyle } from '@zmcp/core';
+import { parseUploadRoots, type UploadRootSpec } from '@zmcp/uploads';
+import { z } from 'zod';
+import { McpServerError } from './errors.js';
+import { type LogLevel, logLevels } from './logging.js';
+import { bareHost, isLoopbackHost } from './loopback.js';
+
+/** Zulip credentials as configured; resolving them against a zuliprc is `@zmcp/core`'s job. */
+export interface ZulipCredentialSettings {
+  /** `ZULIP_REALM` or `ZULIP_SITE`, raw. */
+  site: string | undefined;
+  email: string | undefined;
+  /** Secret: never logged, never echoed in an error. */
+  apiKey: string | undefined;
+  rcPath: string | undefined;
+  allowInsecureHttp: boolean;
+}
+
+/** Settings of the Streamable HTTP transport (used with `--http`). */
+export interface HttpSettings {
+  /** Address to listen on, without IPv6 brackets. */
+  host: string;
+  /** Port to listen on; 0 picks a free one. */
+  port: number;
+  /** Bearer token every request must carry; required beyond loopback. Secret. */
+  token: string | undefined;
+  /** Browser origins allowed to call; unset means loopback origins only. */
+  allowedOrigins: readonly string[] | undefined;
+  maxSessions: number;
+  sessionIdleMs: number;
+}
+
+/** The whole configuration of one server process, from environment variables and flags. */
+export interface Config {
+  /** What the process was asked to do. */
+  command: 'serve' | 'help' | 'version';
+  /** Serve a simulated, seeded realm instead of a real one. */
+  demo: boolean;
+  transport: 'stdio' | 'http';
+  zulip: ZulipCredentialSettings;
+  stateDir: string;
+  sessionId: string;
+  /** IANA time zone of message-line timestamps. */
+  timezone: string;
+  timestampStyle: TimeStyle;
+  readOnly: boolean;
+  /** Private streams the server may read: `__ALL__` (also opens DMs), or an allowlist; unset: none. */
+  privateStreams: StreamAllowlist | undefined;
+  /** Streams the server may write to; unset means every stream. */
+  writeStreams: StreamAllowlist | undefined;
+  /** Upload roots, their paths resolved against the working directory. */
+  uploadRoots: readonly UploadRootSpec[];
+  uploadMaxBytes: number | undefined;
+  markdownAutofix: boolean;
+  maxMessageLength: number | undefined;
+  pageBudgetBytes: number;
+  requestTimeoutMs: number;
+  toolDeadlineMs: number;
+  logLevel: LogLevel;
+  http: HttpSettings;
+  session: SessionSettings;
+}
+
+/** How the agent-as-teammate session behaves, and where a launcher binds it. */
+export interface SessionSettings {
+  dismissEmoji: string | undefined;
+  listenEmoji: string | undefined;
+  autoTyping: boolean;
+  /** Absolute path. */
+  interruptFile: string | undefined;
+  launch:
+    | { stream: string | undefined; topic: string | undefined; triggerMessageId: number | undefined }
+    | undefined;
+}
+
+/** What `--help`, the README and `.env.example` say about one setting. */
+export interface SettingInfo {
+  /** Environment variable, or the flag itself for flag-only settings. */
+  name: string;
+  /** The flag that overrides the variable, if any. */
+  flag: string | undefined;
+  /** Placeholder of the flag's value (`<port>`); unset for switches. */
+  flagArg: string | undefined;
+  /** Default, as a reader should see it. */
+  defaultText: string;
+  /** One line of behaviour. */
+  help: string;
+  group: string;
+  /** Secret: never echoed in an error, never accepted as a flag. */
+  secret: boolean;
+}
+
+type SettingMeta = Omit<SettingInfo, 'name' | 'flag' | 'flagArg' | 'secret'> & {
+  flag?: string;
+  flagArg?: string;
+  secret?: boolean;
+};
+
+/** A setting's help entry where the default can be derived from the fallback value. */
+type DerivedMeta = Omit<SettingMeta, 'defaultText'> & { defaultText?: string };
+
+const settingMeta = z.registry<SettingMeta>();
+
+type Raw = string | undefined;
+
+function expected<T>(ctx: z.core.$RefinementCtx<Raw>, message: string): T {
+  ctx.addIssue({ code: 'custom', message });
+  return z.NEVER as T;
+}
+
+function text(meta: SettingMeta, check?: { pattern: RegExp; expected: string }) {
+  const schema = z
+    .string()
+    .optional()
+    .transform((raw, ctx): string | undefined => {
+      if (raw === undefined) return undefined;
+      if (check && !check.pattern.test(raw)) return expected(ctx, check.expected);
+      return raw;
+    });
+  return schema.register(settingMeta, meta);
+}
+
+function textWithDefault(meta: SettingMeta, fallback: string, check: { pattern: RegExp; expected: string }) {
+  const schema = z
+    .string()
+    .optional()
+    .transform((raw, ctx): string => {
+      if (raw === undefined) return fallback;
+      if (!check.pattern.test(raw)) return expected(ctx, check.expected);
+      return raw;
+    });
+  return schema.register(settingMeta, meta);
+}
+
+function strictBoolean(meta: DerivedMeta, fallback: boolean) {
+  const schema = z
+    .string()
+    .optional()
+    .transform((raw, ctx): boolean => {
+      if (raw === undefined) return fallback;
+      try {
+        return parseReadOnlyFlag(raw);
+      } catch {
+        return expected(ctx, 'expected one of 1/0, true/false, yes/no, on/off');
+      }
+    });
+  return schema.register(settingMeta, {
+    ...meta,
+    defaultText: meta.defaultText ?? (fallback ? 'on' : 'off'),
+  });
+}
+
+function parseInteger(raw: string, min: number, max: number): number | undefined {
+  if (!/^\d+$/.test(raw.trim())) return undefined;
+  const value = Number(raw.trim());
+  return Number.isSafeInteger(value) && value >= min && value <= max ? value : undefined;
+}
+
+function integer(meta: DerivedMeta, min: number, max: number, fallback: number) {
+  const schema = z
+    .string()
+    .optional()
+    .transform((raw, ctx): number => {
+      if (raw === undefined) return fallback;
+      return parseInteger(raw, min, max) ?? expected(ctx, `expected a whole number from ${min} to ${max}`);
+    });
+  return schema.register(settingMeta, { ...meta, defaultText: meta.defaultText ?? String(fallback) });
+}
+
+function optionalInteger(meta: SettingMeta, min: number, max: number) {
+  const schema = z
+    .string()
+    .optional()
+    .transform((raw, ctx): number | undefined => {
+      if (raw === undefined) return undefined;
+      return parseInteger(raw, min, max) ?? expected(ctx, `expected a whole number from ${min} to ${max}`);
+    });
+  return schema.register(settingMeta, meta);
+}
+
+function oneOf<const T extends string>(meta: DerivedMeta, values: readonly T[], fallback: T) {
+  const schema = z
+    .string()
+    .optional()
+    .transform((raw, ctx): T => {
+      if (raw === undefined) return fallback;
+      const word = raw.trim().toLowerCase();
+      return (values as readonly string[]).includes(word)
+        ? (word as T)
+        : expected(ctx, `expected one of ${values.join(', ')}`);
+    });
+  return schema.register(settingMeta, { ...meta, defaultText: meta.defaultText ?? fallback });
+}
+
+function splitList(raw: string): string[] {
+  return raw
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item.length > 0);
+}
+
+function streamAllowlist(meta: SettingMeta) {
+  const schema = z
+    .string()
+    .optional()
+    .transform((raw, ctx): StreamAllowlist | undefined => {
+      try {
+        return parseStreamAllowlist(raw, 'it');
+      } catch (err) {
+        return expected(ctx, (err as Error).message.replace(/^it: /, ''));
+      }
+    });
+  return schema.register(settingMeta, meta);
+}
+
+function isAllowedTimeZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: zone });
+    return zone.length > 0;
+  } catch {
+    return false;
+  }
+}
+
+const emojiName = {
+  pattern: /^[a-z0-9_+-]{1,60}$/,
+  expected: 'expected an emoji name such as stop or robot_ear',
+};
+const sessionIdPattern = /^[A-Za-z0-9._-]{1,128}$/;
+
+/**
+ * The one schema of the server's configuration: every key is an environment variable
+ * (or, for flag-only switches, the flag), every value the raw string as given.
+ */
+const RawConfigSchema = z.object({
+  ZULIP_REALM: text({
+    group: 'Zulip account',
+    defaultText: 'from zuliprc',
+    help: 'Zulip server URL, e.g. https://chat.example.com.',
+  }),
+  ZULIP_SITE: text({
+    group: 'Zulip account',
+    defaultText: 'from zuliprc',
+    help: 'The same as ZULIP_REALM (the name zuliprc files use); set one of the two.',
+  }),
+  ZULIP_EMAIL: text(
+    { group: 'Zulip account', defaultText: 'from zuliprc', help: 'Email address of the bot account.' },
+    { pattern: /^[^\s@]+@[^\s@]+$/, expected: 'expected an email address such as bot@example.com' },
+  ),
+  ZULIP_API_KEY: text(
+    {
+      group: 'Zulip account',
+      defaultText: 'from zuliprc',
+      help: 'API key of the bot account. Secret: never logged, and there is no flag for it.',
+      secret: true,
+    },
+    { pattern: /^\S+$/, expected: 'expected an API key without spaces' },
+  ),
+  ZULIP_RC_PATH: text({
+    group: 'Zulip account',
+    flag: '--zuliprc',
+    flagArg: '<path>',
+    defaultText: 'unset',
+    help: 'Path of a zuliprc file; it supplies whatever the variables above leave unset.',
+  }),
+  ZULIP_ALLOW_INSECURE_HTTP: strictBoolean(
+    {
+      group: 'Zulip account',
+      help: 'Allow an http:// server URL that is not loopback (the API key then travels unencrypted).',
+    },
+    false,
+  ),
+  ZULIP_STATE_DIR: text({
+    group: 'State',
+    flag: '--state-dir',
+    flagArg: '<dir>',
+    defaultText: '~/.zmcp/state',
+    help: 'Directory of read cursors and other state; put it on storage that survives a redeploy.',
+  }),
+  ZULIP_SESSION_ID: textWithDefault(
+    {
+      group: 'State',
+      flag: '--session-id',
+      flagArg: '<id>',
+      defaultText: 'default',
+      help: 'Names this agent session’s state files; 1-128 of A-Z a-z 0-9 . _ -.',
+    },
+    'default',
+    { pattern: sessionIdPattern, expected: 'expected 1 to 128 characters of A-Z, a-z, 0-9, ".", "_" or "-"' },
+  ),
+  AGENT_TIMEZONE: z
+    .string()
+    .optional()
+    .transform((raw, ctx): string | undefined => {
+      if (raw === undefined) return undefined;
+      // Kept as written: ICU may canonicalise to an older name (Europe/Kyiv → Europe/Kiev).
+      const zone = raw.trim();
+      return isAllowedTimeZone(zone)
+        ? zone
+        : expected(ctx, 'expected an IANA time zone such as Europe/Kyiv or UTC');
+    })
+    .register(settingMeta, {
+      group: 'Message lines',
+      flag: '--timezone',
+      flagArg: '<zone>',
+      defaultText: 'system time zone',
+      help: 'IANA time zone of the timestamps in message lines.',
+    }),
+  AGENT_TIMESTAMP_STYLE: oneOf(
+    {
+      group: 'Message lines',
+      help: 'Timestamps in message lines: iso (full, with offset), short (time of day) or none (id only).',
+    },
+    ['iso', 'short', 'none'],
+    'iso',
+  ),
+  ZULIP_READ_ONLY: strictBoolean(
+    {
+      group: 'Access',
+      flag: '--read-only',
+      help: 'Refuse every request that would change the realm, and hide the write tools.',
+    },
+    false,
+  ),
+  ZULIP_PRIVATE_STREAMS: streamAllowlist({
+    group: 'Access',
+    defaultText: 'none',
+    help: 'Private streams the server may read (comma list); __ALL__ opens every one, and DMs.',
+  }),
+  ZULIP_WRITE_STREAMS: streamAllowlist({
+    group: 'Access',
+    defaultText: 'every stream',
+    help: 'Streams the server may post to (comma list); unset allows all.',
+  }),
+  ZULIP_UPLOAD_ROOTS: z
+    .string()
+    .optional()
+    .superRefine((raw, ctx) => {
+      try {
+        parseUploadRoots(raw, '/');
+      } catch (err) {
+        ctx.addIssue({
+          code: 'custom',
+          message: (err as Error).message.replace(/^ZULIP_UPLOAD_ROOTS: /, ''),
+        });
+      }
+    })
+    .register(settingMeta, {
+      group: 'Uploads',
+      defaultText: 'none',
+      help: 'Directories local-file attachments may come from, as name=path pairs (comma list).',
+    }),
+  ZULIP_UPLOAD_MAX_BYTES: optionalInteger(
+    {
+      group: 'Uploads',
+      defaultText: 'the realm’s limit',
+      help: 'Largest file to upload, in bytes.',
+    },
+    1,
+    1_073_741_824,
+  ),
+  ZULIP_MARKDOWN_AUTOFIX: strictBoolean(
+    {
+      group: 'Messages',
+      help: 'Rewrite markdown Zulip renders badly (tables without a blank line before, bold links).',
+    },
+    true,
+  ),
+  ZULIP_MAX_MESSAGE_LENGTH: optionalInteger(
+    {
+      group: 'Messages',
+      defaultText: 'the realm’s limit',
+      help: 'Longest message to send, in characters after markdown fixes; longer ones are refused.',
+    },
+    1,
+    1_000_000,
+  ),
+  ZULIP_PAGE_BUDGET_BYTES: integer(
+    {
+      group: 'Messages',
+      help: 'Byte budget of one page of tool output; past it the page is cut and a cursor continues.',
+    },
+    1024,
+    1_048_576,
+    16_384,
+  ),
+  ZULIP_REQUEST_TIMEOUT_MS: integer(
+    { group: 'Timeouts', help: 'Deadline of each Zulip API call, in milliseconds.' },
+    100,
+    600_000,
+    15_000,
+  ),
+  ZULIP_TOOL_DEADLINE_MS: integer(
+    {
+      group: 'Timeouts',
+      help: 'One deadline shared by all the work of a tool call, in milliseconds (listen has its own timeout).',
+    },
+    100,
+    3_600_000,
+    60_000,
+  ),
+  ZULIP_DISMISS_EMOJI: text(
+    {
+      group: 'Agent session',
+      defaultText: 'stop',
+      help: 'A person reacting with this emoji to one of the bot’s messages ends the session (listen and reply say so).',
+    },
+    emojiName,
+  ),
+  ZULIP_LISTEN_EMOJI: text(
+    {
+      group: 'Agent session',
+      defaultText: 'robot_ear if the realm has it, else ear',
+      help: 'Reaction the bot shows on the newest message while listen waits.',
+    },
+    emojiName,
+  ),
+  ZULIP_AUTO_TYPING: strictBoolean(
+    {
+      group: 'Agent session',
+      help: 'Show "typing…" while the agent works after listen wakes; stops are always sent.',
+    },
+    true,
+  ),
+  ZULIP_INTERRUPT_FILE: text({
+    group: 'Agent session',
+    defaultText: 'unset',
+    help: 'A file another process may drop to wake a listening agent; its text is handed over as untrusted input.',
+  }),
+  SESSION_STREAM: text({
+    group: 'Agent session',
+    defaultText: 'unset',
+    help: 'Set by a launcher: the stream the stdio session starts bound to (with SESSION_TOPIC).',
+  }),
+  SESSION_TOPIC: text({
+    group: 'Agent session',
+    defaultText: 'unset',
+    help: 'Set by a launcher: the topic the stdio session starts bound to (with SESSION_STREAM).',
+  }),
+  TRIGGER_MESSAGE_ID: optionalInteger(
+    {
+      group: 'Agent session',
+      defaultText: 'unset',
+      help: 'Set by a launcher: the message that called the agent; alone, it also names the conversation.',
+    },
+    1,
+    Number.MAX_SAFE_INTEGER,
+  ),
+  ZMCP_LOG_LEVEL: oneOf(
+    {
+      group: 'Logging',
+      flag: '--log-level',
+      flagArg: '<level>',
+      help: 'Log level on stderr: debug, info, warn, error or silent. Message bodies only at debug.',
+    },
+    logLevels,
+    'info',
+  ),
+  '--http': z
+    .string()
+    .optional()
+    .transform((raw) => raw !== undefined)
+    .register(settingMeta, {
+      group: 'HTTP transport',
+      flag: '--http',
+      defaultText: 'off (stdio)',
+      help: 'Serve Streamable HTTP at http://<host>:<port>/mcp instead of stdio.',
+    }),
+  ZMCP_HTTP_HOST: textWithDefault(
+    {
+      group: 'HTTP transport',
+      flag: '--host',
+      flagArg: '<host>',
+      defaultText: '127.0.0.1',
+      help: 'Address to listen on; anything but loopback requires ZMCP_HTTP_TOKEN.',
+    },
+    '127.0.0.1',
+    { pattern: /^[A-Za-z0-9.:[\]-]+$/, expected: 'expected a host name or IP address' },
+  ),
+  ZMCP_HTTP_PORT: integer(
+    {
+      group: 'HTTP transport',
+      flag: '--port',
+      flagArg: '<port>',
+      help: 'Port to listen on; 0 picks a free port (the bound address is logged).',
+    },
+    0,
+    65_535,
+    3000,
+  ),
+  ZMCP_HTTP_TOKEN: text(
+    {
+      group: 'HTTP transport',
+      defaultText: 'unset',
+      help: 'Bearer token every HTTP request must carry (16+ characters). Secret; required beyond loopback.',
+      secret: true,
+    },
+    { pattern: /^[\x21-\x7e]{16,}$/, expected: 'expected at least 16 printable characters without spaces' },
+  ),
+  ZMCP_HTTP_ALLOWED_ORIGINS: z
+    .string()
+    .optional()
+    .transform((raw, ctx): readonly string[] | undefined => {
+      if (raw === undefined) return undefined;
+      const origins: string[] = [];
+      for (const item of splitList(raw)) {
+        let origin: string | undefined;
+        try {
+          const url = new URL(item);
+          if (
+            (url.protocol === 'http:' || url.protocol === 'https:') &&
+            url.origin === item.replace(/\/$/, '')
+          )
+            origin = url.origin;
+        } catch {
+          origin = undefined;
+        }
+        if (origin === undefined)
+          return expected(ctx, 'expected origins such as http://localhost:6274, comma-separated');
+        origins.push(origin);
+      }
+      return origins.length > 0 ? origins : expected(ctx, 'expected at least one origin');
+    })
+    .register(settingMeta, {
+      group: 'HTTP transport',
+      defaultText: 'loopback origins',
+      help: 'Browser origins allowed to call (comma list); requests without an Origin header are allowed.',
+    }),
+  ZMCP_HTTP_MAX_SESSIONS: integer(
+    {
+      group: 'HTTP transport',
+      help: 'Most concurrent MCP sessions; a new one beyond it is refused with 503.',
+    },
+    1,
+    10_000,
+    32,
+  ),
+  ZMCP_HTTP_SESSION_IDLE_MS: integer(
+    {
+      group: 'HTTP transport',
+      help: 'A session with no request for this long, in milliseconds, is closed.',
+    },
+    1000,
+    86_400_000,
+    1_800_000,
+  ),
+  '--demo': z
+    .string()
+    .optional()
+    .transform((raw) => raw !== undefined)
+    .register(settingMeta, {
+      group: 'Other',
+      flag: '--demo',
+      defaultText: 'off',
+      help: 'Start a simulated, seeded Zulip realm on loopback and serve it; no account needed.',
+    }),
+  '--help': z
+    .string()
+    .optional()
+    .transform((raw) => raw !== undefined)
+    .register(settingMeta, {
+      group: 'Other',
+      flag: '--help',
+      defaultText: '',
+      help: 'Print this help and exit.',
+    }),
+  '--version': z
+    .string()
+    .optional()
+    .transform((raw) => raw !== undefined)
+    .register(settingMeta, {
+      group: 'Other',
+      flag: '--version',
+      defaultText: '',
+      help: 'Print the version and exit.',
+    }),
+});
+
+type RawConfig = z.output<typeof RawConfigSchema>;
+
+const ConfigSchema = RawConfigSchema.superRefine((raw, ctx) => {
+  if (raw.ZULIP_REALM !== undefined && raw.ZULIP_SITE !== undefined && raw.ZULIP_REALM !== raw.ZULIP_SITE) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['ZULIP_SITE'],
+      message: 'conflicts with ZULIP_REALM; set only one of the two',
+    });
+  }
+  if ((raw.SESSION_STREAM === undefined) !== (raw.SESSION_TOPIC === undefined)) {
+    ctx.addIssue({
+      code: 'custom',
+      path: [raw.SESSION_STREAM === undefined ? 'SESSION_STREAM' : 'SESSION_TOPIC'],
+      message: 'SESSION_STREAM and SESSION_TOPIC are set together, or neither',
+    });
+  }
+  if (raw['--http'] && !isLoopbackHost(raw.ZMCP_HTTP_HOST) && raw.ZMCP_HTTP_TOKEN === undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['ZMCP_HTTP_TOKEN'],
+      message: `is required when the HTTP host is not loopback (host ${raw.ZMCP_HTTP_HOST})`,
+    });
+  }
+});
+
+type SettingKey = keyof RawConfig & string;
+
+/** Every setting in table order, as `--help`, the README and `.env.example` list them. */
+export function configSettings(): SettingInfo[] {
+  return Object.entries(RawConfigSchema.shape).map(([name, schema]) => {
+    const meta = settingMeta.get(schema);
+    if (!meta) throw new Error(`setting ${name} has no help entry`);
+    return {
+      name,
+      flag: meta.flag,
+      flagArg: meta.flagArg,
+      defaultText: meta.defaultText,
+      help: meta.help,
+      group: meta.group,
+      secret: meta.secret ?? false,
+    };
+  });
+}
+
+/** Names of every environment variable the server reads. */
+export function configVariableNames(): string[] {
+  return configSettings()
+    .map((s) => s.name)
+    .filter((name) => !name.startsWith('-'));
+}
+
+function flagTable(): Map<string, { key: SettingKey; takesValue: boolean }> {
+  const flags = new Map<string, { key: SettingKey; takesValue: boolean }>();
+  for (const setting of configSettings()) {
+    if (setting.flag !== undefined) {
+      flags.set(setting.flag, { key: setting.name as SettingKey, takesValue: setting.flagArg !== undefined });
+    }
+  }
+  flags.set('-h', { key: '--help', takesValue: false });
+  flags.set('-V', { key: '--version', takesValue: false });
+  return flags;
+}
+
+function quoteForError(raw: string): string {
+  const shown = raw.length > 60 ? `${raw.slice(0, 57)}...` : raw;
+  return JSON.stringify(shown);
+}
+
+/**
+ * Parses the process environment and command-line flags (a flag wins over its variable)
+ * into a validated `Config`. Pure: reads nothing but its arguments (and the system time
+ * zone as the default zone, and the working directory that relative upload roots start from). Empty variables count as unset.
+ *
+ * @throws McpServerError `MCP_CONFIG_INVALID` naming every bad variable or flag and what
+ * was expected; the values of secrets are never included. `details.problems` lists them.
+ */
+export function parseConfig(
+  env: Readonly<Record<string, string | undefined>>,
+  argv: readonly string[],
+  options: { cwd?: string } = {},
+): Config {
+  const settings = configSettings();
+  const secretKeys = new Set(settings.filter((s) => s.secret).map((s) => s.name));
+  const flags = flagTable();
+  const problems: string[] = [];
+  const input: Record<string, string | undefined> = {};
+  const source: Record<string, string> = {};
+
+  for (const name of configVariableNames()) {
+    const value = env[name];
+    if (value !== undefined && value.trim() !== '') {
+      input[name] = value;
+      source[name] = name;
+    }
+  }
+
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    const eq = arg.indexOf('=');
+    const flagName = arg.startsWith('--') && eq > 0 ? arg.slice(0, eq) : arg;
+    const flag = flags.get(flagName);
+    if (!flag) {
+      if (arg.startsWith('-')) {
+        problems.push(`${flagName}: unknown option (zulip-mcp --help lists them)`);
+        // Its value is skipped unseen: it may be a secret someone tried to pass as a flag.
+        if (eq < 0 && argv[i + 1] !== undefined && !argv[i + 1]?.startsWith('-')) i++;
+      } else problems.push(`${quoteForError(arg)}: unexpected argument (zulip-mcp takes only options)`);
+      continue;
+    }
+    let value: string | undefined;
+    if (eq > 0 && arg.startsWith('--')) value = arg.slice(eq + 1);
+    else if (flag.takesValue) {
+      value = argv[i + 1];
+      if (value === undefined || value.startsWith('--')) {
+        problems.push(`${flagName}: expects a value`);
+        continue;
+      }
+      i++;
+    } else value = 'true';
+    if (!flag.takesValue && flag.key.startsWith('-') && value !== 'true') {
+      problems.push(`${flagName}: takes no value`);
+      continue;
+    }
+    input[flag.key] = value;
+    source[flag.key] = flagName;
+  }
+
+  const result = ConfigSchema.safeParse(input);
+  if (!result.success) {
+    for (const issue of result.error.issues) {
+      const key = String(issue.path[0] ?? '');
+      const raw = input[key];
+      const shown = raw !== undefined && !secretKeys.has(key) ? ` (got ${quoteForError(raw)})` : '';
+      problems.push(`${source[key] ?? key}: ${issue.message}${shown}`);
+    }
+  }
+  if (problems.length > 0 || !result.success) {
+    throw new McpServerError('MCP_CONFIG_INVALID', `Invalid configuration:\n  ${problems.join('\n  ')}`, {
+      details: { problems },
+    });
+  }
+
+  const raw = result.data;
+  const home = env.HOME !== undefined && env.HOME !== '' ? env.HOME : homedir();
+  const stateDir = raw.ZULIP_STATE_DIR ?? '~/.zmcp/state';
+  return {
+    command: raw['--help'] ? 'help' : raw['--version'] ? 'version' : 'serve',
+    demo: raw['--demo'],
+    transport: raw['--http'] ? 'http' : 'stdio',
+    zulip: {
+      site: raw.ZULIP_REALM ?? raw.ZULIP_SITE,
+      email: raw.ZULIP_EMAIL,
+      apiKey: raw.ZULIP_API_KEY,
+      rcPath: raw.ZULIP_RC_PATH === undefined ? undefined : expandHome(raw.ZULIP_RC_PATH, home),
+      allowInsecureHttp: raw.ZULIP_ALLOW_INSECURE_HTTP,
+    },
+    stateDir: expandHome(stateDir, home),
+    sessionId: raw.ZULIP_SESSION_ID,
+    timezone: raw.AGENT_TIMEZONE ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
+    timestampStyle: raw.AGENT_TIMESTAMP_STYLE,
+    readOnly: raw.ZULIP_READ_ONLY,
+    privateStreams: raw.ZULIP_PRIVATE_STREAMS,
+    writeStreams: raw.ZULIP_WRITE_STREAMS,
+    uploadRoots: parseUploadRoots(raw.ZULIP_UPLOAD_ROOTS, options.cwd ?? process.cwd()),
+    uploadMaxBytes: raw.ZULIP_UPLOAD_MAX_BYTES,
+    markdownAutofix: raw.ZULIP_MARKDOWN_AUTOFIX,
+    maxMessageLength: raw.ZULIP_MAX_MESSAGE_LENGTH,
+    pageBudgetBytes: raw.ZULIP_PAGE_BUDGET_BYTES,
+    requestTimeoutMs: raw.ZULIP_REQUEST_TIMEOUT_MS,
+    toolDeadlineMs: raw.ZULIP_TOOL_DEADLINE_MS,
+    logLevel: raw.ZMCP_LOG_LEVEL,
+    session: {
+      dismissEmoji: raw.ZULIP_DISMISS_EMOJI,
+      listenEmoji: raw.ZULIP_LISTEN_EMOJI,
+      autoTyping: raw.ZULIP_AUTO_TYPING,
+      interruptFile:
+        raw.ZULIP_INTERRUPT_FILE === undefined
+          ? undefined
+          : resolve(options.cwd ?? process.cwd(), expandHome(raw.ZULIP_INTERRUPT_FILE, home)),
+      launch:
+        raw.SESSION_STREAM === undefined && raw.TRIGGER_MESSAGE_ID === undefined
+          ? undefined
+          : {
+              stream: raw.SESSION_STREAM,
+              topic: raw.SESSION_TOPIC,
+              triggerMessageId: raw.TRIGGER_MESSAGE_ID,
+            },
+    },
+    http: {
+      host: bareHost(raw.ZMCP_HTTP_HOST),
+      port: raw.ZMCP_HTTP_PORT,
+      token: raw.ZMCP_HTTP_TOKEN,
+      allowedOrigins: raw.ZMCP_HTTP_ALLOWED_ORIGINS,
+      maxSessions: raw.ZMCP_HTTP_MAX_SESSIONS,
+      sessionIdleMs: raw.ZMCP_HTTP_SESSION_IDLE_MS,
+    },
+  };
+}
+
+function expandHome(path: string, home: string): string {
+  if (path === '~') return home;
+  return path.startsWith('~/') ? join(home, path.slice(2)) : path;
+}
+
+function settingLabel(setting: SettingInfo): string {
+  if (setting.name.startsWith('-'))
+    return setting.flagArg ? `${setting.name} ${setting.flagArg}` : setting.name;
+  const flag = setting.flag ? `, ${setting.flag}${setting.flagArg ? ` ${setting.flagArg}` : ''}` : '';
+  return `${setting.name}${flag}`;
+}
+
+/** The `--help` text: usage, then every setting with its flag, default and one line of help. */
+export function helpText(): string {
+  const settings = configSettings();
+  const width = Math.max(...settings.map((s) => settingLabel(s).length)) + 2;
+  const lines = [
+    'zulip-mcp: a Zulip realm for any MCP client (stdio by default, Streamable HTTP with --http).',
+    '',
+    'Usage: zulip-mcp [options]',
+    '',
+    'Settings are environment variables; where a flag is shown, it overrides the variable.',
+    'Boolean variables take 1/0, true/false, yes/no or on/off. Empty variables count as unset.',
+  ];
+  let group = '';
+  for (const setting of settings) {
+    if (setting.group !== group) {
+      group = setting.group;
+      lines.push('', `${group}:`);
+    }
+    const fallback = setting.defaultText ? ` [default: ${setting.defaultText}]` : '';
+    lines.push(`  ${settingLabel(setting).padEnd(width)}${setting.help}${fallback}`);
+  }
+  lines.push('', 'The README of @zmcp/mcp-server explains each setting and shows client configurations.', '');
+  return lines.join('\n');
+}
+
+/** The README's settings table, in markdown, generated from the same table as `--help`. */
+export function configMarkdownTable(): string {
+  const rows = configSettings().map((s) => {
+    const variable = s.name.startsWith('-') ? '' : `\`${s.name}\``;
+    const flag = s.flag ? `\`${s.flag}${s.flagArg ? ` ${s.flagArg}` : ''}\`` : '';
+    const fallback = s.defaultText ? s.defaultText : '';
+    return `| ${variable} | ${flag} | ${fallback} | ${s.help.replace(/\|/g, '\\|')} |`;
+  });
+  return ['| variable | flag | default | what it does |', '|---|---|---|---|', ...rows].join('\n');
+}

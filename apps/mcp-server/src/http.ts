@@ -1,0 +1,410 @@
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { McpServerError } from './errors.js';
+import { type Logger, silentLogger } from './logging.js';
+import { bareHost, isLoopbackHost } from './loopback.js';
+
+/** Why an HTTP session ended. */
+export type SessionCloseReason = 'idle' | 'deleted' | 'shutdown' | 'closed';
+
+/** Options of {@link startHttpServer}. */
+export interface HttpServerOptions {
+  /** Address to listen on. */
+  host: string;
+  /** Port to listen on; 0 picks a free one. */
+  port: number;
+  /** Bearer token every request must carry; required when `host` is not loopback. */
+  token?: string | undefined;
+  /** Browser origins allowed to call; unset allows loopback origins only. */
+  allowedOrigins?: readonly string[] | undefined;
+  /** Most concurrent sessions; a new session beyond it is refused with 503. */
+  maxSessions: number;
+  /** A session with no request in progress and none for this long is closed, in milliseconds. */
+  sessionIdleMs: number;
+  /** Builds the MCP server of a new session. */
+  createServer: () => McpServer;
+  /** Releases what `createServer` built beside the server (an agent session, say), once the session ended. */
+  releaseServer?: ((server: McpServer) => Promise<void>) | undefined;
+  logger?: Logger | undefined;
+  /** Largest request body, in bytes. Default 4 MiB. */
+  maxBodyBytes?: number | undefined;
+  /**
+   * Arms the idle timer of a session and returns its cancel function. Defaults to an
+   * unref'd `setTimeout`; tests inject their own to expire sessions deterministically.
+   */
+  setIdleTimer?: ((onIdle: () => void, ms: number) => () => void) | undefined;
+  /** Called after a session has ended and its server is closed. */
+  onSessionClosed?: ((sessionId: string, reason: SessionCloseReason) => void) | undefined;
+}
+
+/** A running Streamable HTTP server. */
+export interface RunningHttpServer {
+  /** The MCP endpoint, e.g. `http://127.0.0.1:3000/mcp`. */
+  readonly url: string;
+  /** The bound port (useful with port 0). */
+  readonly port: number;
+  /** How many sessions are open. */
+  sessionCount(): number;
+  /** Closes every session, then stops listening. */
+  close(): Promise<void>;
+}
+
+interface Session {
+  /** Empty until initialize has run. */
+  id: string;
+  transport: StreamableHTTPServerTransport;
+  server: McpServer;
+  /** POST and DELETE exchanges in progress. */
+  active: number;
+  /** Cancels the armed idle timer, if any. */
+  cancelIdle: () => void;
+  /** Why the session is ending, once it is. */
+  closeReason: SessionCloseReason | undefined;
+  finished: boolean;
+}
+
+const endpointPath = '/mcp';
+
+function sendJsonRpcError(
+  res: ServerResponse,
+  status: number,
+  code: number,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  res.writeHead(status, { 'content-type': 'application/json', ...headers });
+  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
+}
+
+function digest(value: string): Buffer {
+  return createHash('sha256').update(value).digest();
+}
+
+function isLoopbackOrigin(origin: string): boolean {
+  try {
+    const url = new URL(origin);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && isLoopbackHost(url.hostname);
+  } catch {
+    return false;
+  }
+}
+
+function hostnameOf(hostHeader: string): string {
+  // "[::1]:3000" → "::1"; "localhost:3000" → "localhost".
+  if (hostHeader.startsWith('[')) return bareHost(hostHeader.slice(0, hostHeader.indexOf(']') + 1));
+  const colon = hostHeader.lastIndexOf(':');
+  return bareHost(colon >= 0 ? hostHeader.slice(0, colon) : hostHeader);
+}
+
+class BodyTooLarge extends Error {}
+
+function readBody(req: IncomingMessage, limit: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers['content-length']);
+    if (Number.isFinite(declared) && declared > limit) {
+      reject(new BodyTooLarge());
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        // Stop buffering; the 413 goes out with `connection: close`, which ends the upload.
+        req.off('data', onData);
+        reject(new BodyTooLarge());
+        return;
+      }
+      chunks.push(chunk);
+    };
+    req.on('data', onData);
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+/**
+ * Serves MCP over Streamable HTTP at `/mcp`: one MCP session (and one server from
+ * `createServer`) per client, keyed by the `Mcp-Session-Id` header. Requests are checked
+ * in order: path (404), `Host` when bound to loopback (403, DNS-rebinding protection),
+ * `Origin` against the allow-list (403; requests without one pass), bearer token in
+ * constant time (401 with `WWW-Authenticate: Bearer`). A new session beyond `maxSessions`
+ * is refused with 503 and a JSON-RPC error; live sessions are never evicted. A session
+ * with no request in progress for `sessionIdleMs` is closed; `DELETE` ends one at once.
+ *
+ * @throws McpServerError `MCP_HTTP_TOKEN_REQUIRED` when `host` is not loopback and no
+ * token is set; `MCP_HTTP_LISTEN_FAILED` when the address cannot be bound.
+ */
+export async function startHttpServer(options: HttpServerOptions): Promise<RunningHttpServer> {
+  const logger = options.logger ?? silentLogger;
+  const loopback = isLoopbackHost(options.host);
+  if (!loopback && options.token === undefined) {
+    throw new McpServerError(
+      'MCP_HTTP_TOKEN_REQUIRED',
+      `Refusing to serve HTTP on ${options.host} without a bearer token: set ZMCP_HTTP_TOKEN, or listen on 127.0.0.1.`,
+    );
+  }
+  const maxBodyBytes = options.maxBodyBytes ?? 4 * 1024 * 1024;
+  const expectedToken = options.token === undefined ? undefined : digest(options.token);
+  const allowedOrigins = options.allowedOrigins ? new Set(options.allowedOrigins) : undefined;
+  const sessions = new Map<string, Session>();
+  // Sessions being created: counted against the bound until initialize has run.
+  const reserved = new Set<Session>();
+  let shuttingDown = false;
+
+  const setIdleTimer =
+    options.setIdleTimer ??
+    ((onIdle: () => void, ms: number) => {
+      const timer = setTimeout(onIdle, ms);
+      timer.unref();
+      return () => clearTimeout(timer);
+    });
+
+  const scheduleIdle = (session: Session) => {
+    session.cancelIdle();
+    session.cancelIdle = () => {};
+    if (session.active > 0 || session.closeReason) return;
+    session.cancelIdle = setIdleTimer(() => {
+      if (session.active === 0 && !session.closeReason) void closeSession(session, 'idle');
+    }, options.sessionIdleMs);
+  };
+
+  // Session servers still being closed and released; shutdown waits for them.
+  const releasing = new Set<Promise<void>>();
+
+  // Runs once per session, however it ended: the transport closing (DELETE, our own
+  // close) reaches here through the server's onclose.
+  const finish = (session: Session): void => {
+    if (session.finished) return;
+    session.finished = true;
+    session.cancelIdle();
+    if (sessions.get(session.id) === session) sessions.delete(session.id);
+    reserved.delete(session);
+    const released = session.server
+      .close()
+      .then(() => options.releaseServer?.(session.server))
+      .catch((err: unknown) => logger.debug('error closing a session server', { err }))
+      .finally(() => releasing.delete(released));
+    releasing.add(released);
+    if (session.id !== '') {
+      const reason = session.closeReason ?? 'closed';
+      logger.info('session closed', { session: session.id, reason, open: sessions.size });
+      options.onSessionClosed?.(session.id, reason);
+    }
+  };
+
+  const closeSession = async (session: Session, reason: SessionCloseReason): Promise<void> => {
+    session.closeReason ??= reason;
+    try {
+      await session.transport.close();
+      await session.server.close();
+    } catch (err) {
+      logger.debug('error closing a session', { session: session.id, err });
+    }
+    finish(session);
+  };
+
+  const newSession = (): Session => {
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => {
+        session.id = id;
+        reserved.delete(session);
+        sessions.set(id, session);
+        logger.info('session opened', { session: id, open: sessions.size });
+      },
+      onsessionclosed: () => {
+        session.closeReason ??= 'deleted';
+      },
+    });
+    const server = options.createServer();
+    const session: Session = {
+      id: '',
+      transport,
+      server,
+      active: 0,
+      cancelIdle: () => {},
+      closeReason: undefined,
+      finished: false,
+    };
+    server.server.onclose = () => finish(session);
+    server.server.onerror = (err) =>
+      logger.debug('MCP transport error', { session: session.id || undefined, err });
+    return session;
+  };
+
+  const authorized = (req: IncomingMessage): boolean => {
+    if (expectedToken === undefined) return true;
+    const header = req.headers.authorization ?? '';
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    // Both sides are hashed first, so the comparison is constant-time and length-blind.
+    return match !== null && timingSafeEqual(digest(match[1] as string), expectedToken);
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    if (url.pathname !== endpointPath) {
+      sendJsonRpcError(res, 404, -32000, `Not found: the MCP endpoint is ${endpointPath}`);
+      return;
+    }
+    if (loopback) {
+      const hostHeader = req.headers.host;
+      if (hostHeader === undefined || !isLoopbackHost(hostnameOf(hostHeader))) {
+        sendJsonRpcError(res, 403, -32000, 'Forbidden: Host header is not a loopback name');
+        return;
+      }
+    }
+    const origin = req.headers.origin;
+    if (origin !== undefined) {
+      const allowed = allowedOrigins ? allowedOrigins.has(origin) : isLoopbackOrigin(origin);
+      if (!allowed) {
+        logger.warn('refused a request from a disallowed origin', { origin });
+        sendJsonRpcError(res, 403, -32000, 'Forbidden: origin not allowed');
+        return;
+      }
+    }
+    if (!authorized(req)) {
+      const presented = req.headers.authorization !== undefined;
+      sendJsonRpcError(res, 401, -32000, 'Unauthorized: a valid bearer token is required', {
+        'www-authenticate': presented
+          ? 'Bearer realm="zulip-mcp", error="invalid_token"'
+          : 'Bearer realm="zulip-mcp"',
+      });
+      return;
+    }
+    if (shuttingDown) {
+      sendJsonRpcError(res, 503, -32000, 'Server is shutting down');
+      return;
+    }
+
+    const method = req.method ?? 'GET';
+    if (method !== 'POST' && method !== 'GET' && method !== 'DELETE') {
+      sendJsonRpcError(res, 405, -32000, 'Method not allowed', { allow: 'GET, POST, DELETE' });
+      return;
+    }
+
+    let body: unknown;
+    if (method === 'POST') {
+      try {
+        body = JSON.parse(await readBody(req, maxBodyBytes));
+      } catch (err) {
+        if (err instanceof BodyTooLarge)
+          sendJsonRpcError(res, 413, -32000, `Request body exceeds ${maxBodyBytes} bytes`, {
+            connection: 'close',
+          });
+        else sendJsonRpcError(res, 400, -32700, 'Parse error: invalid JSON');
+        return;
+      }
+    }
+
+    const sessionHeader = req.headers['mcp-session-id'];
+    const sessionId = Array.isArray(sessionHeader) ? sessionHeader[0] : sessionHeader;
+    let session: Session | undefined;
+    if (sessionId !== undefined) {
+      session = sessions.get(sessionId);
+      if (!session) {
+        sendJsonRpcError(res, 404, -32001, 'Session not found');
+        return;
+      }
+    } else {
+      const initializing =
+        method === 'POST' &&
+        (Array.isArray(body) ? body.some(isInitializeRequest) : isInitializeRequest(body));
+      if (!initializing) {
+        sendJsonRpcError(res, 400, -32000, 'Bad Request: Mcp-Session-Id header is required');
+        return;
+      }
+      if (sessions.size + reserved.size >= options.maxSessions) {
+        logger.warn('refused a new session: too many open', {
+          open: sessions.size,
+          max: options.maxSessions,
+        });
+        sendJsonRpcError(
+          res,
+          503,
+          -32000,
+          `Too many sessions (at most ${options.maxSessions}); try again later`,
+          {
+            'retry-after': '60',
+          },
+        );
+        return;
+      }
+      session = newSession();
+      reserved.add(session);
+      await session.server.connect(session.transport);
+    }
+
+    const current = session;
+    // The standalone GET stream only listens; it does not keep a session alive.
+    const counts = method !== 'GET';
+    if (counts) current.active++;
+    scheduleIdle(current);
+    res.on('close', () => {
+      if (counts) current.active--;
+      scheduleIdle(current);
+    });
+    try {
+      await current.transport.handleRequest(req, res, body);
+    } finally {
+      if (reserved.has(current)) {
+        // initialize did not create a session (malformed, or refused): drop it.
+        void closeSession(current, 'closed');
+      }
+    }
+  };
+
+  const httpServer: Server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      logger.error('HTTP request failed', { err });
+      sendJsonRpcError(res, 500, -32603, 'Internal error');
+    });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    const onError = (err: Error) =>
+      reject(
+        new McpServerError('MCP_HTTP_LISTEN_FAILED', `Cannot listen on ${options.host}:${options.port}`, {
+          cause: err,
+        }),
+      );
+    httpServer.once('error', onError);
+    httpServer.listen(options.port, options.host, () => {
+      httpServer.off('error', onError);
+      resolve();
+    });
+  });
+  httpServer.on('error', (err) => logger.error('HTTP server error', { err }));
+
+  const address = httpServer.address() as AddressInfo;
+  const hostForUrl = address.address.includes(':') ? `[${address.address}]` : address.address;
+  const url = `http://${hostForUrl}:${address.port}${endpointPath}`;
+  logger.info('listening', { url, auth: expectedToken ? 'bearer' : 'none' });
+
+  let closed: Promise<void> | undefined;
+  return {
+    url,
+    port: address.port,
+    sessionCount: () => sessions.size,
+    close() {
+      closed ??= (async () => {
+        shuttingDown = true;
+        const stopped = new Promise<void>((resolve) => httpServer.close(() => resolve()));
+        await Promise.all([...sessions.values(), ...reserved].map((s) => closeSession(s, 'shutdown')));
+        await Promise.all([...releasing]);
+        httpServer.closeAllConnections();
+        await stopped;
+        logger.info('HTTP server stopped');
+      })();
+      return closed;
+    },
+  };
+}

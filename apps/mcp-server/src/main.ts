@@ -1,0 +1,221 @@
+import type { Readable, Writable } from 'node:stream';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { type Config, helpText, parseConfig } from './config.js';
+import { type DemoRealm, startDemoRealm } from './demo.js';
+import { McpServerError } from './errors.js';
+import { startHttpServer } from './http.js';
+import { createLogger, type Logger } from './logging.js';
+import { createMcpServer } from './register.js';
+import { type AgentSessionServices, buildServices, type Services } from './services.js';
+import { packageVersion } from './version.js';
+
+/** Streams and hooks of one run of {@link main}; each defaults to the process's own. */
+export interface MainIo {
+  stdin?: Readable | undefined;
+  stdout?: Writable | undefined;
+  stderr?: Writable | undefined;
+  /** Aborting it shuts the server down cleanly (the CLI aborts it on SIGINT/SIGTERM). */
+  shutdown?: AbortSignal | undefined;
+  /** Called once the server is serving; for HTTP, with the endpoint URL. */
+  onReady?: ((info: { transport: 'stdio' } | { transport: 'http'; url: string }) => void) | undefined;
+}
+
+/** The bin name, as the help and error messages call it. */
+const binName = 'zulip-mcp';
+
+function waitForAbort(signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    if (!signal) return;
+    if (signal.aborted) resolve();
+    else signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+}
+
+/**
+ * Tracks the requests a transport has received and not yet answered, so a stdio session
+ * whose client closed stdin can finish answering what it already read.
+ */
+function trackInFlight(
+  transport: StdioServerTransport,
+  logger: Logger,
+): { drained(limitMs: number): Promise<void> } {
+  const pending = new Set<string>();
+  let wake: (() => void) | undefined;
+  const key = (id: string | number) => `${typeof id}:${id}`;
+  const receive = transport.onmessage;
+  transport.onmessage = (message) => {
+    if ('method' in message) {
+      logger.debug('received', { method: message.method, id: 'id' in message ? message.id : undefined });
+      if ('id' in message) pending.add(key(message.id));
+    }
+    receive?.(message);
+  };
+  const send = transport.send.bind(transport);
+  transport.send = async (message) => {
+    await send(message);
+    if (!('method' in message) && 'id' in message && message.id !== undefined) {
+      pending.delete(key(message.id));
+      if (pending.size === 0) wake?.();
+    }
+  };
+  return {
+    drained: (limitMs) =>
+      new Promise<void>((resolve) => {
+        if (pending.size === 0) return resolve();
+        // A request that is never answered (cancelled) must not hold the exit forever.
+        const timer = setTimeout(resolve, limitMs);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      }),
+  };
+}
+
+/** One MCP session's server: the shared catalog plus the tools and prompt of its own agent session. */
+function sessionServer(
+  config: Config,
+  services: Services,
+  logger: Logger,
+  launched: boolean,
+): { server: McpServer; agent: AgentSessionServices } {
+  const agent = services.openSession({ launched });
+  const server = createMcpServer({
+    name: binName,
+    version: packageVersion(),
+    instructions: services.instructions,
+    tools: [...services.tools, ...agent.tools],
+    prompts: agent.prompts,
+    resources: services.resources,
+    resourceTemplates: services.resourceTemplates,
+    resourceChanges: services.resourceChanges,
+    readOnly: config.readOnly,
+    logger,
+    deadlineMs: config.toolDeadlineMs,
+  });
+  return { server, agent };
+}
+
+async function serveStdio(config: Config, services: Services, logger: Logger, io: MainIo): Promise<void> {
+  const stdin = io.stdin ?? process.stdin;
+  // The stdio session is the launcher's own: it starts bound where the launcher said.
+  const { server, agent } = sessionServer(config, services, logger, true);
+  const transport = new StdioServerTransport(stdin, io.stdout ?? process.stdout);
+  type Why = 'transport closed' | 'stdin ended' | 'shutdown requested';
+  const ended = new Promise<Why>((resolve) => {
+    server.server.onclose = () => resolve('transport closed');
+    stdin.once('end', () => resolve('stdin ended'));
+    void waitForAbort(io.shutdown).then(() => resolve('shutdown requested'));
+  });
+  server.server.onerror = (err) => logger.warn('MCP protocol error', { err });
+  await server.connect(transport);
+  const inFlight = trackInFlight(transport, logger);
+  logger.info('serving MCP on stdio', { readOnly: config.readOnly });
+  io.onReady?.({ transport: 'stdio' });
+  const why = await ended;
+  logger.info('shutting down', { why });
+  // The client closed stdin after its last request: answer what was read first.
+  if (why === 'stdin ended') await inFlight.drained(config.toolDeadlineMs + 1000);
+  await server.close();
+  await agent.close();
+}
+
+async function serveHttp(config: Config, services: Services, logger: Logger, io: MainIo): Promise<void> {
+  const agents = new WeakMap<McpServer, AgentSessionServices>();
+  const running = await startHttpServer({
+    host: config.http.host,
+    port: config.http.port,
+    token: config.http.token,
+    allowedOrigins: config.http.allowedOrigins,
+    maxSessions: config.http.maxSessions,
+    sessionIdleMs: config.http.sessionIdleMs,
+    logger,
+    createServer: () => {
+      const { server, agent } = sessionServer(config, services, logger, false);
+      agents.set(server, agent);
+      return server;
+    },
+    releaseServer: async (server) => {
+      await agents.get(server)?.close();
+    },
+  });
+  io.onReady?.({ transport: 'http', url: running.url });
+  await waitForAbort(io.shutdown);
+  logger.info('shutting down', { why: 'shutdown requested', sessions: running.sessionCount() });
+  await running.close();
+}
+
+/**
+ * Runs the `zulip-mcp` command: parses `argv` and `env`, prints help or the version, or
+ * builds the services and serves them on stdio (default) or Streamable HTTP (`--http`)
+ * until the client goes away or `io.shutdown` fires, then closes everything. Resolves
+ * with the exit code: 0 on a clean run, 1 when start-up fails, 2 on a bad configuration.
+ * Only help, the version and the JSON-RPC wire go to stdout; everything else to stderr.
+ */
+export async function main(
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+  io: MainIo = {},
+): Promise<number> {
+  const stdout = io.stdout ?? process.stdout;
+  const stderr = io.stderr ?? process.stderr;
+  // Help and the version never depend on the environment being valid.
+  if (argv.includes('--help') || argv.includes('-h')) {
+    stdout.write(helpText());
+    return 0;
+  }
+  if (argv.includes('--version') || argv.includes('-V')) {
+    stdout.write(`${packageVersion()}\n`);
+    return 0;
+  }
+
+  let config: Config;
+  try {
+    config = parseConfig(env, argv);
+  } catch (err) {
+    if (err instanceof McpServerError && err.code === 'MCP_CONFIG_INVALID') {
+      stderr.write(`${binName}: ${err.message}\nRun ${binName} --help for every setting.\n`);
+      return 2;
+    }
+    throw err;
+  }
+
+  const logger = createLogger({
+    level: config.logLevel,
+    secrets: [config.zulip.apiKey, config.http.token],
+    write: (line) => void stderr.write(line),
+  });
+
+  let services: Services | undefined;
+  let demo: DemoRealm | undefined;
+  try {
+    if (config.demo) {
+      demo = await startDemoRealm();
+      if (config.zulip.site !== undefined || config.zulip.rcPath !== undefined) {
+        logger.warn('--demo ignores the configured Zulip credentials');
+      }
+      config = {
+        ...config,
+        zulip: {
+          site: demo.site,
+          email: demo.email,
+          apiKey: demo.apiKey,
+          rcPath: undefined,
+          allowInsecureHttp: false,
+        },
+      };
+      logger.info('demo realm started', { site: demo.site, bot: demo.email, messages: demo.messageCount });
+    }
+    services = await buildServices(config, logger);
+    if (config.transport === 'http') await serveHttp(config, services, logger, io);
+    else await serveStdio(config, services, logger, io);
+    return 0;
+  } catch (err) {
+    logger.error('fatal', { err });
+    return 1;
+  } finally {
+    await services?.close().catch((err: unknown) => logger.warn('error while closing services', { err }));
+    await demo?.close().catch((err: unknown) => logger.warn('error while stopping the demo realm', { err }));
+  }
+}

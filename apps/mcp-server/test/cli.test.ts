@@ -1,0 +1,170 @@
+// The built bin, dist/cli.js (built by test/global-setup.ts when stale), spawned as a
+// client would spawn it. It is run through its shebang; NODE_OPTIONS resolves the
+// workspace libraries it imports to their sources (as every test here does), so the
+// test does not depend on other packages' dist/ being current.
+import { spawn } from 'node:child_process';
+import { readFileSync, statSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { configVariableNames } from '../src/index.js';
+
+const appDir = join(import.meta.dirname, '..');
+const bin = join(appDir, 'dist', 'cli.js');
+let stateDir = '';
+
+beforeAll(async () => {
+  stateDir = await mkdtemp(join(tmpdir(), 'zmcp-cli-'));
+});
+
+afterAll(async () => {
+  await rm(stateDir, { recursive: true, force: true });
+});
+
+/** A minimal environment: no credentials from the developer's shell leak into the run. */
+function childEnv(extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '/tmp',
+    NODE_OPTIONS: '--conditions=@zmcp/source --import tsx',
+    ZULIP_STATE_DIR: stateDir,
+    ...extra,
+  };
+}
+
+interface Exit {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function run(args: string[], env: Record<string, string>, input?: string): Promise<Exit> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(bin, args, { cwd: appDir, env, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString('utf8');
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString('utf8');
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(input);
+  });
+}
+
+describe('the zulip-mcp bin', () => {
+  it('is an executable with a shebang', () => {
+    expect(readFileSync(bin, 'utf8').startsWith('#!/usr/bin/env node\n')).toBe(true);
+    expect(statSync(bin).mode & 0o111).not.toBe(0);
+  });
+
+  it('prints every setting for --help and exits 0', async () => {
+    const { code, stdout, stderr } = await run(['--help'], childEnv());
+    expect(code).toBe(0);
+    expect(stderr).toBe('');
+    for (const name of configVariableNames()) expect(stdout).toContain(name);
+    expect(stdout).toContain('--http');
+  });
+
+  it('exits 2 on a bad value, naming the variable and never echoing a secret', async () => {
+    const apiKey = 'super secret key 0123456789';
+    const { code, stdout, stderr } = await run(
+      [],
+      childEnv({ ZULIP_READ_ONLY: 'perhaps', ZULIP_API_KEY: apiKey, ZMCP_HTTP_TOKEN: 'short secret' }),
+    );
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr).toContain(
+      'ZULIP_READ_ONLY: expected one of 1/0, true/false, yes/no, on/off (got "perhaps")',
+    );
+    expect(stderr).toContain('ZULIP_API_KEY:');
+    expect(stderr).toContain('ZMCP_HTTP_TOKEN:');
+    expect(stderr).not.toContain('super secret');
+    expect(stderr).not.toContain('short secret');
+  });
+
+  it('answers initialize and tools/list over stdio', async () => {
+    const transport = new StdioClientTransport({
+      command: bin,
+      args: ['--demo'],
+      cwd: appDir,
+      env: childEnv({ ZMCP_LOG_LEVEL: 'debug' }),
+      stderr: 'pipe',
+    });
+    const client = new Client({ name: 'cli-test', version: '0' });
+    await client.connect(transport);
+    expect(client.getServerVersion()).toMatchObject({ name: 'zulip-mcp' });
+    const { tools } = await client.listTools();
+    expect(Array.isArray(tools)).toBe(true);
+    await client.close();
+  });
+
+  it('writes nothing but JSON-RPC to stdout, even at debug level', async () => {
+    const requests = [
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: {
+          protocolVersion: LATEST_PROTOCOL_VERSION,
+          capabilities: {},
+          clientInfo: { name: 'c', version: '0' },
+        },
+      },
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+      { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'no_such_tool', arguments: {} } },
+    ];
+    const input = requests.map((r) => `${JSON.stringify(r)}\n`).join('');
+    // stdin closes after the last request; the server answers what it read, then exits.
+    const { code, stdout, stderr } = await run(['--demo'], childEnv({ ZMCP_LOG_LEVEL: 'debug' }), input);
+    expect(code).toBe(0);
+    const lines = stdout.split('\n').filter((line) => line !== '');
+    const messages = lines.map(
+      (line) => JSON.parse(line) as { jsonrpc: string; id?: unknown; error?: unknown },
+    );
+    for (const message of messages) expect(message.jsonrpc).toBe('2.0');
+    // Every request read before stdin closed is answered, the unknown tool as a JSON-RPC error.
+    expect(messages.map((m) => m.id)).toEqual([1, 2, 3]);
+    expect(messages[2]?.error).toMatchObject({ code: -32602 });
+    expect(stderr).toContain('debug');
+  });
+
+  it('shuts down cleanly on SIGTERM in HTTP mode, after logging the bound address', async () => {
+    const child = spawn(bin, ['--demo', '--http', '--port', '0'], {
+      cwd: appDir,
+      env: childEnv(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString('utf8');
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    const url = await new Promise<string>((resolve) => {
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString('utf8');
+        const match = /listening url=(\S+)/.exec(stderr);
+        if (match) resolve(match[1] as string);
+      });
+    });
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
+    const client = new Client({ name: 'cli-test', version: '0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(stderr).toContain('session closed');
+    expect(stderr).toContain('HTTP server stopped');
+    expect(stdout).toBe('');
+    await client.close();
+  });
+});

@@ -1,0 +1,276 @@
+import { resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { type Config, McpServerError, parseConfig } from '../src/index.js';
+
+const home = { HOME: '/home/agent' };
+
+/** The problems a bad configuration reports, one line per setting. */
+function problems(env: Record<string, string>, argv: string[] = []): string[] {
+  try {
+    parseConfig({ ...home, ...env }, argv);
+  } catch (err) {
+    expect(err).toBeInstanceOf(McpServerError);
+    expect(err).toMatchObject({ code: 'MCP_CONFIG_INVALID' });
+    return (err as McpServerError).details?.problems as string[];
+  }
+  throw new Error('expected the configuration to be refused');
+}
+
+function parse(env: Record<string, string>, argv: string[] = []): Config {
+  return parseConfig({ ...home, ...env }, argv);
+}
+
+describe('parseConfig', () => {
+  it('fills in the documented defaults', () => {
+    const config = parse({});
+    expect(config).toMatchObject({
+      command: 'serve',
+      demo: false,
+      transport: 'stdio',
+      zulip: {
+        site: undefined,
+        email: undefined,
+        apiKey: undefined,
+        rcPath: undefined,
+        allowInsecureHttp: false,
+      },
+      stateDir: '/home/agent/.zmcp/state',
+      sessionId: 'default',
+      timestampStyle: 'iso',
+      readOnly: false,
+      privateStreams: undefined,
+      writeStreams: undefined,
+      uploadRoots: [],
+      uploadMaxBytes: undefined,
+      markdownAutofix: true,
+      maxMessageLength: undefined,
+      pageBudgetBytes: 16_384,
+      requestTimeoutMs: 15_000,
+      toolDeadlineMs: 60_000,
+      logLevel: 'info',
+      http: {
+        host: '127.0.0.1',
+        port: 3000,
+        token: undefined,
+        allowedOrigins: undefined,
+        maxSessions: 32,
+        sessionIdleMs: 1_800_000,
+      },
+    });
+    expect(config.timezone).toBe(Intl.DateTimeFormat().resolvedOptions().timeZone);
+  });
+
+  it('reads every variable', () => {
+    const config = parse({
+      ZULIP_REALM: 'https://chat.example.com',
+      ZULIP_EMAIL: 'bot@example.com',
+      ZULIP_API_KEY: 'abcdefABCDEF0123456789',
+      ZULIP_RC_PATH: '~/zuliprc',
+      ZULIP_ALLOW_INSECURE_HTTP: 'yes',
+      ZULIP_STATE_DIR: '/srv/state',
+      ZULIP_SESSION_ID: 'agent-7.a_b',
+      AGENT_TIMEZONE: 'Europe/Kyiv',
+      AGENT_TIMESTAMP_STYLE: 'short',
+      ZULIP_READ_ONLY: 'on',
+      ZULIP_PRIVATE_STREAMS: 'ops, secrets ,',
+      ZULIP_WRITE_STREAMS: 'bots,ops',
+      ZULIP_UPLOAD_ROOTS: 'notes=./notes, out=/srv/out',
+      ZULIP_UPLOAD_MAX_BYTES: '1048576',
+      ZULIP_MARKDOWN_AUTOFIX: '0',
+      ZULIP_MAX_MESSAGE_LENGTH: '5000',
+      ZULIP_PAGE_BUDGET_BYTES: '4096',
+      ZULIP_REQUEST_TIMEOUT_MS: '2000',
+      ZULIP_TOOL_DEADLINE_MS: '30000',
+      ZMCP_LOG_LEVEL: 'DEBUG',
+      ZMCP_HTTP_HOST: '[::1]',
+      ZMCP_HTTP_PORT: '0',
+      ZMCP_HTTP_TOKEN: 'tok-0123456789abcdef',
+      ZMCP_HTTP_ALLOWED_ORIGINS: 'http://localhost:6274,https://app.example/',
+      ZMCP_HTTP_MAX_SESSIONS: '4',
+      ZMCP_HTTP_SESSION_IDLE_MS: '60000',
+    });
+    expect(config).toMatchObject({
+      zulip: {
+        site: 'https://chat.example.com',
+        email: 'bot@example.com',
+        apiKey: 'abcdefABCDEF0123456789',
+        rcPath: '/home/agent/zuliprc',
+        allowInsecureHttp: true,
+      },
+      stateDir: '/srv/state',
+      sessionId: 'agent-7.a_b',
+      timezone: 'Europe/Kyiv',
+      timestampStyle: 'short',
+      readOnly: true,
+      privateStreams: ['ops', 'secrets'],
+      writeStreams: ['bots', 'ops'],
+      uploadRoots: [
+        { name: 'notes', path: resolve('./notes') },
+        { name: 'out', path: '/srv/out' },
+      ],
+      uploadMaxBytes: 1_048_576,
+      markdownAutofix: false,
+      maxMessageLength: 5000,
+      pageBudgetBytes: 4096,
+      requestTimeoutMs: 2000,
+      toolDeadlineMs: 30_000,
+      logLevel: 'debug',
+      http: {
+        host: '::1',
+        port: 0,
+        token: 'tok-0123456789abcdef',
+        allowedOrigins: ['http://localhost:6274', 'https://app.example'],
+        maxSessions: 4,
+        sessionIdleMs: 60_000,
+      },
+    });
+  });
+
+  it('lets a flag win over its variable, in both flag spellings', () => {
+    const config = parse({ ZMCP_HTTP_PORT: '4000', ZULIP_SESSION_ID: 'env', ZULIP_READ_ONLY: 'false' }, [
+      '--http',
+      '--port',
+      '5000',
+      '--session-id=flag',
+      '--read-only',
+      '--host=localhost',
+      '--zuliprc',
+      '/etc/zuliprc',
+      '--log-level',
+      'warn',
+    ]);
+    expect(config.transport).toBe('http');
+    expect(config.http.port).toBe(5000);
+    expect(config.http.host).toBe('localhost');
+    expect(config.sessionId).toBe('flag');
+    expect(config.readOnly).toBe(true);
+    expect(config.zulip.rcPath).toBe('/etc/zuliprc');
+    expect(config.logLevel).toBe('warn');
+    expect(parse({ ZULIP_READ_ONLY: 'true' }, ['--read-only=off']).readOnly).toBe(false);
+  });
+
+  it('accepts ZULIP_SITE as the realm, and refuses two different realms', () => {
+    expect(parse({ ZULIP_SITE: 'https://a.example' }).zulip.site).toBe('https://a.example');
+    expect(problems({ ZULIP_REALM: 'https://a.example', ZULIP_SITE: 'https://b.example' })).toEqual([
+      expect.stringMatching(/^ZULIP_SITE: conflicts with ZULIP_REALM/),
+    ]);
+  });
+
+  it('treats empty variables as unset', () => {
+    const config = parse({ ZULIP_API_KEY: '', ZMCP_HTTP_PORT: '  ', ZULIP_READ_ONLY: '' });
+    expect(config.zulip.apiKey).toBeUndefined();
+    expect(config.http.port).toBe(3000);
+    expect(config.readOnly).toBe(false);
+  });
+
+  it('recognises --help, --version and --demo', () => {
+    expect(parse({}, ['--help']).command).toBe('help');
+    expect(parse({}, ['-V']).command).toBe('version');
+    expect(parse({}, ['--demo']).demo).toBe(true);
+  });
+
+  it.each([
+    ['ZULIP_READ_ONLY', 'maybe', /^ZULIP_READ_ONLY: expected one of 1\/0, true\/false.* \(got "maybe"\)$/],
+    ['ZULIP_MARKDOWN_AUTOFIX', '2', /^ZULIP_MARKDOWN_AUTOFIX: expected one of/],
+    ['ZULIP_ALLOW_INSECURE_HTTP', 'y', /^ZULIP_ALLOW_INSECURE_HTTP: expected one of/],
+    ['ZMCP_HTTP_PORT', '65536', /^ZMCP_HTTP_PORT: expected a whole number from 0 to 65535 \(got "65536"\)$/],
+    ['ZMCP_HTTP_PORT', '-1', /^ZMCP_HTTP_PORT: expected a whole number/],
+    ['ZMCP_HTTP_PORT', '80.5', /^ZMCP_HTTP_PORT: expected a whole number/],
+    [
+      'ZULIP_PAGE_BUDGET_BYTES',
+      '100',
+      /^ZULIP_PAGE_BUDGET_BYTES: expected a whole number from 1024 to 1048576/,
+    ],
+    ['ZULIP_REQUEST_TIMEOUT_MS', '1e3', /^ZULIP_REQUEST_TIMEOUT_MS: expected a whole number/],
+    ['ZULIP_TOOL_DEADLINE_MS', '0', /^ZULIP_TOOL_DEADLINE_MS: expected a whole number from 100/],
+    ['ZULIP_UPLOAD_MAX_BYTES', 'lots', /^ZULIP_UPLOAD_MAX_BYTES: expected a whole number/],
+    ['ZULIP_MAX_MESSAGE_LENGTH', '0', /^ZULIP_MAX_MESSAGE_LENGTH: expected a whole number from 1/],
+    ['ZMCP_HTTP_MAX_SESSIONS', '0', /^ZMCP_HTTP_MAX_SESSIONS: expected a whole number from 1/],
+    ['ZMCP_HTTP_SESSION_IDLE_MS', '10', /^ZMCP_HTTP_SESSION_IDLE_MS: expected a whole number from 1000/],
+    ['AGENT_TIMEZONE', 'Mars/Olympus', /^AGENT_TIMEZONE: expected an IANA time zone/],
+    ['AGENT_TIMESTAMP_STYLE', 'full', /^AGENT_TIMESTAMP_STYLE: expected one of iso, short, none/],
+    ['ZMCP_LOG_LEVEL', 'loud', /^ZMCP_LOG_LEVEL: expected one of debug, info, warn, error, silent/],
+    ['ZULIP_SESSION_ID', '../etc', /^ZULIP_SESSION_ID: expected 1 to 128 characters/],
+    ['ZULIP_SESSION_ID', 'x'.repeat(129), /^ZULIP_SESSION_ID: expected 1 to 128 characters/],
+    ['ZULIP_EMAIL', 'not-an-email', /^ZULIP_EMAIL: expected an email address/],
+    ['ZULIP_PRIVATE_STREAMS', 'ops,__ALL__', /^ZULIP_PRIVATE_STREAMS: __ALL__ must stand alone/],
+    ['ZULIP_WRITE_STREAMS', ' , ', /^ZULIP_WRITE_STREAMS: it lists no stream names/],
+    ['ZULIP_UPLOAD_ROOTS', './notes', /^ZULIP_UPLOAD_ROOTS: entry "\.\/notes" is not name=path/],
+    ['ZULIP_UPLOAD_ROOTS', 'a=/x,a=/y', /^ZULIP_UPLOAD_ROOTS: root name a is given twice/],
+    ['ZMCP_HTTP_ALLOWED_ORIGINS', 'localhost:3000', /^ZMCP_HTTP_ALLOWED_ORIGINS: expected origins/],
+    ['ZMCP_HTTP_ALLOWED_ORIGINS', 'http://a.example/path', /^ZMCP_HTTP_ALLOWED_ORIGINS: expected origins/],
+    ['ZMCP_HTTP_HOST', 'bad host', /^ZMCP_HTTP_HOST: expected a host name/],
+  ])('refuses %s=%j, naming the variable and what it expects', (name, value, message) => {
+    expect(problems({ [name]: value })).toEqual([expect.stringMatching(message)]);
+  });
+
+  it('names the flag when the bad value came from a flag', () => {
+    expect(problems({ ZMCP_HTTP_PORT: '80' }, ['--port', 'http'])).toEqual([
+      expect.stringMatching(/^--port: expected a whole number from 0 to 65535 \(got "http"\)$/),
+    ]);
+    expect(problems({}, ['--read-only=perhaps'])).toEqual([
+      expect.stringMatching(/^--read-only: expected one of/),
+    ]);
+  });
+
+  it('reports every problem at once', () => {
+    expect(problems({ ZULIP_READ_ONLY: 'x', ZMCP_HTTP_PORT: 'x' }, ['--nope'])).toHaveLength(3);
+  });
+
+  it('refuses unknown options, stray arguments and missing flag values', () => {
+    expect(problems({}, ['--verbose'])).toEqual([expect.stringMatching(/^--verbose: unknown option/)]);
+    expect(problems({}, ['serve'])).toEqual([expect.stringMatching(/^"serve": unexpected argument/)]);
+    expect(problems({}, ['--port'])).toEqual(['--port: expects a value']);
+    expect(problems({}, ['--http=yes'])).toEqual(['--http: takes no value']);
+  });
+
+  it('never echoes a secret’s value', () => {
+    const apiKey = 'secret key with spaces';
+    const token = 'short';
+    const found = problems({ ZULIP_API_KEY: apiKey, ZMCP_HTTP_TOKEN: token, ZULIP_READ_ONLY: 'bad' });
+    expect(found).toHaveLength(3);
+    expect(found).toContainEqual(
+      expect.stringMatching(/^ZULIP_API_KEY: expected an API key without spaces$/),
+    );
+    expect(found).toContainEqual(expect.stringMatching(/^ZMCP_HTTP_TOKEN: expected at least 16 printable/));
+    let message = '';
+    try {
+      parseConfig({ ZULIP_API_KEY: apiKey, ZMCP_HTTP_TOKEN: token }, []);
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).not.toContain(apiKey);
+    expect(message).not.toContain(`"${token}"`);
+  });
+
+  it('secrets cannot be passed as flags', () => {
+    // The value after an unknown option is not echoed either: it may be the secret.
+    expect(problems({}, ['--api-key', 'hunter2-secret'])).toEqual([
+      '--api-key: unknown option (zulip-mcp --help lists them)',
+    ]);
+    expect(problems({}, ['--token=hunter2-secret'])).toEqual([
+      '--token: unknown option (zulip-mcp --help lists them)',
+    ]);
+  });
+
+  it('requires a bearer token to serve HTTP beyond loopback', () => {
+    expect(problems({}, ['--http', '--host', '0.0.0.0'])).toEqual([
+      expect.stringMatching(/^ZMCP_HTTP_TOKEN: is required when the HTTP host is not loopback/),
+    ]);
+    expect(parse({ ZMCP_HTTP_TOKEN: 'a-long-enough-token' }, ['--http', '--host', '0.0.0.0']).http.host).toBe(
+      '0.0.0.0',
+    );
+    // Loopback needs none, and stdio ignores the host.
+    expect(parse({}, ['--http', '--host', '127.0.0.2']).transport).toBe('http');
+    expect(parse({ ZMCP_HTTP_HOST: '0.0.0.0' }).transport).toBe('stdio');
+  });
+
+  it('opens every private stream with __ALL__', () => {
+    expect(parse({ ZULIP_PRIVATE_STREAMS: '__ALL__' }).privateStreams).toBe('__ALL__');
+  });
+
+  it('keeps the time zone as written', () => {
+    expect(parse({ AGENT_TIMEZONE: 'UTC' }).timezone).toBe('UTC');
+    expect(parse({}, ['--timezone', 'America/New_York']).timezone).toBe('America/New_York');
+  });
+});

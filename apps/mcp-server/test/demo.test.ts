@@ -1,0 +1,49 @@
+import { PassThrough } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { startDemoRealm } from '../src/demo.js';
+import { main } from '../src/index.js';
+import { barrier } from './fake-tools.js';
+
+describe('--demo', () => {
+  it('starts a seeded realm on loopback whose bot credentials work', async () => {
+    const demo = await startDemoRealm();
+    try {
+      expect(demo.site).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(demo.messageCount).toBeGreaterThan(0);
+      const auth = Buffer.from(`${demo.email}:${demo.apiKey}`).toString('base64');
+      const response = await fetch(`${demo.site}/api/v1/users/me`, {
+        headers: { authorization: `Basic ${auth}` },
+      });
+      expect(response.status).toBe(200);
+      expect(await response.json()).toMatchObject({ result: 'success', is_bot: true });
+    } finally {
+      await demo.close();
+    }
+  });
+
+  it('serves the demo realm from main, then stops it', async () => {
+    const stderr = new PassThrough();
+    const chunks: Buffer[] = [];
+    stderr.on('data', (chunk: Buffer) => chunks.push(chunk));
+    const shutdown = new AbortController();
+    const ready = barrier();
+    const run = main(
+      ['--demo', '--http', '--port', '0'],
+      { ZMCP_LOG_LEVEL: 'info' },
+      {
+        stderr,
+        stdout: new PassThrough(),
+        shutdown: shutdown.signal,
+        onReady: () => ready.resolve(),
+      },
+    );
+    await ready.promise;
+    const log = Buffer.concat(chunks).toString('utf8');
+    const site = /demo realm started site=(\S+)/.exec(log)?.[1];
+    expect(site).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    shutdown.abort();
+    expect(await run).toBe(0);
+    // The realm is gone with the server.
+    await expect(fetch(`${site}/api/v1/server_settings`)).rejects.toThrow();
+  });
+});

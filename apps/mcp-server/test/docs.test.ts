@@ -1,0 +1,85 @@
+// The settings are listed in four places: the schema, --help, .env.example and the
+// README. They must name the same variables.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { configMarkdownTable } from '../src/config.js';
+import { configSettings, configVariableNames, helpText } from '../src/index.js';
+
+const appDir = join(import.meta.dirname, '..');
+const variablePattern = /\b(?:ZULIP|ZMCP|AGENT|SESSION)_[A-Z0-9_]+\b|\bTRIGGER_MESSAGE_ID\b/g;
+
+function namesIn(text: string): string[] {
+  return [...new Set(text.match(variablePattern) ?? [])].sort();
+}
+
+describe('configuration documentation', () => {
+  const schemaNames = configVariableNames().sort();
+
+  it('covers every variable the server is documented to read', () => {
+    const documented = [
+      'ZULIP_REALM',
+      'ZULIP_SITE',
+      'ZULIP_EMAIL',
+      'ZULIP_API_KEY',
+      'ZULIP_RC_PATH',
+      'ZULIP_ALLOW_INSECURE_HTTP',
+      'ZULIP_STATE_DIR',
+      'ZULIP_SESSION_ID',
+      'AGENT_TIMEZONE',
+      'AGENT_TIMESTAMP_STYLE',
+      'ZULIP_READ_ONLY',
+      'ZULIP_PRIVATE_STREAMS',
+      'ZULIP_WRITE_STREAMS',
+      'ZULIP_UPLOAD_ROOTS',
+      'ZULIP_UPLOAD_MAX_BYTES',
+      'ZULIP_MARKDOWN_AUTOFIX',
+      'ZULIP_MAX_MESSAGE_LENGTH',
+      'ZULIP_PAGE_BUDGET_BYTES',
+      'ZULIP_REQUEST_TIMEOUT_MS',
+      'ZULIP_TOOL_DEADLINE_MS',
+      'ZULIP_DISMISS_EMOJI',
+      'ZULIP_LISTEN_EMOJI',
+      'ZULIP_AUTO_TYPING',
+      'ZULIP_INTERRUPT_FILE',
+      'SESSION_STREAM',
+      'SESSION_TOPIC',
+      'TRIGGER_MESSAGE_ID',
+      'ZMCP_LOG_LEVEL',
+      'ZMCP_HTTP_HOST',
+      'ZMCP_HTTP_PORT',
+      'ZMCP_HTTP_TOKEN',
+      'ZMCP_HTTP_ALLOWED_ORIGINS',
+      'ZMCP_HTTP_MAX_SESSIONS',
+      'ZMCP_HTTP_SESSION_IDLE_MS',
+    ];
+    expect(schemaNames).toEqual(documented.sort());
+  });
+
+  it('--help names exactly the schema’s variables and flags', () => {
+    const help = helpText();
+    expect(namesIn(help)).toEqual(schemaNames);
+    for (const setting of configSettings()) {
+      if (setting.flag) expect(help).toContain(setting.flag);
+      expect(help).toContain(setting.help);
+    }
+  });
+
+  it('.env.example assigns exactly the schema’s variables, each once', () => {
+    const example = readFileSync(join(appDir, '..', '..', '.env.example'), 'utf8');
+    const assigned = [...example.matchAll(/^#?\s*([A-Z][A-Z0-9_]*)=/gm)].map((m) => m[1] as string);
+    expect([...assigned].sort()).toEqual(schemaNames);
+    expect(new Set(assigned).size).toBe(assigned.length);
+  });
+
+  it('the README carries the generated settings table', () => {
+    const readme = readFileSync(join(appDir, 'README.md'), 'utf8');
+    const start = readme.indexOf('<!-- settings:start -->');
+    const end = readme.indexOf('<!-- settings:end -->');
+    expect(start).toBeGreaterThan(0);
+    const table = readme.slice(start + '<!-- settings:start -->'.length, end).trim();
+    // Regenerate with: pnpm --filter @zmcp/mcp-server docs:settings
+    expect(table).toBe(configMarkdownTable());
+    expect(namesIn(table)).toEqual(schemaNames);
+  });
+});

@@ -1,0 +1,122 @@
+// main() in-process, with its streams replaced: the shell around the services (which the
+// placeholder services.ts keeps empty), not any tool's behaviour.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { main } from '../src/index.js';
+import { barrier } from './fake-tools.js';
+
+function collect(stream: PassThrough): () => string {
+  const chunks: Buffer[] = [];
+  stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+  return () => Buffer.concat(chunks).toString('utf8');
+}
+
+function streams() {
+  const stdin = new PassThrough();
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  return { stdin, stdout, stderr, out: collect(stdout), err: collect(stderr) };
+}
+
+let env: Record<string, string> = {};
+
+beforeAll(async () => {
+  const stateDir = await mkdtemp(join(tmpdir(), 'zmcp-main-'));
+  env = { HOME: stateDir, ZULIP_STATE_DIR: stateDir, ZMCP_LOG_LEVEL: 'debug' };
+});
+
+afterAll(async () => {
+  if (env.ZULIP_STATE_DIR) await rm(env.ZULIP_STATE_DIR, { recursive: true, force: true });
+});
+
+describe('main', () => {
+  it('prints help on stdout and exits 0, even with a bad environment', async () => {
+    const io = streams();
+    const code = await main(['--help'], { ZULIP_READ_ONLY: 'maybe' }, io);
+    expect(code).toBe(0);
+    expect(io.out()).toContain('Usage: zulip-mcp [options]');
+    expect(io.err()).toBe('');
+  });
+
+  it('prints the version', async () => {
+    const io = streams();
+    expect(await main(['--version'], {}, io)).toBe(0);
+    expect(io.out()).toMatch(/^\d+\.\d+\.\d+\n$/);
+  });
+
+  it('exits 2 on a bad value, naming it on stderr, never echoing a secret', async () => {
+    const io = streams();
+    const apiKey = 'has a space in the secret';
+    const code = await main([], { ZULIP_API_KEY: apiKey, ZMCP_HTTP_PORT: 'eighty' }, io);
+    expect(code).toBe(2);
+    expect(io.err()).toContain('ZULIP_API_KEY: expected an API key without spaces');
+    expect(io.err()).toContain('ZMCP_HTTP_PORT: expected a whole number');
+    expect(io.err()).not.toContain(apiKey);
+    expect(io.out()).toBe('');
+  });
+
+  it('serves stdio until stdin ends, keeping logs off stdout', async () => {
+    const io = streams();
+    const ready = barrier();
+    const run = main(['--demo'], env, { ...io, onReady: () => ready.resolve() });
+    await ready.promise;
+    io.stdin.write(
+      `${JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: {
+          protocolVersion: LATEST_PROTOCOL_VERSION,
+          capabilities: {},
+          clientInfo: { name: 't', version: '0' },
+        },
+      })}\n`,
+    );
+    io.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
+    io.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' })}\n`);
+    await new Promise<void>((resolve) => {
+      io.stdout.on('data', () => {
+        if (io.out().includes('"id":2')) resolve();
+      });
+    });
+    io.stdin.end();
+    expect(await run).toBe(0);
+
+    const lines = io.out().trim().split('\n');
+    expect(lines).toHaveLength(2);
+    for (const line of lines) expect(JSON.parse(line)).toMatchObject({ jsonrpc: '2.0' });
+    expect(JSON.parse(lines[1] as string)).toMatchObject({ id: 2, result: { tools: expect.any(Array) } });
+    expect(io.err()).toContain('serving MCP on stdio');
+    expect(io.err()).toContain('shutting down why="stdin ended"');
+  });
+
+  it('serves HTTP on port 0 until asked to shut down', async () => {
+    const io = streams();
+    const shutdown = new AbortController();
+    const ready = barrier<string>();
+    const run = main(['--demo', '--http', '--port', '0'], env, {
+      ...io,
+      shutdown: shutdown.signal,
+      onReady: (info) => ready.resolve(info.transport === 'http' ? info.url : ''),
+    });
+    const url = await ready.promise;
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
+    expect(io.err()).toContain(`listening url=${url}`);
+
+    const client = new Client({ name: 't', version: '0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    expect(Array.isArray((await client.listTools()).tools)).toBe(true);
+    await client.close();
+
+    shutdown.abort();
+    expect(await run).toBe(0);
+    expect(io.err()).toContain('HTTP server stopped');
+    expect(io.out()).toBe('');
+  });
+});

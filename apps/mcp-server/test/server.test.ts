@@ -1,0 +1,234 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import type { ToolDefinition } from '@zmcp/tools';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type CreateMcpServerOptions, createLogger, createMcpServer, McpServerError } from '../src/index.js';
+import {
+  deniedTool,
+  echoTool,
+  makePostTool,
+  makeSlowTool,
+  malformedTool,
+  refusingTool,
+  stubbornTool,
+} from './fake-tools.js';
+
+const closers: (() => Promise<void>)[] = [];
+
+afterEach(async () => {
+  for (const close of closers.splice(0)) await close();
+});
+
+async function connect(
+  tools: readonly ToolDefinition[],
+  overrides: Partial<CreateMcpServerOptions> = {},
+): Promise<Client> {
+  const server = createMcpServer({
+    name: 'zulip-mcp-test',
+    version: '0.0.0',
+    tools,
+    readOnly: false,
+    deadlineMs: 10_000,
+    ...overrides,
+  });
+  const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
+  await server.connect(serverTransport);
+  const client = new Client({ name: 'test-client', version: '0.0.0' });
+  await client.connect(clientTransport);
+  closers.push(async () => {
+    await client.close();
+    await server.close();
+  });
+  return client;
+}
+
+function textOf(result: unknown): string {
+  const content = (result as { content: { type: string; text?: string }[] }).content;
+  return content.map((c) => c.text ?? '').join('');
+}
+
+describe('tools/list', () => {
+  it('advertises title, description, annotations, input and output schemas', async () => {
+    const { tool: post } = makePostTool();
+    const client = await connect([echoTool, post]);
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name)).toEqual(['echo', 'post_message']);
+    const echo = tools.find((t) => t.name === 'echo');
+    expect(echo).toMatchObject({
+      title: 'Echo',
+      description: 'Returns its text, repeated.',
+      annotations: {
+        title: 'Echo',
+        readOnlyHint: true,
+        destructiveHint: false,
+        idempotentHint: true,
+        openWorldHint: false,
+      },
+      inputSchema: {
+        type: 'object',
+        properties: { text: { type: 'string', description: 'What to echo.' } },
+        required: ['text'],
+      },
+      outputSchema: { type: 'object', properties: { echoed: { type: 'string' } } },
+    });
+    const posting = tools.find((t) => t.name === 'post_message');
+    expect(posting?.annotations).toMatchObject({ readOnlyHint: false, openWorldHint: true });
+  });
+
+  it('hides every write tool in read-only mode, and calling one is an unknown tool', async () => {
+    const { tool: post, posts } = makePostTool();
+    const client = await connect([echoTool, post], { readOnly: true });
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name)).toEqual(['echo']);
+    const call = client.callTool({ name: 'post_message', arguments: { stream: 'general', content: 'hi' } });
+    await expect(call).rejects.toMatchObject({ code: ErrorCode.InvalidParams });
+    expect(posts).toEqual([]);
+  });
+
+  it('serves an empty catalog', async () => {
+    const client = await connect([]);
+    expect((await client.listTools()).tools).toEqual([]);
+  });
+
+  it('refuses a catalog with two tools of one name', () => {
+    let error: unknown;
+    try {
+      createMcpServer({
+        name: 'x',
+        version: '0',
+        tools: [echoTool, echoTool],
+        readOnly: false,
+        deadlineMs: 1000,
+      });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(McpServerError);
+    expect(error).toMatchObject({ code: 'MCP_CATALOG_INVALID' });
+  });
+});
+
+describe('tools/call', () => {
+  it('answers JSON text plus matching structuredContent', async () => {
+    const client = await connect([echoTool]);
+    const result = await client.callTool({ name: 'echo', arguments: { text: 'ab', times: 2 } });
+    expect(result.isError).toBeFalsy();
+    expect(result.structuredContent).toEqual({ echoed: 'abab' });
+    expect(result.content).toEqual([{ type: 'text', text: 'abab' }]);
+  });
+
+  it('reports invalid arguments as a tool error naming the field, not a protocol error', async () => {
+    const client = await connect([echoTool]);
+    const wrongType = await client.callTool({ name: 'echo', arguments: { text: 5 } });
+    expect(wrongType.isError).toBe(true);
+    expect(textOf(wrongType)).toMatch(/^Invalid arguments: text: /);
+    expect(textOf(wrongType)).toContain('Hint:');
+
+    const outOfRange = await client.callTool({ name: 'echo', arguments: { text: 'a', times: 9 } });
+    expect(outOfRange.isError).toBe(true);
+    expect(textOf(outOfRange)).toContain('times:');
+
+    const missing = await client.callTool({ name: 'echo', arguments: {} });
+    expect(missing.isError).toBe(true);
+    expect(textOf(missing)).toContain('text:');
+  });
+
+  it('passes on a failure’s hint', async () => {
+    const client = await connect([deniedTool, refusingTool]);
+    const denied = await client.callTool({ name: 'read_private', arguments: {} });
+    expect(denied.isError).toBe(true);
+    expect(denied.structuredContent).toBeUndefined();
+    expect(textOf(denied)).toContain('Reading stream "secret" is not allowed.');
+    expect(textOf(denied)).toMatch(/Hint: .*list_streams/);
+
+    const refused = await client.callTool({ name: 'refuse', arguments: {} });
+    expect(refused).toMatchObject({
+      isError: true,
+      content: [{ type: 'text', text: 'Nothing to do.\nHint: Call again later.' }],
+    });
+  });
+
+  it('makes an unknown tool a protocol error (-32602)', async () => {
+    const client = await connect([echoTool]);
+    const error = await client.callTool({ name: 'no_such_tool', arguments: {} }).catch((err: unknown) => err);
+    expect(error).toBeInstanceOf(McpError);
+    expect(error).toMatchObject({ code: ErrorCode.InvalidParams });
+    expect((error as McpError).message).toContain('no_such_tool');
+  });
+
+  it('turns a result that breaks its output schema into a tool error', async () => {
+    const lines: string[] = [];
+    const logger = createLogger({ level: 'error', write: (line) => lines.push(line) });
+    const client = await connect([malformedTool], { logger });
+    const result = await client.callTool({ name: 'malformed', arguments: {} });
+    expect(result.isError).toBe(true);
+    expect(lines.join('')).toContain('tool=malformed');
+  });
+
+  it('forwards progress as notifications/progress when the client asks for it', async () => {
+    const slow = makeSlowTool();
+    const client = await connect([slow.tool]);
+    const seen: { progress: number; total?: number | undefined; message?: string | undefined }[] = [];
+    const call = client.callTool({ name: 'slow', arguments: {} }, undefined, {
+      onprogress: (update) => {
+        seen.push(update);
+        // The tool waits here until the client has seen its first report.
+        slow.gate.resolve();
+      },
+    });
+    const result = await call;
+    expect(result.structuredContent).toEqual({ done: true });
+    expect(seen).toEqual([
+      { progress: 1, total: 2, message: 'halfway' },
+      { progress: 2, total: 2, message: 'done' },
+    ]);
+  });
+
+  it('sends no progress when the client did not ask', async () => {
+    const slow = makeSlowTool();
+    const client = await connect([slow.tool]);
+    let notified = 0;
+    client.fallbackNotificationHandler = async () => {
+      notified++;
+    };
+    const call = client.callTool({ name: 'slow', arguments: {} });
+    await slow.started;
+    slow.gate.resolve();
+    expect((await call).isError).toBeFalsy();
+    expect(notified).toBe(0);
+  });
+
+  it('aborts a slow tool at the shared deadline and answers a tool error', async () => {
+    const slow = makeSlowTool();
+    const client = await connect([slow.tool], { deadlineMs: 20 });
+    const result = await client.callTool({ name: 'slow', arguments: {} });
+    const signal = await slow.started;
+    expect(signal.aborted).toBe(true);
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toMatch(/deadline/);
+  });
+
+  it('answers at the deadline even when a tool ignores its signal', async () => {
+    const client = await connect([stubbornTool], { deadlineMs: 20, deadlineGraceMs: 0 });
+    const result = await client.callTool({ name: 'stubborn', arguments: {} });
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toMatch(/deadline/);
+  });
+
+  it('sends the instructions in initialize', async () => {
+    const client = await connect([echoTool], { instructions: 'Read before you write.' });
+    expect(client.getInstructions()).toBe('Read before you write.');
+    expect(client.getServerVersion()).toMatchObject({ name: 'zulip-mcp-test', version: '0.0.0' });
+  });
+
+  it('logs each call without its arguments at info', async () => {
+    const lines: string[] = [];
+    const logger = createLogger({ level: 'info', write: (line) => lines.push(line) });
+    const client = await connect([echoTool], { logger });
+    await client.callTool({ name: 'echo', arguments: { text: 'confidential body' } });
+    const log = lines.join('');
+    expect(log).toMatch(/info tool call tool=echo outcome=ok ms=\d+/);
+    expect(log).not.toContain('confidential');
+  });
+});
