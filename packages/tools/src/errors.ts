@@ -5,6 +5,8 @@ export type ToolErrorCode =
   | 'TOOLS_NOT_FOUND'
   | 'TOOLS_DEADLINE'
   | 'TOOLS_NO_SESSION'
+  | 'TOOLS_SESSION_ENDED'
+  | 'TOOLS_SESSION_BUSY'
   | 'TOOLS_INTERNAL';
 
 /** A refusal of the tool's own arguments; `runTool` turns it into an `isError` result with a hint. */

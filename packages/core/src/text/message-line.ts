@@ -37,6 +37,8 @@ export interface MessageLineFormatter {
 
 const UPLOAD_RE = /\/user_uploads\/(?!thumbnail\/|temporary\/)[^\s)\]"'<>]+/g;
 const FENCE_LINE_RE = /^(?:`{3,}|~{3,})/;
+/** What starts every line of a body after its first. */
+const CONTINUATION = '  ';
 
 /** Distinct `/user_uploads/` paths the body links (thumbnails and temporary URLs not counted). */
 function countUploads(body: string): number {
@@ -96,7 +98,9 @@ export function createMessageLineFormatter(options: MessageLineOptions = {}): Me
   };
 
   const line = ((m: FormattableMessage): string => {
-    const body = escaped ? escapeMsgText(m.content) : m.content;
+    // Continuation lines are indented, so no line of a body can pass for the head of another
+    // message: every line that starts with "[" at the margin is one this formatter wrote.
+    const body = (escaped ? escapeMsgText(m.content) : m.content).replaceAll('\n', `\n${CONTINUATION}`);
     let tail = '';
     if (trailers) {
       if (m.last_edit_timestamp !== undefined) tail += ' (edited)';
@@ -107,8 +111,8 @@ export function createMessageLineFormatter(options: MessageLineOptions = {}): Me
       if (n > 0) tail += ` [attachments: ${n}]`;
     }
     if (tail !== '' && body !== '') {
-      const lastLine = body.slice(body.lastIndexOf('\n') + 1);
-      if (body.endsWith('\n') || FENCE_LINE_RE.test(lastLine)) tail = `\n${tail.slice(1)}`;
+      const lastLine = body.slice(body.lastIndexOf('\n') + 1).trimStart();
+      if (lastLine === '' || FENCE_LINE_RE.test(lastLine)) tail = `\n${CONTINUATION}${tail.slice(1)}`;
     } else if (tail !== '') {
       tail = tail.slice(1);
     }
@@ -131,6 +135,8 @@ export function createMessageLineFormatter(options: MessageLineOptions = {}): Me
  * wildcard flag; no flags, no marker); a DM says `[DM]` instead (`[group DM with A, B]` for a group).
  * After the body: `(edited)`, `(moved)` and `[attachments: N]` (distinct `/user_uploads/` links),
  * on the body's last line, or on a line of their own when the body ends with a fence or a newline.
+ * Every line of a body after its first is indented by two spaces, so a body cannot forge the
+ * head of another message line.
  * Header fields are always folded to one line with bidi controls and tag characters removed; with
  * `escape` they and the body are also escaped for the trust boundary.
  *

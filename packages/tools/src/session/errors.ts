@@ -1,11 +1,14 @@
-/** Codes of the refusals the session tools report on their own terms. */
-export type SessionErrorCode =
-  /** No conversation is bound: call set_context first. */
-  | 'TOOLS_NO_SESSION'
-  /** The session was ended by the people in the conversation (dismissed) and nothing was done. */
-  | 'TOOLS_SESSION_ENDED'
-  /** A listen is already running in this session. */
-  | 'TOOLS_SESSION_BUSY';
+import type { ToolErrorCode } from '../errors.js';
+
+/**
+ * Codes of the refusals the session tools report on their own terms: no conversation is bound
+ * (`TOOLS_NO_SESSION`: call set_context first), the people in the conversation ended the session
+ * (`TOOLS_SESSION_ENDED`: nothing was done), or a listen is already running (`TOOLS_SESSION_BUSY`).
+ */
+export type SessionErrorCode = Extract<
+  ToolErrorCode,
+  'TOOLS_NO_SESSION' | 'TOOLS_SESSION_ENDED' | 'TOOLS_SESSION_BUSY'
+>;
 
 /**
  * A refusal caused by the session's state rather than by the arguments; `runTool` turns it into
