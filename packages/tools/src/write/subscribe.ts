@@ -1,11 +1,12 @@
-import { createStreamLookup } from '@zmcp/core';
 import { defineTool } from '../run.js';
 import type { ToolServices } from '../services.js';
 import type { ToolDefinition } from '../tool.js';
-import { assertWritable, callOf, streamTopic } from './common.js';
+import { assertWritable, callOf } from './common.js';
 import {
+  planSubscriptions,
   subscriptionInputSchema,
   subscriptionOutputSchema,
+  subscriptionReport,
   subscriptionState,
 } from './subscriptions-common.js';
 
@@ -15,12 +16,6 @@ const outputSchema = subscriptionOutputSchema([
   'unauthorized',
   'not_found',
 ] as const);
-
-type Result = {
-  stream: string;
-  status: 'subscribed' | 'already_subscribed' | 'unauthorized' | 'not_found';
-  reason: string | null;
-};
 
 /** `subscribe`: subscribes the bot to existing streams. */
 export function subscribeTool(
@@ -42,34 +37,11 @@ export function subscribeTool(
       const { signal } = context;
       assertWritable(services);
       const state = await subscriptionState(services, signal);
-      const results: Result[] = [];
-      const toJoin: string[] = [];
-      const seen = new Set<string>();
-      for (const name of input.streams) {
-        const stream = state.find(name);
-        if (stream === undefined) {
-          results.push({
-            stream: name,
-            status: 'not_found',
-            reason: 'no such stream is visible to this bot',
-          });
-          continue;
-        }
-        if (seen.has(stream.name)) continue;
-        seen.add(stream.name);
-        if (!services.policy.canReadStream(stream.stream_id, createStreamLookup([stream]))) {
-          results.push({
-            stream: stream.name,
-            status: 'unauthorized',
-            reason: 'private stream this session may not read',
-          });
-        } else if (state.subscribed.has(stream.stream_id)) {
-          results.push({ stream: stream.name, status: 'already_subscribed', reason: null });
-        } else {
-          results.push({ stream: stream.name, status: 'subscribed', reason: null });
-          toJoin.push(stream.name);
-        }
-      }
+      const { results, targets: toJoin } = planSubscriptions(services, state, input.streams, {
+        subscribed: true,
+        changing: 'subscribed',
+        unchanged: 'already_subscribed',
+      });
       if (toJoin.length > 0) {
         try {
           const res = await services.client.subscribe(
@@ -96,18 +68,7 @@ export function subscribeTool(
           services.directory.invalidate('subscriptions');
         }
       }
-      const changed = results.filter((r) => r.status === 'subscribed').length;
-      const lines = results.map(
-        (r) =>
-          `${streamTopic(r.stream)}: ${r.status.replace('_', ' ')}${r.reason === null ? '' : ` (${r.reason})`}`,
-      );
-      return {
-        text: [
-          `Subscribed to ${changed} of ${results.length} stream${results.length === 1 ? '' : 's'}.`,
-          ...lines,
-        ].join('\n'),
-        structured: { results, changed },
-      };
+      return subscriptionReport('Subscribed to', results, 'subscribed');
     },
   });
 }

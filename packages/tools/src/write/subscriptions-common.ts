@@ -1,7 +1,7 @@
-import type { Stream } from '@zmcp/core';
+import { createStreamLookup, type Stream } from '@zmcp/core';
 import { z } from 'zod';
 import type { ToolServices } from '../services.js';
-import { callOf } from './common.js';
+import { callOf, streamTopic } from './common.js';
 
 /** Most streams one call changes. */
 const MAX_STREAMS = 20;
@@ -46,5 +46,70 @@ export async function subscriptionState(
   return {
     find: (name) => byName.get(name.trim().toLowerCase()),
     subscribed: new Set(subscriptions.map((s) => s.stream_id)),
+  };
+}
+
+/** One stream's outcome. */
+export interface SubscriptionResult<S extends string> {
+  stream: string;
+  status: S | 'unauthorized' | 'not_found';
+  reason: string | null;
+}
+
+/**
+ * Sorts the requested names into what the call will change and what it will not: unknown
+ * streams (`not_found`), private streams the policy keeps closed (`unauthorized`), streams
+ * already in the wanted state (`unchanged`), and the rest (`changing`, to be sent to Zulip).
+ */
+export function planSubscriptions<S extends string>(
+  services: ToolServices,
+  state: { find(name: string): Stream | undefined; subscribed: Set<number> },
+  names: readonly string[],
+  want: { subscribed: boolean; changing: S; unchanged: S },
+): { results: SubscriptionResult<S>[]; targets: string[] } {
+  const results: SubscriptionResult<S>[] = [];
+  const targets: string[] = [];
+  const seen = new Set<string>();
+  for (const name of names) {
+    const stream = state.find(name);
+    if (stream === undefined) {
+      results.push({ stream: name, status: 'not_found', reason: 'no such stream is visible to this bot' });
+      continue;
+    }
+    if (seen.has(stream.name)) continue;
+    seen.add(stream.name);
+    if (!services.policy.canReadStream(stream.stream_id, createStreamLookup([stream]))) {
+      results.push({
+        stream: stream.name,
+        status: 'unauthorized',
+        reason: 'private stream this session may not read',
+      });
+    } else if (state.subscribed.has(stream.stream_id) === want.subscribed) {
+      results.push({ stream: stream.name, status: want.unchanged, reason: null });
+    } else {
+      results.push({ stream: stream.name, status: want.changing, reason: null });
+      targets.push(stream.name);
+    }
+  }
+  return { results, targets };
+}
+
+/** The tool result: a summary line, then one line per stream. */
+export function subscriptionReport<S extends string>(
+  verb: string,
+  results: SubscriptionResult<S>[],
+  changing: S,
+): { text: string; structured: { results: SubscriptionResult<S>[]; changed: number } } {
+  const changed = results.filter((r) => r.status === changing).length;
+  const lines = results.map(
+    (r) =>
+      `${streamTopic(r.stream)}: ${r.status.replace('_', ' ')}${r.reason === null ? '' : ` (${r.reason})`}`,
+  );
+  return {
+    text: [
+      `${verb} ${changed} of ${results.length} stream${results.length === 1 ? '' : 's'}.`,
+      ...lines,
+    ].join('\n'),
+    structured: { results, changed },
   };
 }

@@ -1,11 +1,12 @@
-import { createStreamLookup } from '@zmcp/core';
 import { defineTool } from '../run.js';
 import type { ToolServices } from '../services.js';
 import type { ToolDefinition } from '../tool.js';
-import { assertWritable, callOf, streamTopic } from './common.js';
+import { assertWritable, callOf } from './common.js';
 import {
+  planSubscriptions,
   subscriptionInputSchema,
   subscriptionOutputSchema,
+  subscriptionReport,
   subscriptionState,
 } from './subscriptions-common.js';
 
@@ -15,12 +16,6 @@ const outputSchema = subscriptionOutputSchema([
   'unauthorized',
   'not_found',
 ] as const);
-
-type Result = {
-  stream: string;
-  status: 'removed' | 'not_subscribed' | 'unauthorized' | 'not_found';
-  reason: string | null;
-};
 
 /** `unsubscribe`: unsubscribes the bot from streams. */
 export function unsubscribeTool(
@@ -42,34 +37,11 @@ export function unsubscribeTool(
       const { signal } = context;
       assertWritable(services);
       const state = await subscriptionState(services, signal);
-      const results: Result[] = [];
-      const toLeave: string[] = [];
-      const seen = new Set<string>();
-      for (const name of input.streams) {
-        const stream = state.find(name);
-        if (stream === undefined) {
-          results.push({
-            stream: name,
-            status: 'not_found',
-            reason: 'no such stream is visible to this bot',
-          });
-          continue;
-        }
-        if (seen.has(stream.name)) continue;
-        seen.add(stream.name);
-        if (!services.policy.canReadStream(stream.stream_id, createStreamLookup([stream]))) {
-          results.push({
-            stream: stream.name,
-            status: 'unauthorized',
-            reason: 'private stream this session may not read',
-          });
-        } else if (!state.subscribed.has(stream.stream_id)) {
-          results.push({ stream: stream.name, status: 'not_subscribed', reason: null });
-        } else {
-          results.push({ stream: stream.name, status: 'removed', reason: null });
-          toLeave.push(stream.name);
-        }
-      }
+      const { results, targets: toLeave } = planSubscriptions(services, state, input.streams, {
+        subscribed: false,
+        changing: 'removed',
+        unchanged: 'not_subscribed',
+      });
       if (toLeave.length > 0) {
         try {
           const res = await services.client.unsubscribe({ subscriptions: toLeave }, callOf(signal));
@@ -82,18 +54,7 @@ export function unsubscribeTool(
           services.directory.invalidate('subscriptions');
         }
       }
-      const changed = results.filter((r) => r.status === 'removed').length;
-      const lines = results.map(
-        (r) =>
-          `${streamTopic(r.stream)}: ${r.status.replace('_', ' ')}${r.reason === null ? '' : ` (${r.reason})`}`,
-      );
-      return {
-        text: [
-          `Unsubscribed from ${changed} of ${results.length} stream${results.length === 1 ? '' : 's'}.`,
-          ...lines,
-        ].join('\n'),
-        structured: { results, changed },
-      };
+      return subscriptionReport('Unsubscribed from', results, 'removed');
     },
   });
 }
