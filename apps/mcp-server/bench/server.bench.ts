@@ -5,11 +5,18 @@
 //   3. text bytes each message line adds beyond the message body.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { escapeMsgText } from '@zmcp/core';
+import { runTool } from '@zmcp/tools';
 import { startZulipSim } from '@zmcp/zulip-sim';
 import { request } from 'undici';
+import { parseConfig } from '../src/config.js';
+import { silentLogger } from '../src/logging.js';
+import { buildServices } from '../src/services.js';
 
 const bin = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 const minimal = fileURLToPath(new URL('./minimal-server.mjs', import.meta.url));
@@ -51,9 +58,11 @@ const sim = await startZulipSim({
   },
 });
 const creds = sim.credentials('bench-bot@bench.example');
+const stateDir = await mkdtemp(join(tmpdir(), 'zmcp-bench-'));
 const env = {
   PATH: process.env.PATH ?? '',
   HOME: process.env.HOME ?? '/tmp',
+  ZULIP_STATE_DIR: stateDir,
   ZULIP_SITE: creds.site,
   ZULIP_EMAIL: creds.email,
   ZULIP_API_KEY: creds.apiKey,
@@ -171,8 +180,29 @@ for (let i = 0; i < 60; i++) {
 }
 const fetchRatio = median(toolMs) / median(rawMs);
 
+// Where the time goes: the same tool call in this process, without a transport, and the size
+// of the answer the stdio transport carries.
+const services = await buildServices(parseConfig(env, []), silentLogger);
+const tool = services.tools.find((t) => t.name === 'fetch_history');
+if (tool === undefined) throw new Error('fetch_history is missing from the catalog');
+const inProcess = () =>
+  runTool(
+    tool,
+    { stream: 'bench', topic: 'load', limit: 100 },
+    { signal: AbortSignal.timeout(10_000), progress() {} },
+  );
+for (let i = 0; i < 10; i++) await inProcess();
+const inProcessMs: number[] = [];
+for (let i = 0; i < 60; i++) {
+  const t = performance.now();
+  await inProcess();
+  inProcessMs.push(performance.now() - t);
+}
+await services.close();
+
 // 3. Bytes per line beyond the body, from one fetch_history page.
 const page = await call();
+const answerBytes = Buffer.byteLength(JSON.stringify({ jsonrpc: '2.0', id: 1, result: page }));
 const text =
   ((page.content ?? []) as { type: string; text?: string }[]).find((b) => b.type === 'text')?.text ?? '';
 const messages = (page.structuredContent as { messages?: { id: number; content: string }[] }).messages ?? [];
@@ -188,6 +218,7 @@ for (const m of messages) {
 const perLine = counted === 0 ? Number.NaN : overhead / counted;
 server.kill();
 await sim.close();
+await rm(stateDir, { recursive: true, force: true });
 
 console.log('zulip-mcp bench (figures are medians; ratios against a baseline from this same run)');
 console.log(
@@ -195,6 +226,9 @@ console.log(
 );
 console.log(
   `fetch_history 100 msgs over stdio: ${fmt(median(toolMs))} vs raw GET /messages ${fmt(median(rawMs))}: ratio ${fetchRatio.toFixed(2)} (target <= 1.3, ${verdict(fetchRatio, 1.3)})`,
+);
+console.log(
+  `  of which the tool itself, in process: ${fmt(median(inProcessMs))} (ratio ${(median(inProcessMs) / median(rawMs)).toFixed(2)} to the raw GET); the answer on the wire is ${(answerBytes / 1024).toFixed(1)} KiB of JSON-RPC`,
 );
 console.log(
   `text bytes per message line beyond the body: ${perLine.toFixed(1)} over ${counted} lines (target <= 80, ${verdict(perLine, 80)})`,
