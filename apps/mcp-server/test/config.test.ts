@@ -273,4 +273,50 @@ describe('parseConfig', () => {
     expect(parse({ AGENT_TIMEZONE: 'UTC' }).timezone).toBe('UTC');
     expect(parse({}, ['--timezone', 'America/New_York']).timezone).toBe('America/New_York');
   });
+
+  it('reads the agent session settings and a launcher’s binding', () => {
+    const config = parse(
+      {
+        ZULIP_DISMISS_EMOJI: 'wave',
+        ZULIP_LISTEN_EMOJI: 'robot_ear',
+        ZULIP_AUTO_TYPING: 'off',
+        ZULIP_INTERRUPT_FILE: '~/wake.txt',
+        SESSION_STREAM: 'general',
+        SESSION_TOPIC: 'deploys',
+        TRIGGER_MESSAGE_ID: '4710',
+      },
+      [],
+    );
+    expect(config.session).toEqual({
+      dismissEmoji: 'wave',
+      listenEmoji: 'robot_ear',
+      autoTyping: false,
+      interruptFile: '/home/agent/wake.txt',
+      launch: { stream: 'general', topic: 'deploys', triggerMessageId: 4710 },
+    });
+    expect(parse({}).session).toEqual({
+      dismissEmoji: undefined,
+      listenEmoji: undefined,
+      autoTyping: true,
+      interruptFile: undefined,
+      launch: undefined,
+    });
+    expect(parse({ TRIGGER_MESSAGE_ID: '9' }).session.launch).toEqual({
+      stream: undefined,
+      topic: undefined,
+      triggerMessageId: 9,
+    });
+  });
+
+  it('refuses a launcher binding with a stream but no topic, and malformed emoji names', () => {
+    expect(problems({ SESSION_STREAM: 'general' })).toEqual([
+      'SESSION_TOPIC: SESSION_STREAM and SESSION_TOPIC are set together, or neither',
+    ]);
+    expect(problems({ ZULIP_DISMISS_EMOJI: ':stop:' })[0]).toMatch(
+      /^ZULIP_DISMISS_EMOJI: expected an emoji name/,
+    );
+    expect(problems({ TRIGGER_MESSAGE_ID: 'latest' })[0]).toMatch(
+      /^TRIGGER_MESSAGE_ID: expected a whole number/,
+    );
+  });
 });
