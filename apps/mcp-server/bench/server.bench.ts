@@ -20,6 +20,7 @@ import { buildServices } from '../src/services.js';
 
 const bin = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 const minimal = fileURLToPath(new URL('./minimal-server.mjs', import.meta.url));
+const floorServer = fileURLToPath(new URL('./floor-server.mjs', import.meta.url));
 if (!existsSync(bin)) {
   console.error('dist/cli.js is missing: run `pnpm build` first (the bench measures the built binary).');
   process.exit(1);
@@ -122,31 +123,39 @@ const coldRatio = median(ours) / median(base);
 // 2. fetch_history of 100 messages over stdio vs the raw GET /messages of the same page. The
 // tool is called with raw JSON-RPC lines on the child's stdio, so what is timed is the server
 // (and the pipe), not an SDK client's validation of the answer.
-const server = spawn(process.execPath, [bin], { env, stdio: ['pipe', 'pipe', 'ignore'] });
-server.stdout.setEncoding('utf8');
-const waiting = new Map<number, (message: Record<string, unknown>) => void>();
-let pending = '';
-server.stdout.on('data', (chunk: string) => {
-  pending += chunk;
-  for (let nl = pending.indexOf('\n'); nl >= 0; nl = pending.indexOf('\n')) {
-    const message = JSON.parse(pending.slice(0, nl)) as { id?: number };
-    pending = pending.slice(nl + 1);
-    if (message.id !== undefined) waiting.get(message.id)?.(message);
-  }
-});
-let nextId = 1;
-const rpc = (method: string, params?: unknown) =>
-  new Promise<Record<string, unknown>>((resolve) => {
-    const id = nextId++;
-    waiting.set(id, resolve);
-    server.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id, method, params })}\n`);
+/** A raw JSON-RPC client on a spawned server's stdio. */
+function rpcClient(args: string[]) {
+  const child = spawn(process.execPath, args, { env, stdio: ['pipe', 'pipe', 'ignore'] });
+  child.stdout.setEncoding('utf8');
+  const waiting = new Map<number, (message: Record<string, unknown>) => void>();
+  let pending = '';
+  child.stdout.on('data', (chunk: string) => {
+    pending += chunk;
+    for (let nl = pending.indexOf('\n'); nl >= 0; nl = pending.indexOf('\n')) {
+      const message = JSON.parse(pending.slice(0, nl)) as { id?: number };
+      pending = pending.slice(nl + 1);
+      if (message.id !== undefined) waiting.get(message.id)?.(message);
+    }
   });
-await rpc('initialize', {
-  protocolVersion: LATEST_PROTOCOL_VERSION,
-  capabilities: {},
-  clientInfo: { name: 'bench', version: '1' },
-});
-server.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
+  let nextId = 1;
+  const rpc = (method: string, params?: unknown) =>
+    new Promise<Record<string, unknown>>((resolve) => {
+      const id = nextId++;
+      waiting.set(id, resolve);
+      child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id, method, params })}\n`);
+    });
+  const ready = rpc('initialize', {
+    protocolVersion: LATEST_PROTOCOL_VERSION,
+    capabilities: {},
+    clientInfo: { name: 'bench', version: '1' },
+  }).then(() => {
+    child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
+  });
+  return { child, rpc, ready };
+}
+
+const { child: server, rpc, ready } = rpcClient([bin]);
+await ready;
 const auth = `Basic ${Buffer.from(`${creds.email}:${creds.apiKey}`).toString('base64')}`;
 const narrow = JSON.stringify([
   { operator: 'channel', operand: 'bench' },
@@ -180,6 +189,21 @@ for (let i = 0; i < 60; i++) {
 }
 const fetchRatio = median(toolMs) / median(rawMs);
 
+// The floor: a minimal SDK stdio server answering with as many bytes, doing nothing else.
+const firstAnswer = await call();
+const answerBytes = Buffer.byteLength(JSON.stringify({ jsonrpc: '2.0', id: 1, result: firstAnswer }));
+const floor = rpcClient([floorServer]);
+await floor.ready;
+const floorCall = () => floor.rpc('tools/call', { name: 'bytes', arguments: { n: answerBytes } });
+for (let i = 0; i < 10; i++) await floorCall();
+const floorMs: number[] = [];
+for (let i = 0; i < 60; i++) {
+  const t = performance.now();
+  await floorCall();
+  floorMs.push(performance.now() - t);
+}
+floor.child.kill();
+
 // Where the time goes: the same tool call in this process, without a transport, and the size
 // of the answer the stdio transport carries.
 const services = await buildServices(parseConfig(env, []), silentLogger);
@@ -201,8 +225,7 @@ for (let i = 0; i < 60; i++) {
 await services.close();
 
 // 3. Bytes per line beyond the body, from one fetch_history page.
-const page = await call();
-const answerBytes = Buffer.byteLength(JSON.stringify({ jsonrpc: '2.0', id: 1, result: page }));
+const page = firstAnswer;
 const text =
   ((page.content ?? []) as { type: string; text?: string }[]).find((b) => b.type === 'text')?.text ?? '';
 const messages = (page.structuredContent as { messages?: { id: number; content: string }[] }).messages ?? [];
@@ -229,6 +252,9 @@ console.log(
 );
 console.log(
   `  of which the tool itself, in process: ${fmt(median(inProcessMs))} (ratio ${(median(inProcessMs) / median(rawMs)).toFixed(2)} to the raw GET); the answer on the wire is ${(answerBytes / 1024).toFixed(1)} KiB of JSON-RPC`,
+);
+console.log(
+  `  floor: a minimal SDK stdio server answering ${(answerBytes / 1024).toFixed(1)} KiB and doing nothing else takes ${fmt(median(floorMs))}; with the GET that is a ratio of ${((median(floorMs) + median(rawMs)) / median(rawMs)).toFixed(2)} before any tool work`,
 );
 console.log(
   `text bytes per message line beyond the body: ${perLine.toFixed(1)} over ${counted} lines (target <= 80, ${verdict(perLine, 80)})`,

@@ -114,29 +114,52 @@ function deadlineFor(tool: ToolDefinition, args: unknown, shared: number): numbe
   return parsed.success ? tool.deadlineMs(parsed.data) : shared;
 }
 
-const listings = new WeakMap<ToolDefinition, Tool>();
+// JSON Schemas converted once per zod schema and shared by every session and every catalog built
+// from the same tool modules: converting some thirty tools' schemas costs a cold start dearly.
+const inputSchemas = new WeakMap<z.ZodObject, Tool['inputSchema']>();
+const outputSchemas = new WeakMap<z.ZodObject, NonNullable<Tool['outputSchema']>>();
+
+function jsonSchemas(tool: ToolDefinition): {
+  input: Tool['inputSchema'];
+  output: NonNullable<Tool['outputSchema']>;
+} {
+  let input = inputSchemas.get(tool.inputSchema);
+  if (input === undefined) {
+    input = z.toJSONSchema(tool.inputSchema, { target: 'draft-7', io: 'input' }) as Tool['inputSchema'];
+    inputSchemas.set(tool.inputSchema, input);
+  }
+  let output = outputSchemas.get(tool.outputSchema);
+  if (output === undefined) {
+    output = z.toJSONSchema(tool.outputSchema, { target: 'draft-7', io: 'output' }) as NonNullable<
+      Tool['outputSchema']
+    >;
+    outputSchemas.set(tool.outputSchema, output);
+  }
+  return { input, output };
+}
 
 /** A tool as tools/list shows it, with its zod schemas as JSON Schema (draft 7, as the SDK emits). */
 function toolListing(tool: ToolDefinition): Tool {
-  let listed = listings.get(tool);
-  if (listed === undefined) {
-    listed = {
-      name: tool.name,
-      title: tool.title,
-      description: tool.description,
-      inputSchema: z.toJSONSchema(tool.inputSchema, {
-        target: 'draft-7',
-        io: 'input',
-      }) as Tool['inputSchema'],
-      outputSchema: z.toJSONSchema(tool.outputSchema, {
-        target: 'draft-7',
-        io: 'output',
-      }) as Tool['outputSchema'],
-      annotations: { title: tool.title, ...tool.annotations },
-    };
-    listings.set(tool, listed);
+  const { input, output } = jsonSchemas(tool);
+  return {
+    name: tool.name,
+    title: tool.title,
+    description: tool.description,
+    inputSchema: input,
+    outputSchema: output,
+    annotations: { title: tool.title, ...tool.annotations },
+  };
+}
+
+/**
+ * Converts the tools' schemas for tools/list ahead of the first listing, one tool per turn of the
+ * event loop, so the work fits in the gaps while start-up waits on the network.
+ */
+export async function warmToolSchemas(tools: readonly ToolDefinition[]): Promise<void> {
+  for (const tool of tools) {
+    jsonSchemas(tool);
+    await new Promise<void>((resolve) => setImmediate(resolve));
   }
-  return listed;
 }
 
 /** MCP's error code for a resource that does not exist. */

@@ -13,10 +13,12 @@ import {
   type ResourceTemplateDefinition,
   sessionCatalog,
   type ToolDefinition,
+  type ToolServices,
 } from '@zmcp/tools';
 import { DEFAULT_MAX_FILE_BYTES, UploadRoots } from '@zmcp/uploads';
 import type { Config } from './config.js';
 import type { Logger } from './logging.js';
+import { warmToolSchemas } from './register.js';
 
 /** What the app serves: the tool catalog, the resources, the instructions for the model, and how to release it all. */
 export interface Services {
@@ -45,6 +47,23 @@ export interface AgentSessionServices {
   prompts: PromptDefinition[];
   /** Removes the listening indicator and stops typing; call before `Services.close`. */
   close(): Promise<void>;
+}
+
+/**
+ * The catalog's definitions alone, built before the services exist: a factory only reads its
+ * services when a tool runs, and this catalog never runs. Empty if a factory ever reads them early.
+ */
+function catalogDefinitions(): ToolDefinition[] {
+  const unbound = new Proxy({} as ToolServices, {
+    get() {
+      throw new Error('definitions only');
+    },
+  });
+  try {
+    return createCatalog(unbound);
+  } catch {
+    return [];
+  }
 }
 
 /** What the model is told at `initialize`; the key facts first, since clients may cut it at 2 KB. */
@@ -92,10 +111,14 @@ export async function buildServices(config: Config, logger: Logger): Promise<Ser
     logger,
   });
   try {
-    const facts = await loadRealmFacts(client, {
-      readOnly: config.readOnly,
-      signal: AbortSignal.timeout(config.toolDeadlineMs),
-    });
+    // The schema conversions tools/list needs run in the gaps while the realm answers.
+    const [facts] = await Promise.all([
+      loadRealmFacts(client, {
+        readOnly: config.readOnly,
+        signal: AbortSignal.timeout(config.toolDeadlineMs),
+      }),
+      warmToolSchemas(catalogDefinitions()),
+    ]);
     const policy = new AccessPolicy({
       readOnly: config.readOnly,
       privateStreams: config.privateStreams,
