@@ -223,5 +223,8 @@ export type {
   TimestampFormatter,
 } from './text/time.js';
 export { createTimestampFormatter, formatTimestamp, isValidTimeZone, parseDateRange } from './text/time.js';
+export type { CheckTopicOptions } from './text/topic.js';
+export { checkTopicName, MAX_TOPIC_LENGTH, RESOLVED_TOPIC_PREFIX } from './text/topic.js';
+export { codePointLength } from './text/unicode.js';
 export type { ResolvableUser, ResolvedUser, UserMatchKind } from './text/users.js';
 export { resolveUser } from './text/users.js';

@@ -1,5 +1,5 @@
-// Code-point and control-character helpers shared by the text modules. Internal: not exported
-// from the package entry.
+// Code-point and control-character helpers shared by the text modules. Only `codePointLength`
+// is exported from the package entry: it is how Zulip counts message and topic lengths.
 
 /** Number of Unicode code points in `s` (a surrogate pair counts once, a lone surrogate once). */
 export function codePointLength(s: string): number {

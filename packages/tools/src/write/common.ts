@@ -1,6 +1,7 @@
 import {
   type CallOptions,
   checkMessageLength,
+  checkTopicName,
   escapeMsgName,
   isNoBotsMessage,
   type Message,
@@ -28,12 +29,6 @@ import type { ToolFailure } from '../tool.js';
 
 // Helpers shared by the write tools. Internal to the package: nothing here is exported from
 // the package entry.
-
-/** Zulip's longest topic and stream name, in code points; it cuts longer topics silently. */
-export const MAX_TOPIC_CODE_POINTS = 60;
-
-/** Zulip's prefix for a resolved topic. */
-export const RESOLVED_PREFIX = '✔ ';
 
 /** Upper bound of a content argument, before the realm's own limit is checked. */
 const MAX_CONTENT_INPUT = 200_000;
@@ -82,43 +77,18 @@ export function toUploadedOutput(u: UploadedAttachment): UploadedOutput {
   };
 }
 
-function codePoints(s: string): number {
-  let n = 0;
-  for (const _ of s) n++;
-  return n;
-}
-
 /**
- * Applies Zulip's topic rules, refusing what Zulip would change behind the sender's back: it
- * trims, files an empty topic (or "(no topic)") under the general chat, and cuts a topic over 60
- * code points to 57 plus "...".
+ * Core's topic rules (`checkTopicName`) as a refusal of the tool's own argument.
  * @throws ToolInputError `TOOLS_INVALID_INPUT` naming `field`.
  */
 export function checkTopic(raw: string, field = 'topic'): string {
-  const topic = raw.trim();
-  if (topic === '' || topic === '(no topic)') {
-    throw new ToolInputError(
-      'TOOLS_INVALID_INPUT',
-      `${field} is empty; give the conversation a topic name (Zulip would otherwise file it under "general chat").`,
-      { field },
-    );
+  try {
+    return checkTopicName(raw, { field });
+  } catch (err) {
+    const refusal = err as { code?: unknown; message: string; details?: Readonly<Record<string, unknown>> };
+    if (refusal.code !== 'CORE_INVALID_ARGUMENT') throw err;
+    throw new ToolInputError('TOOLS_INVALID_INPUT', refusal.message, refusal.details);
   }
-  if (/[\u0000-\u001f\u007f]/.test(topic)) {
-    throw new ToolInputError(
-      'TOOLS_INVALID_INPUT',
-      `${field} contains a line break or control character; a topic is one line of text.`,
-      { field },
-    );
-  }
-  const length = codePoints(topic);
-  if (length > MAX_TOPIC_CODE_POINTS) {
-    throw new ToolInputError(
-      'TOOLS_INVALID_INPUT',
-      `${field} is ${length} characters long but Zulip keeps at most ${MAX_TOPIC_CODE_POINTS} and would cut the rest silently; nothing was sent. Use a shorter topic.`,
-      { field, length, limit: MAX_TOPIC_CODE_POINTS },
-    );
-  }
-  return topic;
 }
 
 /**

@@ -1,4 +1,12 @@
-import { isNoBotsTopic, type Message, readNarrow, type StreamInfoLookup } from '@zmcp/core';
+import {
+  codePointLength,
+  isNoBotsTopic,
+  MAX_TOPIC_LENGTH,
+  type Message,
+  RESOLVED_TOPIC_PREFIX,
+  readNarrow,
+  type StreamInfoLookup,
+} from '@zmcp/core';
 import { z } from 'zod';
 import { ToolInputError } from '../errors.js';
 import { defineTool } from '../run.js';
@@ -8,8 +16,6 @@ import {
   assertWritable,
   callOf,
   checkTopic,
-  MAX_TOPIC_CODE_POINTS,
-  RESOLVED_PREFIX,
   StreamRefSchema,
   streamTopic,
   TopicArgSchema,
@@ -40,10 +46,6 @@ const outputSchema = z.object({
 /** The topic without any resolved prefix (Zulip strips repeated ones too). */
 function baseName(topic: string): string {
   return topic.replace(/^(?:✔\s*)+/u, '').trim();
-}
-
-function codePoints(s: string): number {
-  return [...s].length;
 }
 
 async function newestIn(
@@ -90,12 +92,12 @@ export function resolveTopicTool(
           field: 'topic',
         });
       }
-      const resolvedName = `${RESOLVED_PREFIX}${base}`;
+      const resolvedName = `${RESOLVED_TOPIC_PREFIX}${base}`;
       const unresolve = input.unresolve === true;
-      if (!unresolve && codePoints(resolvedName) > MAX_TOPIC_CODE_POINTS) {
+      if (!unresolve && codePointLength(resolvedName) > MAX_TOPIC_LENGTH) {
         throw new ToolInputError(
           'TOOLS_INVALID_INPUT',
-          `"${RESOLVED_PREFIX}" plus the topic would be ${codePoints(resolvedName)} characters, over Zulip's ${MAX_TOPIC_CODE_POINTS}, and Zulip would cut it; rename the topic shorter first (edit_message with propagate_mode change_all).`,
+          `"${RESOLVED_TOPIC_PREFIX}" plus the topic would be ${codePointLength(resolvedName)} characters, over Zulip's ${MAX_TOPIC_LENGTH}, and Zulip would cut it; rename the topic shorter first (edit_message with propagate_mode change_all).`,
           { field: 'topic' },
         );
       }
@@ -130,7 +132,7 @@ export function resolveTopicTool(
       }
       // Zulip matches topics case-insensitively: keep the topic's own spelling.
       const actual = baseName(source.subject);
-      const newTopic = unresolve ? actual : `${RESOLVED_PREFIX}${actual}`;
+      const newTopic = unresolve ? actual : `${RESOLVED_TOPIC_PREFIX}${actual}`;
       await services.client.updateMessage(source.id, { topic: newTopic, propagateMode: 'change_all' }, call);
       return {
         text: `${unresolve ? 'Unresolved' : 'Resolved'} ${streamTopic(stream.name, source.subject)}: it is now ${streamTopic(stream.name, newTopic)}.`,
