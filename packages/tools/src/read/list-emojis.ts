@@ -9,6 +9,7 @@ import {
   checkDeadline,
   itemNotes,
   nextCursor,
+  OFFSET_PAGE_FIELDS,
   offsetFrom,
   pageItems,
   plural,
@@ -41,12 +42,7 @@ const EmojiSchema = z.object({
 const OutputSchema = z.object({
   emojis: z.array(EmojiSchema).describe('Sorted by name'),
   total: z.number().int().describe('Active custom emoji matching, across all pages'),
-  offset: z.number().int(),
-  truncated: z.boolean().describe('The page byte budget cut the list'),
-  next_cursor: z
-    .string()
-    .nullable()
-    .describe('Pass as cursor (with the same arguments) to continue; null at the end'),
+  ...OFFSET_PAGE_FIELDS,
 });
 
 type Emoji = z.infer<typeof EmojiSchema>;

@@ -10,6 +10,7 @@ import {
   checkStreamReadable,
   itemNotes,
   nextCursor,
+  OFFSET_PAGE_FIELDS,
   offsetFrom,
   pageItems,
   plural,
@@ -50,12 +51,7 @@ const OutputSchema = z.object({
   stream_id: z.number().int(),
   members: z.array(MemberSchema).describe('Sorted by name'),
   total: z.number().int().describe('Members listed across all pages'),
-  offset: z.number().int(),
-  truncated: z.boolean().describe('The page byte budget cut the list'),
-  next_cursor: z
-    .string()
-    .nullable()
-    .describe('Pass as cursor (with the same arguments) to continue; null at the end'),
+  ...OFFSET_PAGE_FIELDS,
 });
 
 type Member = z.infer<typeof MemberSchema>;

@@ -9,6 +9,7 @@ import {
   checkDeadline,
   itemNotes,
   nextCursor,
+  OFFSET_PAGE_FIELDS,
   offsetFrom,
   pageItems,
   plural,
@@ -66,12 +67,7 @@ export function userItemLine(user: User): string {
 const OutputSchema = z.object({
   users: z.array(UserItemSchema).describe('Sorted by name'),
   total: z.number().int().describe('Users matching, across all pages'),
-  offset: z.number().int(),
-  truncated: z.boolean().describe('The page byte budget cut the list'),
-  next_cursor: z
-    .string()
-    .nullable()
-    .describe('Pass as cursor (with the same arguments) to continue; null at the end'),
+  ...OFFSET_PAGE_FIELDS,
 });
 
 /** `list_users`: the realm's people (and optionally bots and deactivated accounts). */

@@ -267,6 +267,16 @@ export async function narrowReader(
   return (range) => readNarrow(services.client, services.policy, { narrow, range, streams, unscoped, call });
 }
 
+/** The fields every offset-paged list puts beside its items. */
+export const OFFSET_PAGE_FIELDS = {
+  offset: z.number().int(),
+  truncated: z.boolean().describe('The page byte budget cut the list'),
+  next_cursor: z
+    .string()
+    .nullable()
+    .describe('Pass as cursor (with the same arguments) to continue; null at the end'),
+};
+
 /** The number of messages bots may see. */
 export function visibleCount(messages: readonly Message[]): number {
   let n = 0;
