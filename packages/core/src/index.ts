@@ -166,14 +166,8 @@ export { readMessage, readNarrow } from './read/read-gate.js';
 
 // --- text: markdown, length, escaping, message line, helpers, policy rules ---
 
-export type { MsgBlockInput } from './text/escape.js';
-export {
-  escapeMsgAttr,
-  escapeMsgName,
-  escapeMsgText,
-  formatMsgBlock,
-  unescapeMsgAttr,
-} from './text/escape.js';
+export type { NameField } from './text/escape.js';
+export { escapeIndented, escapeMsgName, escapeMsgText, quoteName, readPrintedName } from './text/escape.js';
 export type { MessageLengthOptions, MessageLengthResult } from './text/length.js';
 export { checkMessageLength, DEFAULT_MAX_MESSAGE_LENGTH, measureMessageLength } from './text/length.js';
 export type { NormalizeMarkdownOptions } from './text/markdown.js';
@@ -182,13 +176,12 @@ export type { MentionableUser, MentionOptions } from './text/mention.js';
 export { mentionSyntax } from './text/mention.js';
 export type { DisplayRecipientUser as FormattableRecipient, FormattableMessage } from './text/message.js';
 export { isMentioned } from './text/message.js';
-export type { MessageLineFormatter, MessageLineOptions, MsgBlocksOptions } from './text/message-line.js';
+export type { MessageLineFormatter, MessageLineOptions } from './text/message-line.js';
 export {
   conversationLabel,
   createMessageLineFormatter,
   formatMessageHead,
   formatMessageLine,
-  formatMsgBlocks,
 } from './text/message-line.js';
 export { isNoBotsContent, isNoBotsMessage, isNoBotsTopic } from './text/nobots.js';
 export type { PermalinkTarget } from './text/permalink.js';

@@ -3,7 +3,7 @@
 // reference and feed the results straight in.
 import { describe, expect, it } from 'vitest';
 import { MessageSchema, StreamSchema, UserSchema } from '../api/schemas.js';
-import { formatMessageLine, formatMsgBlocks } from './message-line.js';
+import { formatMessageLine } from './message-line.js';
 import { isNoBotsMessage } from './nobots.js';
 import { messagePermalink } from './permalink.js';
 import { AccessPolicy, createStreamLookup } from './policy.js';
@@ -54,8 +54,8 @@ describe('the client’s validated objects fit the text helpers', () => {
     expect(formatMessageLine(message, { timeStyle: 'none' })).toBe(
       '[id=4710] [#general > deploys] Alice (mention): shipped **v2** (edited)',
     );
-    expect(formatMsgBlocks([dm], { timeStyle: 'none' })).toBe(
-      '[DM]\n<msg id="4711" from="Alice" edited="true">shipped **v2**</msg>',
+    expect(formatMessageLine(dm, { timeStyle: 'none', escape: true })).toBe(
+      '[id=4711] [DM] Alice: shipped **v2** (edited)',
     );
     expect(isNoBotsMessage(message)).toBe(false);
     expect(messagePermalink('https://acme.example', dm)).toBe(

@@ -1,102 +1,109 @@
-import { ZmcpError } from '../errors.js';
 import { foldHeaderField } from './unicode.js';
 
-// The trust boundary. Message bodies shown to a model inside `<msg>` blocks are written by anyone in
-// the realm; escaping keeps a body from closing its block or forging another one. The guard is about
-// who said what: every `<` in a body is escaped (code blocks included: a reader that looks at the
-// surrounding text cannot tell a fence from prose), tag characters are dropped (they are invisible
-// and can carry hidden text), and attribute values cannot break out of their quotes.
+// The trust boundary. Message bodies, names and topics shown to a model are written by anyone in
+// the realm. The guard is about who said what: a body cannot close a block or forge the head of
+// another message line (every `<` is escaped, every line terminator starts an indented
+// continuation, control characters are shown, not obeyed), tag characters are dropped (they are
+// invisible and can carry hidden text), and a name printed in a head cannot pass for a delimiter.
 
-const TEXT_RE = /<|\uDB40[\uDC00-\uDC7F]/g;
+// Line terminators besides LF: CRLF, CR, VT, FF, FS/GS/RS, NEL, LINE and PARAGRAPH SEPARATOR.
+const TERMINATOR_RE = /\r\n?|[\u000B\u000C\u001C-\u001E\u0085\u2028\u2029]/g;
+// Everything a body may not carry as is: `<`, tag characters, C0 controls but tab and LF, DEL, C1.
+const BODY_UNSAFE_RE = /[<\u0000-\u0008\u000B-\u001F\u007F-\u009F\u2028\u2029]|\uDB40[\uDC00-\uDC7F]/;
+const BODY_CHAR_RE = /[<\u0000-\u0008\u000E-\u001B\u001F\u007F-\u0084\u0086-\u009F]|\uDB40[\uDC00-\uDC7F]/g;
+
+/** A C0 control as its visible Control Pictures glyph (U+2400 block); DEL as U+2421; C1 dropped. */
+function shownControl(ch: string): string {
+  const c = ch.charCodeAt(0);
+  if (c < 0x20) return String.fromCharCode(0x2400 + c);
+  if (c === 0x7f) return '\u2421';
+  return '';
+}
 
 /**
- * Escapes a message body for a `<msg>` block: every `<` becomes `&lt;` and Unicode tag characters
- * (U+E0000–U+E007F) are removed. Nothing else changes (`&`, `>` and bidi controls stay, so text
- * and code read as written); the escaping is one-way.
+ * Escapes an untrusted body for the model: every `<` becomes `&lt;`, Unicode tag characters
+ * (U+E0000–U+E007F) are removed, every line terminator (CR, CRLF, VT, FF, FS, GS, RS, NEL,
+ * U+2028, U+2029) becomes LF, and the other C0 controls but tab (ESC, BEL, …) and DEL are shown as
+ * their Control Pictures glyphs (`␛`); C1 controls are removed. `&`, `>` and bidi controls stay,
+ * so text and code read as written; the escaping is one-way.
  */
 export function escapeMsgText(body: string): string {
-  if (!body.includes('<') && !body.includes('\uDB40')) return body;
-  return body.replace(TEXT_RE, (ch) => (ch === '<' ? '&lt;' : ''));
+  if (!BODY_UNSAFE_RE.test(body)) return body;
+  return body
+    .replace(TERMINATOR_RE, '\n')
+    .replace(BODY_CHAR_RE, (ch) => (ch === '<' ? '&lt;' : ch.length === 2 ? '' : shownControl(ch)));
 }
 
-const ATTR_RE = /[&<>"]/g;
-const ATTR_ENTITIES: Readonly<Record<string, string>> = {
-  '&': '&amp;',
-  '<': '&lt;',
-  '>': '&gt;',
-  '"': '&quot;',
-};
-
 /**
- * Escapes a value for a double-quoted `<msg>` attribute: `&`, `<`, `>` and `"` become entities,
- * tag characters and bidi controls (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F, U+061C) are
- * removed so a name cannot render reversed, and other control characters and line breaks become
- * spaces. {@link unescapeMsgAttr} reverses it for values that had none of the removed characters.
+ * Escapes untrusted multi-line text (a message body, a file's contents, an interrupt note) with
+ * {@link escapeMsgText} and indents every line after the first by `indent` (two spaces by
+ * default), so no line of it starts at the margin where the server's own lines do.
  */
-export function escapeMsgAttr(value: string): string {
-  const folded = foldHeaderField(value);
-  return ATTR_RE.test(folded) ? folded.replace(ATTR_RE, (ch) => ATTR_ENTITIES[ch] as string) : folded;
-}
-
-const ENTITY_RE = /&(amp|lt|gt|quot);/g;
-const ENTITY_CHARS: Readonly<Record<string, string>> = { amp: '&', lt: '<', gt: '>', quot: '"' };
-
-/** Reverses {@link escapeMsgAttr}'s entities (`&amp;`, `&lt;`, `&gt;`, `&quot;`). */
-export function unescapeMsgAttr(value: string): string {
-  return value.includes('&')
-    ? value.replace(ENTITY_RE, (_, name: string) => ENTITY_CHARS[name] as string)
-    : value;
+export function escapeIndented(text: string, indent = '  '): string {
+  const escaped = escapeMsgText(text);
+  return escaped.includes('\n') ? escaped.replaceAll('\n', `\n${indent}`) : escaped;
 }
 
 /**
- * Escapes a name (stream, topic, user) for a header line printed above `<msg>` blocks: `<` becomes
- * `&lt;`, tag characters and bidi controls are removed, control characters and line breaks become
- * spaces, so a name cannot open a block, span lines or render reversed.
+ * Escapes a name (stream, topic, user) for one line of model-visible text: `<` becomes `&lt;`, tag
+ * characters and bidi controls are removed, control characters and line breaks become spaces, so
+ * a name cannot open a block, span lines or render reversed. Delimiters are not touched; a name
+ * printed between delimiters goes through {@link quoteName}.
  */
 export function escapeMsgName(value: string): string {
   const folded = foldHeaderField(value);
   return folded.includes('<') ? folded.replaceAll('<', '&lt;') : folded;
 }
 
-/** One `<msg>` block's content. */
-export interface MsgBlockInput {
-  readonly id: number | string;
-  /** The sender's display name. */
-  readonly from: string;
-  /** The message body, raw; it is escaped here. */
-  readonly body: string;
-  /**
-   * Further attributes, written after `id` and `from` in this order. `undefined` and `false` values
-   * are left out, `true` is written as `"true"`.
-   */
-  readonly attributes?: Readonly<Record<string, string | number | boolean | undefined>> | undefined;
-}
+/** Where a name is printed: the characters that would end its field there. */
+export type NameField =
+  /** `#stream` in `[#stream > topic]` and in lists: `[`, `]`, `>`. */
+  | 'stream'
+  /** `topic` in `[#stream > topic]` and in lists: `[`, `]`. */
+  | 'topic'
+  /** A sender before `: body` or a person in a list: `:`, `(`, `)`, `[`, `]`, `<`, `>`. */
+  | 'person'
+  /** One name of a comma-separated list (group DM participants): a person's set and `,`. */
+  | 'member';
 
-const ATTR_NAME_RE = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
+const FIELD_UNSAFE: Readonly<Record<NameField, RegExp>> = {
+  stream: /[[\]>"]|&lt;/,
+  topic: /[[\]"]|&lt;/,
+  person: /[:()[\]<>"]|&lt;/,
+  member: /[:()[\],<>"]|&lt;/,
+};
 
 /**
- * Builds `<msg id=".." from="..">body</msg>` with every attribute escaped by
- * {@link escapeMsgAttr} and the body by {@link escapeMsgText}.
- *
- * @throws `CORE_INVALID_ARGUMENT` when an attribute name is not a plain identifier
- *   (`[A-Za-z_][A-Za-z0-9_.-]*`) or repeats `id`/`from`.
+ * Prints a name (stream, topic, sender, participant) so that it cannot pass for a delimiter of the
+ * line it sits in: escaped by {@link escapeMsgName}, then, if it holds a character that would end
+ * its field (see {@link NameField}), a `"`, an escaped `<`, or is empty or has spaces at an edge,
+ * written as a JSON string (`"x] [#secret > plans"`). A bare name never holds `"`, so a quoted
+ * one is unambiguous. {@link readPrintedName} reads either form back.
  */
-export function formatMsgBlock(input: MsgBlockInput): string {
-  let attrs = `id="${escapeMsgAttr(String(input.id))}" from="${escapeMsgAttr(input.from)}"`;
-  if (input.attributes !== undefined) {
-    for (const [name, value] of Object.entries(input.attributes)) {
-      if (!ATTR_NAME_RE.test(name) || name === 'id' || name === 'from') {
-        throw new ZmcpError(
-          'CORE_INVALID_ARGUMENT',
-          `Invalid <msg> attribute name ${JSON.stringify(name)}.`,
-          {
-            details: { name },
-          },
-        );
-      }
-      if (value === undefined || value === false) continue;
-      attrs += ` ${name}="${escapeMsgAttr(value === true ? 'true' : String(value))}"`;
+export function quoteName(value: string, field: NameField): string {
+  const name = escapeMsgName(value);
+  if (name === '' || FIELD_UNSAFE[field].test(name) || name.trim() !== name) return JSON.stringify(name);
+  return name;
+}
+
+/**
+ * What a name printed by {@link quoteName} (or escaped by {@link escapeMsgName}) may have been, most
+ * likely first: the text as given, then with a JSON-quoted form decoded and `&lt;` turned back
+ * into `<`. A tool that takes a name accepts what the server printed by trying each in turn
+ * against exact names; none of them widens a match (no case folding, no partial names).
+ */
+export function readPrintedName(printed: string): string[] {
+  const out = [printed];
+  let value = printed;
+  if (value.length >= 2 && value.startsWith('"') && value.endsWith('"')) {
+    try {
+      const decoded: unknown = JSON.parse(value);
+      if (typeof decoded === 'string') value = decoded;
+    } catch {
+      // Not a JSON string after all: only the text as given.
     }
   }
-  return `<msg ${attrs}>${escapeMsgText(input.body)}</msg>`;
+  if (value.includes('&lt;')) value = value.replaceAll('&lt;', '<');
+  if (value !== printed) out.push(value);
+  return out;
 }

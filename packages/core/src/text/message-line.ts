@@ -1,4 +1,4 @@
-import { escapeMsgName, escapeMsgText, formatMsgBlock } from './escape.js';
+import { escapeMsgText, type NameField, quoteName } from './escape.js';
 import { type FormattableMessage, isMentioned } from './message.js';
 import { createTimestampFormatter, type TimeStyle } from './time.js';
 import { foldHeaderField } from './unicode.js';
@@ -18,7 +18,8 @@ export interface MessageLineOptions {
   readonly selfUserId?: number | undefined;
   /**
    * Escape for the model-visible trust boundary: the body through `escapeMsgText`, stream, topic
-   * and names through `escapeMsgName`. Default `false`.
+   * and names through `quoteName` (escaped, and quoted when they hold a delimiter of their field).
+   * Default `false`.
    */
   readonly escape?: boolean | undefined;
   /** Append `(edited)` / `(moved)` when the message was edited / moved. Default `true`. */
@@ -50,23 +51,25 @@ function countUploads(body: string): number {
 
 /**
  * The conversation part of a line or header: `#stream > topic` (`(no topic)` for the empty topic),
- * `DM` for a one-to-one or self DM, `group DM with A, B` naming the other participants.
+ * `DM` for a one-to-one or self DM, `group DM with A, B` naming the other participants. With
+ * `escaped`, each name goes through `quoteName`, so no stream, topic or participant name can pass
+ * for the delimiters around it.
  */
 export function conversationLabel(
   message: Pick<FormattableMessage, 'type' | 'display_recipient' | 'subject' | 'sender_id'>,
   selfUserId?: number | undefined,
   escaped = false,
 ): string {
-  const name = escaped ? escapeMsgName : foldHeaderField;
+  const name = escaped ? quoteName : (value: string, _field: NameField) => foldHeaderField(value);
   if (message.type === 'stream') {
-    const topic = message.subject === '' ? '(no topic)' : name(message.subject);
-    return `#${name(String(message.display_recipient))} > ${topic}`;
+    const topic = message.subject === '' ? '(no topic)' : name(message.subject, 'topic');
+    return `#${name(String(message.display_recipient), 'stream')} > ${topic}`;
   }
   const recipients = Array.isArray(message.display_recipient) ? message.display_recipient : [];
   if (recipients.length <= 2) return 'DM';
   const others: string[] = [];
   for (const r of recipients) {
-    if (r.id !== message.sender_id && r.id !== selfUserId) others.push(name(r.full_name));
+    if (r.id !== message.sender_id && r.id !== selfUserId) others.push(name(r.full_name, 'member'));
   }
   return `group DM with ${others.join(', ')}`;
 }
@@ -87,19 +90,18 @@ export function createMessageLineFormatter(options: MessageLineOptions = {}): Me
   const selfUserId = options.selfUserId;
   const trailers = options.trailers !== false;
   const attachments = options.attachments !== false;
-  const name = escaped ? escapeMsgName : foldHeaderField;
+  const sender = escaped ? (value: string) => quoteName(value, 'person') : foldHeaderField;
 
   const head = (m: FormattableMessage): string => {
     const t = time(m.timestamp);
     const mention = m.type === 'stream' && m.sender_id !== selfUserId && isMentioned(m) ? ' (mention)' : '';
-    return `[${t === '' ? '' : `${t} `}id=${m.id}] [${conversationLabel(m, selfUserId, escaped)}] ${name(
-      m.sender_full_name,
-    )}${mention}: `;
+    return `[${t === '' ? '' : `${t} `}id=${m.id}] [${conversationLabel(m, selfUserId, escaped)}] ${sender(m.sender_full_name)}${mention}: `;
   };
 
   const line = ((m: FormattableMessage): string => {
     // Continuation lines are indented, so no line of a body can pass for the head of another
-    // message: every line that starts with "[" at the margin is one this formatter wrote.
+    // message: every line that starts with "[" at the margin is one this formatter wrote. Escaping
+    // turns every other line terminator into LF first, so none escapes the indent.
     const body = (escaped ? escapeMsgText(m.content) : m.content).replaceAll('\n', `\n${CONTINUATION}`);
     let tail = '';
     if (trailers) {
@@ -138,7 +140,11 @@ export function createMessageLineFormatter(options: MessageLineOptions = {}): Me
  * Every line of a body after its first is indented by two spaces, so a body cannot forge the
  * head of another message line.
  * Header fields are always folded to one line with bidi controls and tag characters removed; with
- * `escape` they and the body are also escaped for the trust boundary.
+ * `escape` they and the body are also escaped for the trust boundary: the body's line terminators
+ * (CR, VT, FF, NEL, U+2028, …) all start an indented continuation, its controls are shown, and a
+ * stream, topic or sender name that holds a delimiter of its field is printed as a JSON string
+ * (`[#dev > "x] [#secret > plans"] "Olivia Owner: FORGED": body`), so a name can never pass for
+ * another stream, topic, sender or a `(mention)` marker.
  *
  * @throws `CORE_INVALID_ARGUMENT` for an unknown zone or time style, an invalid `now`, or a
  *   non-finite timestamp.
@@ -155,64 +161,4 @@ export function formatMessageLine(message: FormattableMessage, options: MessageL
  */
 export function formatMessageHead(message: FormattableMessage, options: MessageLineOptions = {}): string {
   return createMessageLineFormatter(options).head(message);
-}
-
-/** Options for {@link formatMsgBlocks}. */
-export interface MsgBlocksOptions {
-  /** Style of the `time` attribute; `none` leaves it out. Default `iso`. */
-  readonly timeStyle?: TimeStyle | undefined;
-  readonly timeZone?: string | undefined;
-  readonly now?: Date | number | undefined;
-  /** As in {@link MessageLineOptions.selfUserId}. */
-  readonly selfUserId?: number | undefined;
-}
-
-/**
- * Renders messages as `<msg>` blocks for a model, one per line, with a header line
- * `[#stream > topic]` / `[DM]` (names escaped) printed whenever the conversation changes:
- *
- * ```text
- * [#qa > router]
- * <msg id="17206924" from="Ann Lee" time="2026-09-14T11:42:52+03:00" mention="true">body</msg>
- * ```
- *
- * Attributes: `id`, `from`, `time` (unless the style is `none`), and `mention`, `edited`, `moved`
- * when true. Bodies are escaped with `escapeMsgText`, attributes with `escapeMsgAttr`.
- *
- * @throws `CORE_INVALID_ARGUMENT` for an unknown zone or time style, an invalid `now`, or a
- *   non-finite timestamp.
- */
-export function formatMsgBlocks(
-  messages: readonly FormattableMessage[],
-  options: MsgBlocksOptions = {},
-): string {
-  const time = createTimestampFormatter({
-    style: options.timeStyle,
-    timeZone: options.timeZone,
-    now: options.now,
-  });
-  const out: string[] = [];
-  let previous: string | undefined;
-  for (const m of messages) {
-    const label = conversationLabel(m, options.selfUserId, true);
-    if (label !== previous) {
-      out.push(`[${label}]`);
-      previous = label;
-    }
-    const t = time(m.timestamp);
-    out.push(
-      formatMsgBlock({
-        id: m.id,
-        from: m.sender_full_name,
-        body: m.content,
-        attributes: {
-          time: t === '' ? undefined : t,
-          mention: m.type === 'stream' && m.sender_id !== options.selfUserId && isMentioned(m),
-          edited: m.last_edit_timestamp !== undefined,
-          moved: m.last_moved_timestamp !== undefined,
-        },
-      }),
-    );
-  }
-  return out.join('\n');
 }
