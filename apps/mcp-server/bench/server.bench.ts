@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { escapeMsgText } from '@zmcp/core';
-import { runTool } from '@zmcp/tools';
+import { ToolHost } from '@zmcp/tools';
 import { startZulipSim } from '@zmcp/zulip-sim';
 import { request } from 'undici';
 import { parseConfig } from '../src/config.js';
@@ -207,14 +207,8 @@ floor.child.kill();
 // Where the time goes: the same tool call in this process, without a transport, and the size
 // of the answer the stdio transport carries.
 const services = await buildServices(parseConfig(env, []), silentLogger);
-const tool = services.tools.find((t) => t.name === 'fetch_history');
-if (tool === undefined) throw new Error('fetch_history is missing from the catalog');
-const inProcess = () =>
-  runTool(
-    tool,
-    { stream: 'bench', topic: 'load', limit: 100 },
-    { signal: AbortSignal.timeout(10_000), progress() {} },
-  );
+const host = new ToolHost(services.tools, { deadlineMs: 10_000 });
+const inProcess = () => host.call('fetch_history', { stream: 'bench', topic: 'load', limit: 100 });
 for (let i = 0; i < 10; i++) await inProcess();
 const inProcessMs: number[] = [];
 for (let i = 0; i < 60; i++) {

@@ -1,6 +1,7 @@
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseReadOnlyFlag, parseStreamAllowlist, type StreamAllowlist, type TimeStyle } from '@zmcp/core';
+import { parseToolsets, type Toolset } from '@zmcp/tools';
 import { parseUploadRoots, type UploadRootSpec } from '@zmcp/uploads';
 import { z } from 'zod';
 import { McpServerError } from './errors.js';
@@ -46,6 +47,8 @@ export interface Config {
   timezone: string;
   timestampStyle: TimeStyle;
   readOnly: boolean;
+  /** Which toolsets are served (read-only mode still hides every tool that writes). */
+  toolsets: Toolset[];
   /** Private streams the server may read: `__ALL__` (also opens DMs), or an allowlist; unset: none. */
   privateStreams: StreamAllowlist | undefined;
   /** Streams the server may write to; unset means every stream. */
@@ -324,6 +327,23 @@ const RawConfigSchema = z.object({
     },
     false,
   ),
+  ZULIP_TOOLSETS: z
+    .string()
+    .optional()
+    .transform((raw, ctx): Toolset[] => {
+      try {
+        return parseToolsets(raw);
+      } catch (err) {
+        return expected(ctx, (err as Error).message);
+      }
+    })
+    .register(settingMeta, {
+      group: 'Access',
+      flag: '--toolsets',
+      flagArg: '<list>',
+      defaultText: 'read,write,session',
+      help: 'Toolsets to serve (comma list of read, write, session, people, files, manage, monitor, attention), or all.',
+    }),
   ZULIP_PRIVATE_STREAMS: streamAllowlist({
     group: 'Access',
     defaultText: 'none',
@@ -740,6 +760,7 @@ export function parseConfig(
     timezone: raw.AGENT_TIMEZONE ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
     timestampStyle: raw.AGENT_TIMESTAMP_STYLE,
     readOnly: raw.ZULIP_READ_ONLY,
+    toolsets: raw.ZULIP_TOOLSETS,
     privateStreams: raw.ZULIP_PRIVATE_STREAMS,
     writeStreams: raw.ZULIP_WRITE_STREAMS,
     uploadRoots: parseUploadRoots(raw.ZULIP_UPLOAD_ROOTS, options.cwd ?? process.cwd()),

@@ -2,8 +2,6 @@
 export type McpServerErrorCode =
   /** A variable or flag has a bad value; `details.problems` lists one line per setting. */
   | 'MCP_CONFIG_INVALID'
-  /** The tool catalog is unusable: a duplicate or malformed tool name. */
-  | 'MCP_CATALOG_INVALID'
   /** HTTP mode was asked to listen beyond loopback without a bearer token. */
   | 'MCP_HTTP_TOKEN_REQUIRED'
   /** The HTTP server could not listen on the configured host and port. */

@@ -1,12 +1,12 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { McpServerError } from './errors.js';
 import { type Logger, silentLogger } from './logging.js';
 import { bareHost, isLoopbackHost } from './loopback.js';
+import type { McpSession } from './register.js';
 
 /** Why an HTTP session ended. */
 export type SessionCloseReason = 'idle' | 'deleted' | 'shutdown' | 'closed';
@@ -26,9 +26,9 @@ export interface HttpServerOptions {
   /** A session with no request in progress and none for this long is closed, in milliseconds. */
   sessionIdleMs: number;
   /** Builds the MCP server of a new session. */
-  createServer: () => McpServer;
+  createServer: () => McpSession;
   /** Releases what `createServer` built beside the server (an agent session, say), once the session ended. */
-  releaseServer?: ((server: McpServer) => Promise<void>) | undefined;
+  releaseServer?: ((server: McpSession) => Promise<void>) | undefined;
   logger?: Logger | undefined;
   /** Largest request body, in bytes. Default 4 MiB. */
   maxBodyBytes?: number | undefined;
@@ -57,7 +57,7 @@ interface Session {
   /** Empty until initialize has run. */
   id: string;
   transport: StreamableHTTPServerTransport;
-  server: McpServer;
+  server: McpSession;
   /** POST and DELETE exchanges in progress. */
   active: number;
   /** Cancels the armed idle timer, if any. */
@@ -235,9 +235,8 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
       closeReason: undefined,
       finished: false,
     };
-    server.server.onclose = () => finish(session);
-    server.server.onerror = (err) =>
-      logger.debug('MCP transport error', { session: session.id || undefined, err });
+    server.onclose = () => finish(session);
+    server.onerror = (err) => logger.debug('MCP transport error', { session: session.id || undefined, err });
     return session;
   };
 

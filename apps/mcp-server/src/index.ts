@@ -17,6 +17,6 @@ export type { LogFields, Logger, LoggerOptions, LogLevel } from './logging.js';
 export { createLogger, silentLogger } from './logging.js';
 export type { MainIo } from './main.js';
 export { main } from './main.js';
-export type { CreateMcpServerOptions } from './register.js';
+export type { CreateMcpServerOptions, McpSession } from './register.js';
 export { createMcpServer } from './register.js';
 export type { AgentSessionServices, Services } from './services.js';

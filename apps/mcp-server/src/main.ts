@@ -1,12 +1,11 @@
 import type { Readable, Writable } from 'node:stream';
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { type Config, helpText, parseConfig } from './config.js';
 import { type DemoRealm, startDemoRealm } from './demo.js';
 import { McpServerError } from './errors.js';
 import { startHttpServer } from './http.js';
 import { createLogger, type Logger } from './logging.js';
-import { createMcpServer } from './register.js';
+import { createMcpServer, type McpSession } from './register.js';
 import { type AgentSessionServices, buildServices, type Services } from './services.js';
 import { packageVersion } from './version.js';
 
@@ -32,54 +31,13 @@ function waitForAbort(signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
-/**
- * Tracks the requests a transport has received and not yet answered, so a stdio session
- * whose client closed stdin can finish answering what it already read.
- */
-function trackInFlight(
-  transport: StdioServerTransport,
-  logger: Logger,
-): { drained(limitMs: number): Promise<void> } {
-  const pending = new Set<string>();
-  let wake: (() => void) | undefined;
-  const key = (id: string | number) => `${typeof id}:${id}`;
-  const receive = transport.onmessage;
-  transport.onmessage = (message) => {
-    if ('method' in message) {
-      logger.debug('received', { method: message.method, id: 'id' in message ? message.id : undefined });
-      if ('id' in message) pending.add(key(message.id));
-    }
-    receive?.(message);
-  };
-  const send = transport.send.bind(transport);
-  transport.send = async (message) => {
-    await send(message);
-    if (!('method' in message) && 'id' in message && message.id !== undefined) {
-      pending.delete(key(message.id));
-      if (pending.size === 0) wake?.();
-    }
-  };
-  return {
-    drained: (limitMs) =>
-      new Promise<void>((resolve) => {
-        if (pending.size === 0) return resolve();
-        // A request that is never answered (cancelled) must not hold the exit forever.
-        const timer = setTimeout(resolve, limitMs);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      }),
-  };
-}
-
 /** One MCP session's server: the shared catalog plus the tools and prompt of its own agent session. */
 function sessionServer(
   config: Config,
   services: Services,
   logger: Logger,
   launched: boolean,
-): { server: McpServer; agent: AgentSessionServices } {
+): { server: McpSession; agent: AgentSessionServices } {
   const agent = services.openSession({ launched });
   const server = createMcpServer({
     name: binName,
@@ -90,7 +48,6 @@ function sessionServer(
     resources: services.resources,
     resourceTemplates: services.resourceTemplates,
     resourceChanges: services.resourceChanges,
-    readOnly: config.readOnly,
     logger,
     deadlineMs: config.toolDeadlineMs,
   });
@@ -104,25 +61,24 @@ async function serveStdio(config: Config, services: Services, logger: Logger, io
   const transport = new StdioServerTransport(stdin, io.stdout ?? process.stdout);
   type Why = 'transport closed' | 'stdin ended' | 'shutdown requested';
   const ended = new Promise<Why>((resolve) => {
-    server.server.onclose = () => resolve('transport closed');
+    server.onclose = () => resolve('transport closed');
     stdin.once('end', () => resolve('stdin ended'));
     void waitForAbort(io.shutdown).then(() => resolve('shutdown requested'));
   });
-  server.server.onerror = (err) => logger.warn('MCP protocol error', { err });
+  server.onerror = (err) => logger.warn('MCP protocol error', { err });
   await server.connect(transport);
-  const inFlight = trackInFlight(transport, logger);
   logger.info('serving MCP on stdio', { readOnly: config.readOnly });
   io.onReady?.({ transport: 'stdio' });
   const why = await ended;
   logger.info('shutting down', { why });
   // The client closed stdin after its last request: answer what was read first.
-  if (why === 'stdin ended') await inFlight.drained(config.toolDeadlineMs + 1000);
+  if (why === 'stdin ended') await server.drained(config.toolDeadlineMs + 1000);
   await server.close();
   await agent.close();
 }
 
 async function serveHttp(config: Config, services: Services, logger: Logger, io: MainIo): Promise<void> {
-  const agents = new WeakMap<McpServer, AgentSessionServices>();
+  const agents = new WeakMap<McpSession, AgentSessionServices>();
   const running = await startHttpServer({
     host: config.http.host,
     port: config.http.port,

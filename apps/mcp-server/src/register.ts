@@ -1,4 +1,4 @@
-import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
@@ -6,8 +6,13 @@ import {
   CallToolRequestSchema,
   type CallToolResult,
   ErrorCode,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
   McpError,
+  ReadResourceRequestSchema,
   type ReadResourceResult,
   type ServerNotification,
   type ServerRequest,
@@ -16,21 +21,19 @@ import {
   UnsubscribeRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import {
-  failureFromError,
+  type BoundTool,
+  describeInvalidInput,
+  isToolError,
   type PromptDefinition,
   type ResourceChanges,
   type ResourceContents,
   type ResourceDefinition,
   type ResourceTemplateDefinition,
-  runTool,
-  type ToolDefinition,
-  type ToolResult,
-  toolFailure,
+  type ToolCallOutcome,
+  ToolHost,
+  type ToolListing,
 } from '@zmcp/tools';
-import { z } from 'zod';
-import { McpServerError } from './errors.js';
 import { type Logger, silentLogger } from './logging.js';
-import { RequestDeduplicator, RequestIdReusedError } from './request-dedup.js';
 
 /** Options of {@link createMcpServer}. */
 export interface CreateMcpServerOptions {
@@ -40,17 +43,12 @@ export interface CreateMcpServerOptions {
   version: string;
   /** Instructions for the model, sent in `initialize`; clients may cut them at 2 KB. */
   instructions?: string | undefined;
-  /** The tool catalog to serve. */
-  tools: readonly ToolDefinition[];
-  /** Hide (do not register) every tool marked `write`. */
-  readOnly: boolean;
+  /** The tools to serve, already selected (toolsets, read-only mode) and bound to their services. */
+  tools: readonly BoundTool[];
   logger?: Logger | undefined;
-  /** One deadline shared by all the work of a tool call, in milliseconds. */
+  /** One deadline shared by all the work of a tool call (and of a resource read), in milliseconds. */
   deadlineMs: number;
-  /**
-   * How long a tool whose deadline passed may still take to return before the call is
-   * answered with a deadline failure anyway, in milliseconds. Default 1000.
-   */
+  /** See `ToolHostOptions.graceMs`. Default 1000. */
   deadlineGraceMs?: number | undefined;
   /** How many write-tool request ids a session remembers for de-duplication. Default 1024. */
   dedupCapacity?: number | undefined;
@@ -68,102 +66,64 @@ export interface CreateMcpServerOptions {
   resourceChanges?: ResourceChanges | undefined;
 }
 
+/** One MCP session's server, as the transports drive it. */
+export interface McpSession {
+  /** The SDK's low-level server; transports connect to it through {@link McpSession.connect}. */
+  readonly server: Server;
+  /** Called once when the session's transport closed (after its subscriptions were released). */
+  onclose: (() => void) | undefined;
+  /** Called with protocol errors (malformed messages, failed sends). */
+  onerror: ((error: Error) => void) | undefined;
+  connect(transport: Transport): Promise<void>;
+  close(): Promise<void>;
+  /**
+   * Resolves once every request this session received has been answered, or after `limitMs` (a
+   * request that is never answered, a cancelled one, must not hold a shutdown forever).
+   */
+  drained(limitMs: number): Promise<void>;
+}
+
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
-const toolNamePattern = /^[A-Za-z0-9_.-]{1,128}$/;
 const instructionsSoftLimit = 2048;
+/** MCP's error code for a resource that does not exist. */
+const RESOURCE_NOT_FOUND = -32002;
 
-function toCallToolResult(result: ToolResult<Record<string, unknown>>): CallToolResult {
-  if (result.isError === true) return { content: [{ type: 'text', text: result.text }], isError: true };
-  const images = (result.images ?? []).map((image) => ({
-    type: 'image' as const,
-    data: image.data,
-    mimeType: image.mimeType,
-  }));
-  return { content: [{ type: 'text', text: result.text }, ...images], structuredContent: result.structured };
-}
-
-/**
- * Resolves with `work`, or, once `signal` has fired and `graceMs` more have passed, with
- * `onLate()`: a handler that ignores its signal cannot hold a call past its deadline.
- */
-function settleWithin<T>(
-  work: Promise<T>,
-  signal: AbortSignal,
-  graceMs: number,
-  onLate: () => T,
-): Promise<T> {
-  return new Promise<T>((resolve) => {
-    let timer: NodeJS.Timeout | undefined;
-    const onAbort = () => {
-      timer = setTimeout(() => resolve(onLate()), graceMs);
-    };
-    if (signal.aborted) onAbort();
-    else signal.addEventListener('abort', onAbort, { once: true });
-    void work.then(resolve).finally(() => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', onAbort);
-    });
-  });
-}
-
-/** The call's one deadline: the tool's own for a tool that waits on purpose, else the shared one. */
-function deadlineFor(tool: ToolDefinition, args: unknown, shared: number): number {
-  if (tool.deadlineMs === undefined) return shared;
-  const parsed = tool.inputSchema.safeParse(args ?? {});
-  return parsed.success ? tool.deadlineMs(parsed.data) : shared;
-}
-
-// JSON Schemas converted once per zod schema and shared by every session and every catalog built
-// from the same tool modules: converting some thirty tools' schemas costs a cold start dearly.
-const inputSchemas = new WeakMap<z.ZodObject, Tool['inputSchema']>();
-const outputSchemas = new WeakMap<z.ZodObject, NonNullable<Tool['outputSchema']>>();
-
-function jsonSchemas(tool: ToolDefinition): {
-  input: Tool['inputSchema'];
-  output: NonNullable<Tool['outputSchema']>;
-} {
-  let input = inputSchemas.get(tool.inputSchema);
-  if (input === undefined) {
-    input = z.toJSONSchema(tool.inputSchema, { target: 'draft-7', io: 'input' }) as Tool['inputSchema'];
-    inputSchemas.set(tool.inputSchema, input);
-  }
-  let output = outputSchemas.get(tool.outputSchema);
-  if (output === undefined) {
-    output = z.toJSONSchema(tool.outputSchema, { target: 'draft-7', io: 'output' }) as NonNullable<
-      Tool['outputSchema']
-    >;
-    outputSchemas.set(tool.outputSchema, output);
-  }
-  return { input, output };
-}
-
-/** A tool as tools/list shows it, with its zod schemas as JSON Schema (draft 7, as the SDK emits). */
-function toolListing(tool: ToolDefinition): Tool {
-  const { input, output } = jsonSchemas(tool);
+/** A tool as MCP's tools/list shows it. */
+function mcpTool(listing: ToolListing): Tool {
   return {
-    name: tool.name,
-    title: tool.title,
-    description: tool.description,
-    inputSchema: input,
-    outputSchema: output,
-    annotations: { title: tool.title, ...tool.annotations },
+    name: listing.name,
+    title: listing.title,
+    description: listing.description,
+    inputSchema: listing.inputSchema,
+    outputSchema: listing.outputSchema,
+    annotations: listing.annotations,
   };
 }
 
 /**
- * Converts the tools' schemas for tools/list ahead of the first listing, one tool per turn of the
- * event loop, so the work fits in the gaps while start-up waits on the network.
+ * The MCP rendering of a call outcome. A success carries the text and `structuredContent` (the
+ * same text first, then the typed fields), so every client hands the model the same thing
+ * whichever field it shows; a failure carries its text and its stable code in `_meta`.
  */
-export async function warmToolSchemas(tools: readonly ToolDefinition[]): Promise<void> {
-  for (const tool of tools) {
-    jsonSchemas(tool);
-    await new Promise<void>((resolve) => setImmediate(resolve));
+function mcpResult(outcome: ToolCallOutcome): CallToolResult {
+  if (outcome.isError) {
+    return {
+      content: [{ type: 'text', text: outcome.text }],
+      isError: true,
+      _meta: { 'zmcp/error': { code: outcome.code } },
+    };
   }
+  const images = outcome.images.map((image) => ({
+    type: 'image' as const,
+    data: image.data,
+    mimeType: image.mimeType,
+  }));
+  return {
+    content: [{ type: 'text', text: outcome.text }, ...images],
+    structuredContent: outcome.structured,
+  };
 }
-
-/** MCP's error code for a resource that does not exist. */
-const RESOURCE_NOT_FOUND = -32002;
 
 /** One URI as the server compares them: parsed and re-serialized, so equivalent spellings match. */
 function normalizeUri(uri: string): string | undefined {
@@ -179,7 +139,7 @@ function resourceError(err: unknown, uri: string): McpError {
   if (err instanceof McpError) return err;
   const code = (err as { code?: unknown }).code;
   const message = (err as { message?: unknown }).message;
-  if (typeof code === 'string' && typeof message === 'string') {
+  if (typeof code === 'string' && typeof message === 'string' && /^(CORE|TOOLS|DELIVERY)_/.test(code)) {
     if (code === 'TOOLS_NOT_FOUND') return new McpError(RESOURCE_NOT_FOUND, message, { uri });
     if (code === 'TOOLS_INVALID_INPUT') return new McpError(ErrorCode.InvalidParams, message, { uri });
     return new McpError(ErrorCode.InternalError, `${code}: ${message}`, { uri, code });
@@ -201,151 +161,149 @@ function decodeVariables(variables: Record<string, string | string[]>, uri: stri
   return out;
 }
 
-/**
- * Builds one MCP server (one per session) serving the given tool catalog: tools/list
- * advertises each tool's title, description, input and output JSON schemas and
- * annotations; tools/call runs it under one shared deadline, forwards progress when the
- * client asked for it, and answers JSON text plus `structuredContent`, or `isError` with a
- * hint. Invalid arguments are tool errors naming the field; an unknown tool is a protocol
- * error (`-32602`). A retried write request (same JSON-RPC id in this session) is answered
- * with the first result and never runs twice. Read-only mode registers no write tool.
- * Resources, resource templates (listed and read with their variables URI-decoded) and
- * prompts are registered when given; with `resourceChanges`, clients may subscribe to
- * resources and each session is notified only of the URIs it subscribed to.
- *
- * @throws McpServerError `MCP_CATALOG_INVALID` when two tools share a name or a name is
- * not 1-128 of `A-Z a-z 0-9 _ . -`.
- */
-export function createMcpServer(options: CreateMcpServerOptions): McpServer {
-  const logger = options.logger ?? silentLogger;
-  const graceMs = options.deadlineGraceMs ?? 1000;
-  const served = options.tools.filter((tool) => !(options.readOnly && tool.write));
-  const byName = new Map<string, ToolDefinition>();
-  for (const tool of served) {
-    if (!toolNamePattern.test(tool.name)) {
-      throw new McpServerError('MCP_CATALOG_INVALID', `tool name ${JSON.stringify(tool.name)} is not valid`);
-    }
-    if (byName.has(tool.name)) {
-      throw new McpServerError('MCP_CATALOG_INVALID', `two tools are named ${tool.name}`);
-    }
-    byName.set(tool.name, tool);
+/** Counts the requests being handled, so a shutdown can wait for their answers. */
+class InFlight {
+  private count = 0;
+  private waiters: (() => void)[] = [];
+
+  track<T>(work: Promise<T>): Promise<T> {
+    this.count++;
+    return work.finally(() => {
+      this.count--;
+      // The protocol sends the answer a turn after the handler settles: wake after that turn.
+      if (this.count === 0) setImmediate(() => this.wake());
+    });
   }
+
+  drained(limitMs: number): Promise<void> {
+    if (this.count === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, limitMs);
+      this.waiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  private wake(): void {
+    if (this.count > 0) return;
+    for (const waiter of this.waiters.splice(0)) waiter();
+  }
+}
+
+/**
+ * Builds one MCP session (one per client) on the SDK's low-level `Server`: a transport adapter
+ * over `@zmcp/tools`' call contract. tools/list lists the tools (schemas converted once and shared
+ * by every session); tools/call hands the call to one `ToolHost` with the client's cancellation,
+ * progress token and request id, and renders the outcome for MCP. An unknown tool is a protocol
+ * error (`-32602`), as is a write request id reused for other arguments (`-32600`). Resources,
+ * resource templates (listed and read with their variables URI-decoded) and prompts are served
+ * when given; with `resourceChanges`, clients may subscribe to resources and each session is
+ * notified only of the URIs it subscribed to, until its transport closes.
+ *
+ * @throws ToolError `TOOLS_INVALID_CATALOG` when two tools share a name or a name is not valid.
+ */
+export function createMcpServer(options: CreateMcpServerOptions): McpSession {
+  const logger = options.logger ?? silentLogger;
+  const host = new ToolHost(options.tools, {
+    deadlineMs: options.deadlineMs,
+    graceMs: options.deadlineGraceMs,
+    dedupCapacity: options.dedupCapacity,
+    logger,
+  });
   if (options.instructions !== undefined && Buffer.byteLength(options.instructions) > instructionsSoftLimit) {
     logger.warn('instructions exceed 2 KB; some clients cut them', {
       bytes: Buffer.byteLength(options.instructions),
     });
   }
-
   const resources = options.resources ?? [];
-  const resourceTemplates = options.resourceTemplates ?? [];
-  const servesResources = resources.length > 0 || resourceTemplates.length > 0;
+  const templates = options.resourceTemplates ?? [];
+  const prompts = options.prompts ?? [];
+  const servesResources = resources.length > 0 || templates.length > 0;
+  const subscribable = servesResources && options.resourceChanges !== undefined;
 
-  const server = new McpServer(
+  const server = new Server(
     { name: options.name, version: options.version },
     {
-      // Declaring the capability installs the tool handlers even for an empty catalog.
       capabilities: {
         tools: { listChanged: false },
-        ...(servesResources
-          ? { resources: { subscribe: options.resourceChanges !== undefined, listChanged: true } }
-          : {}),
+        ...(servesResources ? { resources: { subscribe: subscribable, listChanged: false } } : {}),
+        ...(prompts.length > 0 ? { prompts: { listChanged: false } } : {}),
       },
       ...(options.instructions === undefined ? {} : { instructions: options.instructions }),
     },
   );
-
-  // tools/list is answered from definitions converted once per tool and shared by every
-  // session; converting some thirty zod schemas on each listing would cost a cold start dearly.
-  const listing = [...byName.values()];
-  server.server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listing.map(toolListing) }));
-
-  const dedup = new RequestDeduplicator<CallToolResult>(options.dedupCapacity ?? 1024);
-
-  const execute = async (tool: ToolDefinition, args: unknown, extra: Extra): Promise<CallToolResult> => {
-    const deadline = new AbortController();
-    const timer = setTimeout(
-      () => deadline.abort(new DOMException('The tool call ran past its deadline.', 'TimeoutError')),
-      deadlineFor(tool, args, options.deadlineMs),
+  const inFlight = new InFlight();
+  const handle: Server['setRequestHandler'] = (schema, handler) =>
+    server.setRequestHandler(schema, (request, extra) =>
+      inFlight.track(Promise.resolve(handler(request, extra))),
     );
-    const signal = AbortSignal.any([extra.signal, deadline.signal]);
+
+  const listing = host.listing().map(mcpTool);
+  handle(ListToolsRequestSchema, () => ({ tools: listing }));
+  handle(CallToolRequestSchema, async (request, extra) => {
+    const { name, arguments: args } = request.params;
+    logger.debug('tool call started', { tool: name, args });
     const progressToken = extra._meta?.progressToken;
-    // Progress notifications go out in order, and all before the result.
-    let progressSent: Promise<void> = Promise.resolve();
-    const progress =
-      progressToken === undefined
-        ? () => {}
-        : (update: { progress: number; total?: number; message?: string }) => {
-            progressSent = progressSent
-              .then(() =>
+    try {
+      const outcome = await host.call(name, args, {
+        requestId: extra.requestId,
+        signal: extra.signal,
+        progress:
+          progressToken === undefined
+            ? undefined
+            : (update) =>
                 extra.sendNotification({
                   method: 'notifications/progress',
                   params: { progressToken, ...update },
                 }),
-              )
-              .catch((err: unknown) =>
-                logger.debug('progress notification failed', { tool: tool.name, err }),
-              );
-          };
-    const started = performance.now();
-    try {
-      const result = await settleWithin(
-        runTool(tool, args, { signal, progress }).catch((err: unknown) =>
-          failureFromError(err, signal, { idempotent: tool.annotations.idempotentHint }),
-        ),
-        signal,
-        graceMs,
-        () => failureFromError(signal.reason, signal, { idempotent: tool.annotations.idempotentHint }),
-      );
-      await progressSent;
-      let answer = result as ToolResult<Record<string, unknown>>;
-      if (answer.isError !== true && !tool.outputSchema.safeParse(answer.structured).success) {
-        logger.error('tool result does not match its output schema', { tool: tool.name });
-        answer = toolFailure(
-          'TOOLS_INTERNAL',
-          'The tool produced a malformed result.',
-          'Try again; if it keeps failing, report it.',
-        );
-      }
-      logger.info('tool call', {
-        tool: tool.name,
-        outcome: answer.isError === true ? 'error' : 'ok',
-        code: answer.isError === true ? answer.code : undefined,
-        ms: Math.round(performance.now() - started),
       });
-      return toCallToolResult(answer);
-    } finally {
-      clearTimeout(timer);
-    }
-  };
-
-  server.server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-    const { name, arguments: args } = request.params;
-    const tool = byName.get(name);
-    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
-    logger.debug('tool call started', { tool: name, id: extra.requestId, args });
-    if (!tool.write) return execute(tool, args, extra);
-    try {
-      return await dedup.run(extra.requestId, JSON.stringify([name, args ?? {}]), () =>
-        execute(tool, args, extra),
-      );
+      return mcpResult(outcome);
     } catch (err) {
-      if (err instanceof RequestIdReusedError) throw new McpError(ErrorCode.InvalidRequest, err.message);
+      if (isToolError(err, 'TOOLS_UNKNOWN_TOOL')) throw new McpError(ErrorCode.InvalidParams, err.message);
+      if (isToolError(err, 'TOOLS_REQUEST_ID_REUSED'))
+        throw new McpError(ErrorCode.InvalidRequest, err.message);
       throw err;
     }
   });
 
-  registerResources(server, resources, resourceTemplates, options.deadlineMs);
-  registerPrompts(server, options.prompts ?? []);
-  if (servesResources && options.resourceChanges !== undefined) {
-    handleSubscriptions(server, resources, resourceTemplates, options.resourceChanges, logger);
-  }
+  if (servesResources) serveResources(handle, resources, templates, options.deadlineMs);
+  if (prompts.length > 0) servePrompts(handle, prompts);
+  const subscriptions = subscribable
+    ? serveSubscriptions(
+        server,
+        handle,
+        resources,
+        templates,
+        options.resourceChanges as ResourceChanges,
+        logger,
+      )
+    : undefined;
 
-  return server;
+  const session: McpSession = {
+    server,
+    onclose: undefined,
+    onerror: undefined,
+    connect: (transport) => server.connect(transport),
+    close: () => server.close(),
+    drained: (limitMs) => inFlight.drained(limitMs),
+  };
+  server.onclose = () => {
+    void subscriptions
+      ?.release()
+      .catch((err: unknown) => logger.debug('releasing resource subscriptions failed', { err }));
+    session.onclose?.();
+  };
+  server.onerror = (err) => session.onerror?.(err);
+  return session;
 }
 
-/** Registers resources and templates; each read runs under the tool deadline and the client's cancel. */
-function registerResources(
-  server: McpServer,
+type Handle = Server['setRequestHandler'];
+
+/** resources/list, resources/templates/list and resources/read; each read runs under the tool deadline. */
+function serveResources(
+  handle: Handle,
   resources: readonly ResourceDefinition[],
   templates: readonly ResourceTemplateDefinition[],
   deadlineMs: number,
@@ -354,80 +312,109 @@ function registerResources(
   const answer = (uri: string, contents: ResourceContents): ReadResourceResult => ({
     contents: [{ uri, mimeType: contents.mimeType, text: contents.text }],
   });
-  for (const resource of resources) {
-    server.registerResource(
-      resource.name,
-      resource.uri,
-      { title: resource.title, description: resource.description, mimeType: resource.mimeType },
-      async (uri, extra) => {
-        try {
-          return answer(uri.href, await resource.read({ signal: signalFor(extra) }));
-        } catch (err) {
-          throw resourceError(err, uri.href);
-        }
-      },
-    );
-  }
-  for (const template of templates) {
-    const list = async (extra: Extra) => {
+  const fixed = new Map(resources.map((r) => [normalizeUri(r.uri) ?? r.uri, r]));
+  const patterns = templates.map((t) => ({ template: t, pattern: new UriTemplate(t.uriTemplate) }));
+
+  handle(ListResourcesRequestSchema, async (_request, extra) => {
+    const listed = resources.map((r) => ({
+      uri: r.uri,
+      name: r.name,
+      title: r.title,
+      description: r.description,
+      mimeType: r.mimeType,
+    }));
+    for (const t of templates) {
       try {
-        const listed = await template.list({ signal: signalFor(extra) });
-        return { resources: listed.map((r) => ({ uri: r.uri, name: r.name, mimeType: template.mimeType })) };
-      } catch (err) {
-        throw resourceError(err, template.uriTemplate);
-      }
-    };
-    server.registerResource(
-      template.name,
-      new ResourceTemplate(template.uriTemplate, { list }),
-      { title: template.title, description: template.description, mimeType: template.mimeType },
-      async (uri, variables, extra) => {
-        const decoded = decodeVariables(variables, uri.href);
-        try {
-          return answer(uri.href, await template.read(uri.href, decoded, { signal: signalFor(extra) }));
-        } catch (err) {
-          throw resourceError(err, uri.href);
+        for (const r of await t.list({ signal: signalFor(extra) })) {
+          listed.push({
+            uri: r.uri,
+            name: r.name,
+            title: t.title,
+            description: t.description,
+            mimeType: t.mimeType,
+          });
         }
-      },
-    );
-  }
+      } catch (err) {
+        throw resourceError(err, t.uriTemplate);
+      }
+    }
+    return { resources: listed };
+  });
+  handle(ListResourceTemplatesRequestSchema, () => ({
+    resourceTemplates: templates.map((t) => ({
+      uriTemplate: t.uriTemplate,
+      name: t.name,
+      title: t.title,
+      description: t.description,
+      mimeType: t.mimeType,
+    })),
+  }));
+  handle(ReadResourceRequestSchema, async (request, extra) => {
+    const uri = request.params.uri;
+    const normalized = normalizeUri(uri);
+    const resource = normalized === undefined ? undefined : fixed.get(normalized);
+    try {
+      if (resource !== undefined) return answer(uri, await resource.read({ signal: signalFor(extra) }));
+      for (const { template, pattern } of patterns) {
+        const variables = pattern.match(uri);
+        if (variables === null) continue;
+        const decoded = decodeVariables(variables, uri);
+        return answer(uri, await template.read(uri, decoded, { signal: signalFor(extra) }));
+      }
+    } catch (err) {
+      throw resourceError(err, uri);
+    }
+    throw new McpError(RESOURCE_NOT_FOUND, `Resource ${uri} not found`, { uri });
+  });
 }
 
-/** Registers prompt templates with their zod argument shapes (the SDK validates the arguments). */
-function registerPrompts(server: McpServer, prompts: readonly PromptDefinition[]): void {
-  for (const prompt of prompts) {
-    const render = (args: unknown) => {
-      const rendered = prompt.render(args as never);
-      return {
-        ...(rendered.description === undefined ? {} : { description: rendered.description }),
-        messages: rendered.messages.map((m) => ({
-          role: m.role,
-          content: { type: 'text' as const, text: m.text },
-        })),
-      };
+/** prompts/list and prompts/get, with the arguments validated by the prompt's zod schema. */
+function servePrompts(handle: Handle, prompts: readonly PromptDefinition[]): void {
+  const byName = new Map(prompts.map((p) => [p.name, p]));
+  handle(ListPromptsRequestSchema, () => ({
+    prompts: prompts.map((p) => ({
+      name: p.name,
+      title: p.title,
+      description: p.description,
+      arguments: Object.entries(p.argsSchema.shape).map(([name, schema]) => ({
+        name,
+        ...((schema as { description?: string }).description === undefined
+          ? {}
+          : { description: (schema as { description: string }).description }),
+        required: !(schema as { safeParse(v: unknown): { success: boolean } }).safeParse(undefined).success,
+      })),
+    })),
+  }));
+  handle(GetPromptRequestSchema, (request) => {
+    const prompt = byName.get(request.params.name);
+    if (prompt === undefined)
+      throw new McpError(ErrorCode.InvalidParams, `Prompt ${request.params.name} not found`);
+    const parsed = prompt.argsSchema.safeParse(request.params.arguments ?? {});
+    if (!parsed.success) throw new McpError(ErrorCode.InvalidParams, describeInvalidInput(parsed.error));
+    const rendered = prompt.render(parsed.data);
+    return {
+      ...(rendered.description === undefined ? {} : { description: rendered.description }),
+      messages: rendered.messages.map((m) => ({
+        role: m.role,
+        content: { type: 'text' as const, text: m.text },
+      })),
     };
-    // The SDK types prompt arguments as its own zod shape; ours is the same zod, validated by the SDK.
-    server.registerPrompt(
-      prompt.name,
-      { title: prompt.title, description: prompt.description, argsSchema: prompt.argsSchema.shape as never },
-      render as never,
-    );
-  }
+  });
 }
 
 /**
- * Answers resources/subscribe and resources/unsubscribe for this session (the SDK's McpServer
- * does not), and sends `notifications/resources/updated` for the URIs it subscribed to. The
- * session listens to `changes` only while it holds a subscription, and stops when its
- * transport closes.
+ * resources/subscribe and resources/unsubscribe for one session: `notifications/resources/updated`
+ * goes out only for the URIs it subscribed to, and the session listens to `changes` only while it
+ * holds a subscription. `release` drops them all (the transport closed).
  */
-function handleSubscriptions(
-  server: McpServer,
+function serveSubscriptions(
+  server: Server,
+  handle: Handle,
   resources: readonly ResourceDefinition[],
   templates: readonly ResourceTemplateDefinition[],
   changes: ResourceChanges,
   logger: Logger,
-): void {
+): { release(): Promise<void> } {
   const fixed = new Set(resources.map((r) => normalizeUri(r.uri) ?? r.uri));
   const patterns = templates.map((t) => new UriTemplate(t.uriTemplate));
   const known = (uri: string) => fixed.has(uri) || patterns.some((p) => p.match(uri) !== null);
@@ -441,7 +428,7 @@ function handleSubscriptions(
     await stopping?.();
   };
 
-  server.server.setRequestHandler(SubscribeRequestSchema, async (request) => {
+  handle(SubscribeRequestSchema, async (request) => {
     const uri = normalizeUri(request.params.uri);
     if (uri === undefined || !known(uri)) {
       throw new McpError(RESOURCE_NOT_FOUND, `Resource ${request.params.uri} not found`, {
@@ -451,8 +438,8 @@ function handleSubscriptions(
     subscribed.add(uri);
     stop ??= changes.subscribe((changed) => {
       const target = normalizeUri(changed);
-      if (target === undefined || !subscribed.has(target) || !server.isConnected()) return;
-      server.server
+      if (target === undefined || !subscribed.has(target) || server.transport === undefined) return;
+      server
         .sendResourceUpdated({ uri: target })
         .catch((err: unknown) => logger.debug('resource update notification failed', { uri: target, err }));
     });
@@ -460,7 +447,7 @@ function handleSubscriptions(
     return {};
   });
 
-  server.server.setRequestHandler(UnsubscribeRequestSchema, async (request) => {
+  handle(UnsubscribeRequestSchema, async (request) => {
     const uri = normalizeUri(request.params.uri);
     if (uri !== undefined) subscribed.delete(uri);
     // The last subscription gone, the session stops listening (the event queue may stop with it).
@@ -469,16 +456,5 @@ function handleSubscriptions(
     return {};
   });
 
-  // A session that ends holds no subscription: release it when its transport closes.
-  const connect = server.connect.bind(server);
-  server.connect = async (transport: Transport) => {
-    await connect(transport);
-    const closed = transport.onclose;
-    transport.onclose = () => {
-      closed?.();
-      void release().catch((err: unknown) =>
-        logger.debug('releasing resource subscriptions failed', { err }),
-      );
-    };
-  };
+  return { release };
 }

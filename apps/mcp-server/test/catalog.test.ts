@@ -43,6 +43,7 @@ beforeAll(async () => {
     ZULIP_EMAIL: creds.email,
     ZULIP_API_KEY: creds.apiKey,
     ZULIP_STATE_DIR: stateDir,
+    ZULIP_TOOLSETS: 'all',
     AGENT_TIMEZONE: 'UTC',
   };
 });
@@ -59,7 +60,7 @@ async function services(extra: Record<string, string> = {}): Promise<Services> {
   return built;
 }
 
-function serverFor(built: Services, readOnly = false) {
+function serverFor(built: Services) {
   const agent = built.openSession({ launched: false });
   closers.push(() => agent.close());
   return createMcpServer({
@@ -67,7 +68,6 @@ function serverFor(built: Services, readOnly = false) {
     version: 'test',
     tools: [...built.tools, ...agent.tools],
     prompts: agent.prompts,
-    readOnly,
     deadlineMs: 20_000,
   });
 }
@@ -77,7 +77,7 @@ type Kind = 'in-memory' | 'stdio' | 'http';
 async function connect(kind: Kind, extra: Record<string, string> = {}): Promise<Client> {
   const client = new Client({ name: 'catalog-test', version: '1' });
   if (kind === 'in-memory') {
-    const server = serverFor(await services(extra), extra.ZULIP_READ_ONLY === 'true');
+    const server = serverFor(await services(extra));
     const [a, b] = InMemoryTransport.createLinkedPair();
     await server.connect(b);
     await client.connect(a);
@@ -107,7 +107,7 @@ async function connect(kind: Kind, extra: Record<string, string> = {}): Promise<
       maxSessions: 4,
       sessionIdleMs: 60_000,
       logger: silentLogger,
-      createServer: () => serverFor(built, extra.ZULIP_READ_ONLY === 'true'),
+      createServer: () => serverFor(built),
     });
     closers.push(() => http.close());
     await client.connect(new StreamableHTTPClientTransport(new URL(http.url)));

@@ -2,7 +2,7 @@
 // an id, and a retry is exactly a reused id.
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { ErrorCode, type JSONRPCMessage, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
-import type { ToolDefinition } from '@zmcp/tools';
+import type { BoundTool } from '@zmcp/tools';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMcpServer } from '../src/index.js';
 import { echoTool, makePostTool } from './fake-tools.js';
@@ -23,8 +23,8 @@ class RawSession {
     };
   }
 
-  static async open(tools: readonly ToolDefinition[]): Promise<RawSession> {
-    const server = createMcpServer({ name: 'raw', version: '0', tools, readOnly: false, deadlineMs: 10_000 });
+  static async open(tools: readonly BoundTool[]): Promise<RawSession> {
+    const server = createMcpServer({ name: 'raw', version: '0', tools, deadlineMs: 10_000 });
     const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
     await server.connect(serverTransport);
     const session = new RawSession(clientTransport);
@@ -136,11 +136,11 @@ describe('request de-duplication', () => {
 
   it('does not remember reads: a reused id runs a read tool again', async () => {
     let runs = 0;
-    const counting: ToolDefinition = {
-      ...echoTool,
-      async handler(input, context) {
+    const counting: BoundTool = {
+      definition: echoTool.definition,
+      async run(input, context) {
         runs++;
-        return echoTool.handler(input as { text: string }, context);
+        return echoTool.run(input, context);
       },
     };
     const session = await RawSession.open([counting]);

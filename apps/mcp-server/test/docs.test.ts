@@ -29,6 +29,7 @@ describe('configuration documentation', () => {
       'AGENT_TIMEZONE',
       'AGENT_TIMESTAMP_STYLE',
       'ZULIP_READ_ONLY',
+      'ZULIP_TOOLSETS',
       'ZULIP_PRIVATE_STREAMS',
       'ZULIP_WRITE_STREAMS',
       'ZULIP_UPLOAD_ROOTS',

@@ -44,7 +44,6 @@ async function start(overrides: Partial<HttpServerOptions> = {}): Promise<Starte
         name: 'http-test',
         version: '0',
         tools: [echoTool],
-        readOnly: false,
         deadlineMs: 10_000,
       }),
     onSessionClosed: (id, reason) => {
@@ -140,7 +139,7 @@ describe('Streamable HTTP transport', () => {
     expect(server.sessionCount()).toBe(2);
 
     const result = await a.client.callTool({ name: 'echo', arguments: { text: 'hi' } });
-    expect(result.structuredContent).toEqual({ echoed: 'hi' });
+    expect(result.structuredContent).toEqual({ text: 'hi', echoed: 'hi' });
     expect((await b.client.listTools()).tools.map((t) => t.name)).toEqual(['echo']);
   });
 
@@ -228,8 +227,7 @@ describe('Streamable HTTP transport', () => {
       port: 0,
       maxSessions: 1,
       sessionIdleMs: 60_000,
-      createServer: () =>
-        createMcpServer({ name: 'x', version: '0', tools: [], readOnly: false, deadlineMs: 1000 }),
+      createServer: () => createMcpServer({ name: 'x', version: '0', tools: [], deadlineMs: 1000 }),
     });
     await expect(attempt).rejects.toMatchObject({ code: 'MCP_HTTP_TOKEN_REQUIRED' });
   });
@@ -286,7 +284,7 @@ describe('Streamable HTTP transport', () => {
       sessionIdleMs: 1234,
       setIdleTimer,
       createServer: () =>
-        createMcpServer({ name: 't', version: '0', tools: [slow.tool], readOnly: false, deadlineMs: 10_000 }),
+        createMcpServer({ name: 't', version: '0', tools: [slow.tool], deadlineMs: 10_000 }),
     });
     const { client, transport } = await connectClient(started.server.url);
 

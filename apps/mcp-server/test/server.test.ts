@@ -1,9 +1,9 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import type { ToolDefinition } from '@zmcp/tools';
+import { type BoundTool, selectTools } from '@zmcp/tools';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type CreateMcpServerOptions, createLogger, createMcpServer, McpServerError } from '../src/index.js';
+import { type CreateMcpServerOptions, createLogger, createMcpServer } from '../src/index.js';
 import {
   deniedTool,
   echoTool,
@@ -21,14 +21,13 @@ afterEach(async () => {
 });
 
 async function connect(
-  tools: readonly ToolDefinition[],
+  tools: readonly BoundTool[],
   overrides: Partial<CreateMcpServerOptions> = {},
 ): Promise<Client> {
   const server = createMcpServer({
     name: 'zulip-mcp-test',
     version: '0.0.0',
     tools,
-    readOnly: false,
     deadlineMs: 10_000,
     ...overrides,
   });
@@ -59,7 +58,6 @@ describe('tools/list', () => {
       title: 'Echo',
       description: 'Returns its text, repeated.',
       annotations: {
-        title: 'Echo',
         readOnlyHint: true,
         destructiveHint: false,
         idempotentHint: true,
@@ -76,9 +74,9 @@ describe('tools/list', () => {
     expect(posting?.annotations).toMatchObject({ readOnlyHint: false, openWorldHint: true });
   });
 
-  it('hides every write tool in read-only mode, and calling one is an unknown tool', async () => {
+  it('serves what the selection serves: in read-only mode a write tool is an unknown tool', async () => {
     const { tool: post, posts } = makePostTool();
-    const client = await connect([echoTool, post], { readOnly: true });
+    const client = await connect(selectTools([echoTool, post], { toolsets: ['read'], readOnly: true }));
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name)).toEqual(['echo']);
     const call = client.callTool({ name: 'post_message', arguments: { stream: 'general', content: 'hi' } });
@@ -98,14 +96,12 @@ describe('tools/list', () => {
         name: 'x',
         version: '0',
         tools: [echoTool, echoTool],
-        readOnly: false,
         deadlineMs: 1000,
       });
     } catch (err) {
       error = err;
     }
-    expect(error).toBeInstanceOf(McpServerError);
-    expect(error).toMatchObject({ code: 'MCP_CATALOG_INVALID' });
+    expect(error).toMatchObject({ code: 'TOOLS_INVALID_CATALOG' });
   });
 });
 
@@ -114,7 +110,7 @@ describe('tools/call', () => {
     const client = await connect([echoTool]);
     const result = await client.callTool({ name: 'echo', arguments: { text: 'ab', times: 2 } });
     expect(result.isError).toBeFalsy();
-    expect(result.structuredContent).toEqual({ echoed: 'abab' });
+    expect(result.structuredContent).toEqual({ text: 'abab', echoed: 'abab' });
     expect(result.content).toEqual([{ type: 'text', text: 'abab' }]);
   });
 
@@ -178,7 +174,7 @@ describe('tools/call', () => {
       },
     });
     const result = await call;
-    expect(result.structuredContent).toEqual({ done: true });
+    expect(result.structuredContent).toEqual({ text: 'done', done: true });
     expect(seen).toEqual([
       { progress: 1, total: 2, message: 'halfway' },
       { progress: 2, total: 2, message: 'done' },

@@ -71,24 +71,9 @@ async function start(deadlineMs = 10_000): Promise<World> {
     name: 'zulip-mcp-test',
     version: '0.0.0',
     tools: [...createCatalog(services), ...teammate.tools],
-    readOnly: false,
+    prompts: teammate.prompts,
     deadlineMs,
   });
-  for (const prompt of teammate.prompts) {
-    server.registerPrompt(
-      prompt.name,
-      { title: prompt.title, description: prompt.description, argsSchema: prompt.argsSchema.shape },
-      (args) => {
-        const rendered = prompt.render(prompt.argsSchema.parse(args));
-        return {
-          messages: rendered.messages.map((m) => ({
-            role: m.role,
-            content: { type: 'text' as const, text: m.text },
-          })),
-        };
-      },
-    );
-  }
   const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
   await server.connect(serverTransport);
   const client = new Client({ name: 'test-client', version: '0.0.0' });

@@ -9,8 +9,8 @@ import {
   createAgentSession,
   createToolServices,
   loadRealmFacts,
-  runTool,
   sessionCatalog,
+  ToolHost,
 } from '../src/index.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 60);
@@ -71,12 +71,8 @@ async function main(): Promise<void> {
     maxFileBytes: facts.maxFileBytes ?? 1_000_000,
   });
   const session = createAgentSession(services, { listenEmoji: 'eyes' });
-  const tools = new Map(sessionCatalog(services, session).tools.map((t) => [t.name, t]));
-  const call = (name: string, args: unknown) => {
-    const tool = tools.get(name);
-    if (tool === undefined) throw new Error(`no tool ${name}`);
-    return runTool(tool, args, { signal: AbortSignal.timeout(60_000), progress: () => {} });
-  };
+  const host = new ToolHost(sessionCatalog(services, session).tools, { deadlineMs: 60_000 });
+  const call = (name: string, args: unknown) => host.call(name, args);
   const trigger = post('bench-listen', '@**Bench Bot** hello');
   const bound = await call('set_context', {
     stream: 'general',

@@ -9,7 +9,7 @@ import {
   type User,
   type ZulipClient,
 } from '@zmcp/core';
-import { ToolInputError } from './errors.js';
+import { ToolError } from './errors.js';
 
 /** Options of {@link RealmDirectory}. */
 export interface RealmDirectoryOptions {
@@ -84,7 +84,7 @@ export class RealmDirectory {
 
   /**
    * Finds a stream the bot can see by name (case-insensitive, as Zulip matches) or id.
-   * @throws ToolInputError `TOOLS_NOT_FOUND` naming the stream when the bot cannot see it.
+   * @throws ToolError `TOOLS_NOT_FOUND` naming the stream when the bot cannot see it.
    */
   async stream(ref: string | number, call?: CallOptions): Promise<Stream> {
     const find = (streams: Stream[]) =>
@@ -102,7 +102,7 @@ export class RealmDirectory {
       found = await fromLists();
     }
     if (found === undefined) {
-      throw new ToolInputError(
+      throw new ToolError(
         'TOOLS_NOT_FOUND',
         `No stream ${typeof ref === 'number' ? `with id ${ref}` : JSON.stringify(ref)} is visible to this bot.`,
         { stream: ref },

@@ -1,23 +1,67 @@
-/** Codes of the failures the tools layer itself reports (core, upload and delivery codes pass through). */
+/**
+ * Codes of the failures the tools layer itself reports (core, upload and delivery codes pass
+ * through the call contract as they are). Callers switch on `err.code`.
+ */
 export type ToolErrorCode =
+  /** The arguments do not match the tool's input schema, or break a rule of the tool's own. */
   | 'TOOLS_INVALID_INPUT'
+  /** A `cursor` is malformed, or was issued by another tool or for other arguments. */
   | 'TOOLS_INVALID_CURSOR'
+  /** A stream, topic, message, user or resource the tool was pointed at is not visible. */
   | 'TOOLS_NOT_FOUND'
+  /** A person reference matched several people, or none exactly; `details.candidates` lists them. */
+  | 'TOOLS_AMBIGUOUS'
+  /** The call's one shared deadline passed before the tool finished. */
   | 'TOOLS_DEADLINE'
+  /** The host cancelled the call (the client sent a cancellation, or the session closed). */
+  | 'TOOLS_CANCELLED'
+  /** A session tool was called before `set_context` bound a conversation. */
   | 'TOOLS_NO_SESSION'
+  /** The people in the conversation ended the session (dismissal); nothing was done. */
   | 'TOOLS_SESSION_ENDED'
+  /** A `listen` is already running in this session. */
   | 'TOOLS_SESSION_BUSY'
+  /** No tool of that name is served (a host maps it to its protocol's "unknown tool" error). */
+  | 'TOOLS_UNKNOWN_TOOL'
+  /** A request id was reused for a different call within one session. */
+  | 'TOOLS_REQUEST_ID_REUSED'
+  /** A catalog handed to the host is malformed: two tools share a name, or a name is not valid. */
+  | 'TOOLS_INVALID_CATALOG'
+  /** A toolset setting names no toolset. */
+  | 'TOOLS_INVALID_TOOLSET'
+  /** The tool failed unexpectedly, or produced a result that does not match its output schema. */
   | 'TOOLS_INTERNAL';
 
-/** A refusal of the tool's own arguments; `runTool` turns it into an `isError` result with a hint. */
-export class ToolInputError extends Error {
-  override readonly name = 'ToolInputError';
+const BRAND = Symbol.for('@zmcp/tools.ToolError');
+
+/**
+ * The one error class of `@zmcp/tools`. Handlers throw it for refusals on their own terms; the
+ * call contract turns it into an `isError` result carrying `code`. `instanceof` holds across
+ * copies of the package (a brand, as undici does), but callers should switch on `code`.
+ */
+export class ToolError extends Error {
+  override readonly name = 'ToolError';
   readonly code: ToolErrorCode;
   readonly details: Readonly<Record<string, unknown>> | undefined;
 
-  constructor(code: ToolErrorCode, message: string, details?: Readonly<Record<string, unknown>>) {
-    super(message);
+  constructor(
+    code: ToolErrorCode,
+    message: string,
+    details?: Readonly<Record<string, unknown>>,
+    options: { cause?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.details = details;
+    Object.defineProperty(this, BRAND, { value: true });
   }
+
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
+  }
+}
+
+/** True when `err` is a {@link ToolError} (from any copy of this package) with one of `codes`, or any code when none are given. */
+export function isToolError(err: unknown, ...codes: ToolErrorCode[]): err is ToolError {
+  return err instanceof ToolError && (codes.length === 0 || codes.includes(err.code));
 }

@@ -1,18 +1,33 @@
-// The public API of @zmcp/tools. Every export below is a promise to users.
+// The public API of @zmcp/tools. Every export below is a promise to users: adding a line is an
+// API decision. Internal helpers stay unexported.
 
-export { createCatalog } from './catalog.js';
+// --- definitions, binding and the call contract ---
+export type { ToolSelection } from './catalog.js';
+export {
+  createCatalog,
+  DEFAULT_TOOLSETS,
+  isServed,
+  parseToolsets,
+  realmTools,
+  selectTools,
+  TOOLSETS,
+  toolDefinitions,
+} from './catalog.js';
+// --- services, catalogs of the monitor and the teammate session ---
 export type { RealmDirectoryOptions } from './directory.js';
 export { RealmDirectory } from './directory.js';
 export type { ToolErrorCode } from './errors.js';
-export { ToolInputError } from './errors.js';
+export { isToolError, ToolError } from './errors.js';
+export { describeInvalidInput, failureFromError, toolFailure } from './failure.js';
+export type { ToolCallOutcome, ToolCallRequest, ToolHostOptions } from './host.js';
+export { ToolHost } from './host.js';
+export type { JsonSchema, ToolListing } from './listing.js';
+export { toolListing } from './listing.js';
 export { MonitorChanges } from './monitor/changes.js';
 export type { MonitorCatalog } from './monitor/index.js';
-export { monitorCatalog } from './monitor/index.js';
-export type { MessageOutput } from './output.js';
-export { MessageOutputSchema, toMessageOutput } from './output.js';
+export { monitorCatalog, monitorTools } from './monitor/index.js';
 export type { BudgetedPage, CursorPosition } from './page.js';
 export { DEFAULT_PAGE_BUDGET_BYTES, decodeCursor, encodeCursor, fitToBudget } from './page.js';
-export { defineTool, describeInvalidInput, failureFromError, runTool, toolFailure } from './run.js';
 export type { RealmFacts, ToolIdentity, ToolServices, ToolServicesOptions } from './services.js';
 export { createToolServices, loadRealmFacts } from './services.js';
 export type {
@@ -30,10 +45,11 @@ export {
   DEFAULT_LISTEN_EMOJI,
   DEFAULT_PROGRESS_INTERVAL_MS,
 } from './session/agent-session.js';
-export type { SessionErrorCode } from './session/errors.js';
 export type { SessionCatalog } from './session/index.js';
-export { sessionCatalog } from './session/index.js';
+export { sessionCatalog, sessionTools } from './session/index.js';
 export type {
+  AnyToolDefinition,
+  BoundTool,
   PromptDefinition,
   ResourceChanges,
   ResourceContents,
@@ -46,4 +62,6 @@ export type {
   ToolImage,
   ToolResult,
   ToolSuccess,
+  Toolset,
 } from './tool.js';
+export { bindTool, bindTools, defineTool } from './tool.js';

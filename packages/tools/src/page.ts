@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { ToolInputError } from './errors.js';
+import { ToolError } from './errors.js';
 
 /** The default byte budget of one page of tool output. */
 export const DEFAULT_PAGE_BUDGET_BYTES = 16_384;
@@ -77,7 +77,8 @@ export function queryFingerprint(tool: string, query: unknown): string {
     .slice(0, 16);
 }
 
-function stableJson(value: unknown): string {
+/** JSON with object keys sorted, for fingerprints. */
+export function stableJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
   if (value !== null && typeof value === 'object') {
     const entries = Object.entries(value as Record<string, unknown>)
@@ -100,11 +101,11 @@ export function encodeCursor(tool: string, query: unknown, position: CursorPosit
 
 /**
  * Decodes and re-validates a cursor for this tool and query.
- * @throws ToolInputError `TOOLS_INVALID_CURSOR` when it is malformed or belongs to another tool or query.
+ * @throws ToolError `TOOLS_INVALID_CURSOR` when it is malformed or belongs to another tool or query.
  */
 export function decodeCursor(tool: string, query: unknown, cursor: string): CursorPosition {
   const invalid = (why: string) =>
-    new ToolInputError(
+    new ToolError(
       'TOOLS_INVALID_CURSOR',
       `Invalid cursor: ${why}. Pass back the cursor exactly as a previous call of ${tool} with the same arguments returned it, or omit it to start over.`,
     );

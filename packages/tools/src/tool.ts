@@ -15,21 +15,51 @@ export interface ToolAnnotations {
   openWorldHint: boolean;
 }
 
-/** Per-call context an app hands a tool handler. Identity and scopes are not here: they are bound when the catalog is built. */
+/**
+ * A group of tools that a host serves or leaves out together. The default surface is lean
+ * (`read`, `write`, `session`): tool definitions are paid for in the agent's context on every turn.
+ */
+export type Toolset =
+  /** History, search, one message, streams, topics, finding a person. */
+  | 'read'
+  /** Posting, DMs, editing one's own messages, reactions. */
+  | 'write'
+  /** The teammate loop: set_context, reply, listen, end_session. */
+  | 'session'
+  /** The directory beyond finding someone: user lists and profiles, members, emoji, links. */
+  | 'people'
+  /** Files in and out: uploads and attachments. */
+  | 'files'
+  /** Housekeeping: delete, resolve, mark read, subscriptions, removing reactions. */
+  | 'manage'
+  /** Unread monitoring with read cursors kept by the server. */
+  | 'monitor'
+  /** Attention controls of live delivery: muting channels, filters, reaction visibility. */
+  | 'attention';
+
+/** Per-call context the call contract hands a tool handler. */
 export interface ToolCallContext {
-  /** Fires when the call's one shared deadline passes or the client cancels; every Zulip call of the tool uses it. */
+  /**
+   * Fires when the call's one shared deadline passes (reason: a `DOMException` named
+   * `TimeoutError`) or the host cancels it (reason: a `DOMException` named `AbortError`). Every
+   * Zulip call of the tool passes it on; a handler that ignores it is answered for anyway once the
+   * grace period is over.
+   */
   signal: AbortSignal;
-  /** Report progress on a long call (keeps MCP clients from timing out); a no-op when the client did not ask. */
+  /** Reports progress on a long call (keeps clients from timing out); a no-op when the host did not ask. */
   progress(update: { progress: number; total?: number; message?: string }): void;
 }
 
-/** A successful tool result: compact text for the model, typed JSON matching the output schema. */
+/**
+ * A successful tool result. `text` is what the model reads (message lines and short summaries,
+ * escaped, inside the page budget); `data` holds the few typed fields a program needs (ids,
+ * counts, cursors, flags) and matches the tool's output schema. Hosts show both as one rendering:
+ * `structuredContent` is `{ text, ...data }`.
+ */
 export interface ToolSuccess<O> {
   isError?: false;
-  /** What the model reads: message lines and short summaries, never a raw API dump. */
   text: string;
-  /** The typed result, matching the tool's output schema. */
-  structured: O;
+  data: O;
   /** Images to show the model after the text (a fetched attachment, say), base64-encoded. */
   images?: readonly ToolImage[];
 }
@@ -54,28 +84,80 @@ export interface ToolFailure {
 /** What every tool handler returns. */
 export type ToolResult<O> = ToolSuccess<O> | ToolFailure;
 
-/** One tool, defined once and registered by each app on its own transport. */
-export interface ToolDefinition<I extends z.ZodObject = z.ZodObject, O extends z.ZodObject = z.ZodObject> {
+/**
+ * One tool, defined once and statically: any host can list it without building services. The
+ * handler takes the services it stands on (`S`), bound by {@link bindTool}.
+ */
+export interface ToolDefinition<
+  I extends z.ZodObject = z.ZodObject,
+  O extends z.ZodObject = z.ZodObject,
+  S = never,
+> {
   /** Stable snake_case name. */
   name: string;
   /** Short human-readable title. */
   title: string;
-  /** What the tool does, when to use it and what it returns, written for a model. */
+  /** What the tool does and returns, as short as a model needs to choose and call it. */
   description: string;
-  /** Input schema; every field carries a `.describe()` a model can act on. */
+  /** Input schema; fields carry a short `.describe()` where the name is not enough. */
   inputSchema: I;
-  /** Output schema of `structured`. */
+  /** Schema of `data`, the typed fields beside `text`. */
   outputSchema: O;
   annotations: ToolAnnotations;
-  /** Writes to the realm: hidden from tools/list in read-only mode. */
+  /** Which toolset serves it. */
+  toolset: Toolset;
+  /** Writes to the realm: never served in read-only mode. */
   write: boolean;
   /**
    * This call's deadline in milliseconds, for a tool that waits on purpose (`listen`): it replaces
-   * the server's shared tool deadline. Absent: the shared deadline applies.
+   * the host's shared tool deadline. Absent: the shared deadline applies.
    */
   deadlineMs?(input: z.infer<I>): number;
-  /** Runs the tool on validated input. Expected failures come back as `ToolFailure`; anything thrown is turned into one by `runTool`. */
-  handler(input: z.infer<I>, context: ToolCallContext): Promise<ToolResult<z.infer<O>>>;
+  /**
+   * Runs the tool on validated input. Expected failures come back as `ToolFailure` or are thrown
+   * as coded errors; the call contract turns anything thrown into a failure.
+   */
+  handler(services: S, input: z.infer<I>, context: ToolCallContext): Promise<ToolResult<z.infer<O>>>;
+}
+
+/** A tool definition of any schemas and services, as catalogs hold them. */
+// biome-ignore lint/suspicious/noExplicitAny: a catalog holds definitions of every input, output and service type.
+export type AnyToolDefinition = ToolDefinition<any, any, any>;
+
+/** A definition bound to the services its handler stands on: what a host serves. */
+export interface BoundTool {
+  readonly definition: AnyToolDefinition;
+  /** Runs the handler on input already validated against the definition's input schema. */
+  run(input: unknown, context: ToolCallContext): Promise<ToolResult<Record<string, unknown>>>;
+}
+
+/** Defines a tool with its input, output and services types inferred. */
+export function defineTool<I extends z.ZodObject, O extends z.ZodObject, S>(
+  tool: ToolDefinition<I, O, S>,
+): ToolDefinition<I, O, S> {
+  return tool;
+}
+
+/** Binds a definition to its services. */
+export function bindTool<I extends z.ZodObject, O extends z.ZodObject, S>(
+  definition: ToolDefinition<I, O, S>,
+  services: S,
+): BoundTool {
+  return {
+    definition,
+    run: (input, context) =>
+      definition.handler(services, input as z.infer<I>, context) as Promise<
+        ToolResult<Record<string, unknown>>
+      >,
+  };
+}
+
+/** Binds every definition of a list to the same services. */
+export function bindTools<S>(
+  definitions: readonly ToolDefinition<z.ZodObject, z.ZodObject, S>[],
+  services: S,
+): BoundTool[] {
+  return definitions.map((d) => bindTool(d, services));
 }
 
 /** What a resource read returns: the text a client shows the model. */

@@ -5,9 +5,10 @@ import { AccessPolicy, type AccessPolicyConfig, ZulipClient } from '@zmcp/core';
 import { UploadRoots } from '@zmcp/uploads';
 import { type SimUser, startZulipSim, type ZulipSim, type ZulipSimOptions } from '@zmcp/zulip-sim';
 import { createCatalog } from '../src/catalog.js';
-import { runTool } from '../src/run.js';
+import type { ToolCallOutcome, ToolHost } from '../src/host.js';
 import { createToolServices, loadRealmFacts, type ToolServices } from '../src/services.js';
-import type { ToolDefinition, ToolResult } from '../src/tool.js';
+import type { AnyToolDefinition } from '../src/tool.js';
+import { callThrough, testHost } from './call.js';
 
 /** The people, streams and bot of the harness realm. */
 export interface HarnessRealm {
@@ -38,15 +39,14 @@ export interface Harness {
   realm: HarnessRealm;
   client: ZulipClient;
   services: ToolServices;
-  tools: Map<string, ToolDefinition>;
+  /** The realm tools' definitions, by name. */
+  tools: Map<string, AnyToolDefinition>;
+  /** The host serving the realm tools. */
+  host: ToolHost;
   /** The upload root directory, when `uploadRoot` was asked for. */
   uploadDir: string | undefined;
   /** Runs a tool as an app would: input validation, handler, failures as results. */
-  call(
-    name: string,
-    args: unknown,
-    options?: { signal?: AbortSignal },
-  ): Promise<ToolResult<Record<string, unknown>>>;
+  call(name: string, args: unknown, options?: { signal?: AbortSignal }): Promise<ToolCallOutcome>;
   /** Posts a stream message as a user, straight into the realm. */
   post(sender: SimUser, stream: string, topic: string, content: string): number;
   close(): Promise<void>;
@@ -114,21 +114,17 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     uploadRoots,
     now: options.now,
   });
-  const tools = new Map(createCatalog(services).map((t) => [t.name, t]));
+  const { host, tools } = testHost(createCatalog(services));
   return {
     sim,
     realm: seeded,
     client,
     services,
     tools,
+    host,
     uploadDir,
-    async call(name, args, callOptions = {}) {
-      const tool = tools.get(name);
-      if (tool === undefined) throw new Error(`no tool named ${name}`);
-      return runTool(tool, args, {
-        signal: callOptions.signal ?? AbortSignal.timeout(15_000),
-        progress: () => {},
-      }) as Promise<ToolResult<Record<string, unknown>>>;
+    call(name, args, callOptions = {}) {
+      return callThrough(host, name, args, callOptions);
     },
     post(sender, stream, topic, content) {
       return sim.realm.sendMessage({ senderId: sender.userId, type: 'stream', stream, topic, content });

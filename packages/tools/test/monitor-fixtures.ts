@@ -4,10 +4,11 @@ import { join } from 'node:path';
 import { AccessPolicy, type AccessPolicyConfig, ZulipClient } from '@zmcp/core';
 import { FileStateStore, MonitorStore, MonitorWatcher } from '@zmcp/delivery';
 import { expect } from 'vitest';
+import type { ToolCallOutcome } from '../src/host.js';
 import { type MonitorCatalog, monitorCatalog } from '../src/monitor/index.js';
-import { runTool } from '../src/run.js';
 import { createToolServices, loadRealmFacts, type ToolServices } from '../src/services.js';
-import type { ToolDefinition, ToolFailure, ToolResult } from '../src/tool.js';
+import type { AnyToolDefinition, ToolFailure } from '../src/tool.js';
+import { callThrough, checkedOk, testHost } from './call.js';
 import { type Harness, type HarnessOptions, startHarness } from './harness.js';
 
 // Helpers shared by the monitor tests: the harness realm plus a monitor over a temp state dir.
@@ -18,8 +19,8 @@ export interface MonitorInstance {
   monitor: MonitorStore;
   watcher: MonitorWatcher;
   catalog: MonitorCatalog;
-  tools: Map<string, ToolDefinition>;
-  call(name: string, args?: unknown): Promise<ToolResult<Record<string, unknown>>>;
+  tools: Map<string, AnyToolDefinition>;
+  call(name: string, args?: unknown): Promise<ToolCallOutcome>;
   close(): Promise<void>;
 }
 
@@ -43,7 +44,7 @@ async function instance(
   const monitor = new MonitorStore(new FileStateStore({ dir: stateDir }), session);
   const watcher = new MonitorWatcher({ client, monitor, selfUserId: services.identity.user_id });
   const catalog = monitorCatalog(services, monitor, watcher);
-  const tools = new Map(catalog.tools.map((t) => [t.name, t]));
+  const { host, tools } = testHost(catalog.tools);
   return {
     services,
     monitor,
@@ -51,11 +52,7 @@ async function instance(
     catalog,
     tools,
     call(name, args = {}) {
-      const tool = tools.get(name);
-      if (tool === undefined) throw new Error(`no monitor tool named ${name}`);
-      return runTool(tool, args, { signal: AbortSignal.timeout(15_000), progress: () => {} }) as Promise<
-        ToolResult<Record<string, unknown>>
-      >;
+      return callThrough(host, name, args);
     },
     async close() {
       await watcher.close();
@@ -115,18 +112,14 @@ export async function startMonitorHarness(options: HarnessOptions = {}): Promise
 export function ok<T = Record<string, unknown>>(
   m: MonitorInstance,
   name: string,
-  result: ToolResult<Record<string, unknown>>,
+  result: ToolCallOutcome,
 ): { text: string; structured: T } {
-  if (result.isError === true) throw new Error(`${name} failed: ${result.code}: ${result.text}`);
-  const tool = m.tools.get(name) as ToolDefinition;
-  const parsed = tool.outputSchema.safeParse(result.structured);
-  expect(parsed.success, parsed.success ? '' : parsed.error.message).toBe(true);
-  expect(parsed.data).toEqual(result.structured);
-  return { text: result.text, structured: result.structured as T };
+  const checked = checkedOk(m.tools, name, result);
+  return { text: checked.text, structured: checked.structured as T };
 }
 
 /** Asserts a tool call failed with `code` and returns the failure. */
-export function failed(result: ToolResult<Record<string, unknown>>, code: string): ToolFailure {
+export function failed(result: ToolCallOutcome, code: string): ToolFailure {
   if (result.isError !== true) throw new Error(`expected ${code}, got success: ${result.text}`);
   expect(result.code, result.text).toBe(code);
   return result;

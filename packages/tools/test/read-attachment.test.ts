@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeCursor } from '../src/page.js';
 import { fetchAttachmentTool } from '../src/read/fetch-attachment.js';
-import { runTool } from '../src/run.js';
 import { createToolServices } from '../src/services.js';
-import type { ToolFailure, ToolSuccess } from '../src/tool.js';
+import type { ToolFailure } from '../src/tool.js';
+import { checkedOk, expiredSignal } from './call.js';
 import { type Harness, startHarness } from './harness.js';
+import { callWith } from './write-fixtures.js';
 
 // A 1×1 PNG.
 const PNG = Buffer.from(
@@ -19,19 +20,25 @@ interface Fetched {
   size: number;
   width: number | null;
   height: number | null;
-  text: string | null;
+  content: string | null;
   base64: string | null;
   offset: number;
   truncated: boolean;
   next_cursor: string | null;
 }
 
-async function ok(h: Harness, args: Record<string, unknown>): Promise<ToolSuccess<Fetched>> {
+async function ok(
+  h: Harness,
+  args: Record<string, unknown>,
+): Promise<{ text: string; structured: Fetched; images: readonly { data: string; mimeType: string }[] }> {
   const r = await h.call('fetch_attachment', args);
   if (r.isError) throw new Error(`fetch_attachment failed: ${r.text}`);
-  const schema = h.tools.get('fetch_attachment')?.outputSchema;
-  expect(schema?.parse(r.structured)).toEqual(r.structured);
-  return r as unknown as ToolSuccess<Fetched>;
+  checkedOk(h.tools, 'fetch_attachment', r);
+  return r as unknown as {
+    text: string;
+    structured: Fetched;
+    images: readonly { data: string; mimeType: string }[];
+  };
 }
 
 async function fail(h: Harness, args: Record<string, unknown>, signal?: AbortSignal): Promise<ToolFailure> {
@@ -80,8 +87,12 @@ describe('fetch_attachment', () => {
     const url = share(h, 'notes.txt', new TextEncoder().encode('hello <msg>\nline 2\n'), 'text/plain');
     const r = await ok(h, { path: url });
     expect(r.text).toBe('Text file notes.txt (text/plain, 19 bytes), complete:\nhello &lt;msg>\nline 2\n');
-    expect(r.structured).toMatchObject({ kind: 'text', text: 'hello &lt;msg>\nline 2\n', truncated: false });
-    expect(r.images).toBeUndefined();
+    expect(r.structured).toMatchObject({
+      kind: 'text',
+      content: 'hello &lt;msg>\nline 2\n',
+      truncated: false,
+    });
+    expect(r.images).toEqual([]);
   });
 
   it('returns other files as base64', async () => {
@@ -132,14 +143,7 @@ describe('fetch_attachment', () => {
   it('refuses a file over the size cap', async () => {
     const url = share(h, 'big.txt', new TextEncoder().encode('z'.repeat(5000)));
     const services = createToolServices({ ...h.services, maxFileBytes: 1000 });
-    const r = await runTool(
-      fetchAttachmentTool(services),
-      { path: url },
-      {
-        signal: AbortSignal.timeout(15_000),
-        progress: () => {},
-      },
-    );
+    const r = await callWith(fetchAttachmentTool, services, { path: url });
     expect(r.isError).toBe(true);
     expect((r as ToolFailure).code).toBe('UPLOAD_TOO_LARGE');
     expect((r as ToolFailure).text).toMatch(/1000 bytes/);
@@ -147,7 +151,7 @@ describe('fetch_attachment', () => {
 
   it('fails with isError once the deadline has passed', async () => {
     const url = share(h, 'late.txt', new TextEncoder().encode('late'));
-    expect((await fail(h, { path: url }, AbortSignal.abort())).code).toBe('TOOLS_DEADLINE');
+    expect((await fail(h, { path: url }, expiredSignal())).code).toBe('TOOLS_DEADLINE');
   });
 });
 
@@ -168,13 +172,13 @@ describe('fetch_attachment with a small page budget', () => {
     expect(first.text.split('\n')[0]).toMatch(
       /^Text file long\.txt \(text\/plain, [\d.]+ KiB\), characters 1–\d+; more remains: call again with cursor "[\w-]+"\.$/,
     );
-    let got = first.structured.text ?? '';
+    let got = first.structured.content ?? '';
     let cursor = first.structured.next_cursor;
     let pages = 1;
     while (cursor !== null) {
       const page = await ok(h, { path: url, cursor });
       expect(page.structured.offset).toBe(got.length);
-      got += page.structured.text ?? '';
+      got += page.structured.content ?? '';
       cursor = page.structured.next_cursor;
       pages++;
     }

@@ -29,7 +29,7 @@ afterAll(async () => {
 });
 
 it('lists every read tool once, read-only and honestly annotated', () => {
-  const tools = readTools(h.services);
+  const tools = readTools;
   expect(tools.map((t) => t.name)).toEqual(NAMES);
   for (const tool of tools) {
     expect(tool.name).toMatch(/^[a-z]+(_[a-z]+)*$/);
@@ -48,7 +48,7 @@ it('lists every read tool once, read-only and honestly annotated', () => {
 });
 
 it('describes every input field and converts both schemas to JSON Schema', () => {
-  for (const tool of readTools(h.services)) {
+  for (const tool of readTools) {
     for (const [field, schema] of Object.entries(tool.inputSchema.shape as Record<string, z.ZodType>)) {
       expect(schema.description, `${tool.name}.${field}`).toBeTruthy();
     }

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeCursor } from '../src/page.js';
 import type { ToolFailure } from '../src/tool.js';
+import { checkedOk, expiredSignal } from './call.js';
 import { type Harness, startHarness } from './harness.js';
 
 // "Now" is 2026-09-14 11:42:52 in Helsinki (UTC+3).
@@ -21,9 +22,8 @@ interface History {
 async function ok(h: Harness, args: Record<string, unknown>): Promise<{ text: string; out: History }> {
   const r = await h.call('get_channel_history', args);
   if (r.isError) throw new Error(`get_channel_history failed: ${r.text}`);
-  const schema = h.tools.get('get_channel_history')?.outputSchema;
-  expect(schema?.parse(r.structured)).toEqual(r.structured);
-  return { text: r.text, out: r.structured as unknown as History };
+  const { structured } = checkedOk(h.tools, 'get_channel_history', r);
+  return { text: r.text, out: structured as unknown as History };
 }
 
 async function fail(h: Harness, args: Record<string, unknown>, signal?: AbortSignal): Promise<ToolFailure> {
@@ -143,7 +143,7 @@ describe('get_channel_history', () => {
   });
 
   it('fails with isError once the deadline has passed', async () => {
-    expect((await fail(h, { stream: 'general' }, AbortSignal.abort())).code).toBe('TOOLS_DEADLINE');
+    expect((await fail(h, { stream: 'general' }, expiredSignal())).code).toBe('TOOLS_DEADLINE');
   });
 });
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeCursor } from '../src/page.js';
 import type { ToolFailure } from '../src/tool.js';
+import { checkedOk, expiredSignal } from './call.js';
 import { type Harness, startHarness } from './harness.js';
 
 interface EmojiList {
@@ -14,9 +15,8 @@ interface EmojiList {
 async function ok(h: Harness, args: Record<string, unknown>): Promise<{ text: string; out: EmojiList }> {
   const r = await h.call('list_emojis', args);
   if (r.isError) throw new Error(`list_emojis failed: ${r.text}`);
-  const schema = h.tools.get('list_emojis')?.outputSchema;
-  expect(schema?.parse(r.structured)).toEqual(r.structured);
-  return { text: r.text, out: r.structured as unknown as EmojiList };
+  const { structured } = checkedOk(h.tools, 'list_emojis', r);
+  return { text: r.text, out: structured as unknown as EmojiList };
 }
 
 async function fail(h: Harness, args: Record<string, unknown>, signal?: AbortSignal): Promise<ToolFailure> {
@@ -71,7 +71,7 @@ describe('list_emojis', () => {
   });
 
   it('fails with isError once the deadline has passed', async () => {
-    expect((await fail(h, {}, AbortSignal.abort())).code).toBe('TOOLS_DEADLINE');
+    expect((await fail(h, {}, expiredSignal())).code).toBe('TOOLS_DEADLINE');
   });
 });
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeCursor } from '../src/page.js';
 import type { ToolFailure } from '../src/tool.js';
+import { checkedOk, expiredSignal } from './call.js';
 import { type Harness, startHarness } from './harness.js';
 
 interface Window {
@@ -18,9 +19,8 @@ interface Window {
 async function ok(h: Harness, args: Record<string, unknown>): Promise<{ text: string; win: Window }> {
   const r = await h.call('fetch_around', args);
   if (r.isError) throw new Error(`fetch_around failed: ${r.text}`);
-  const schema = h.tools.get('fetch_around')?.outputSchema;
-  expect(schema?.parse(r.structured)).toEqual(r.structured);
-  return { text: r.text, win: r.structured as unknown as Window };
+  const { structured } = checkedOk(h.tools, 'fetch_around', r);
+  return { text: r.text, win: structured as unknown as Window };
 }
 
 async function fail(h: Harness, args: Record<string, unknown>, signal?: AbortSignal): Promise<ToolFailure> {
@@ -149,7 +149,7 @@ describe('fetch_around', () => {
   });
 
   it('fails with isError once the deadline has passed', async () => {
-    expect((await fail(h, { message_id: topic[0] }, AbortSignal.abort())).code).toBe('TOOLS_DEADLINE');
+    expect((await fail(h, { message_id: topic[0] }, expiredSignal())).code).toBe('TOOLS_DEADLINE');
   });
 });
 

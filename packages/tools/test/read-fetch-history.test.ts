@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeCursor } from '../src/page.js';
 import type { ToolFailure } from '../src/tool.js';
+import { checkedOk, expiredSignal } from './call.js';
 import { type Harness, startHarness } from './harness.js';
 
 // 2026-09-14 08:42:52 UTC, 11:42:52 in Helsinki.
@@ -19,9 +20,8 @@ async function ok(h: Harness, args: Record<string, unknown>): Promise<{ text: st
   const r = await h.call('fetch_history', args);
   if (r.isError) throw new Error(`fetch_history failed: ${r.text}`);
   // The structured result is exactly what the output schema describes (the app rejects a mismatch).
-  const schema = h.tools.get('fetch_history')?.outputSchema;
-  expect(schema?.parse(r.structured)).toEqual(r.structured);
-  return { text: r.text, page: r.structured as unknown as Page };
+  const { structured } = checkedOk(h.tools, 'fetch_history', r);
+  return { text: r.text, page: structured as unknown as Page };
 }
 
 async function fail(h: Harness, args: Record<string, unknown>, signal?: AbortSignal): Promise<ToolFailure> {
@@ -226,7 +226,7 @@ describe('fetch_history', () => {
   });
 
   it('fails with isError once the deadline has passed', async () => {
-    const r = await fail(h, { stream: 'general' }, AbortSignal.abort());
+    const r = await fail(h, { stream: 'general' }, expiredSignal());
     expect(r.code).toBe('TOOLS_DEADLINE');
   });
 
@@ -240,7 +240,7 @@ describe('fetch_history', () => {
         { stream: 'general', topic: 'lunch' },
         { signal: controller.signal },
       );
-      controller.abort();
+      controller.abort(new DOMException('The deadline passed.', 'TimeoutError'));
       const r = await pending;
       expect(r.isError).toBe(true);
       expect((r as ToolFailure).code).toBe('TOOLS_DEADLINE');

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ToolFailure } from '../src/tool.js';
+import { checkedOk, expiredSignal } from './call.js';
 import { type Harness, startHarness } from './harness.js';
 
 const T = Date.UTC(2026, 8, 14, 8, 42, 52);
@@ -22,9 +23,8 @@ async function ok<T>(
 ): Promise<{ text: string; out: T }> {
   const r = await h.call(name, args);
   if (r.isError) throw new Error(`${name} failed: ${r.text}`);
-  const schema = h.tools.get(name)?.outputSchema;
-  expect(schema?.parse(r.structured)).toEqual(r.structured);
-  return { text: r.text, out: r.structured as unknown as T };
+  const { structured } = checkedOk(h.tools, name, r);
+  return { text: r.text, out: structured as unknown as T };
 }
 
 async function fail(h: Harness, name: string, args: Record<string, unknown>, signal?: AbortSignal) {
@@ -186,7 +186,7 @@ describe('get_message and get_message_link', () => {
 
   it('fails with isError once the deadline has passed', async () => {
     for (const name of ['get_message', 'get_message_link']) {
-      expect((await fail(h, name, { message_id: plain }, AbortSignal.abort())).code).toBe('TOOLS_DEADLINE');
+      expect((await fail(h, name, { message_id: plain }, expiredSignal())).code).toBe('TOOLS_DEADLINE');
     }
   });
 });

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeCursor } from '../src/page.js';
 import type { ToolFailure } from '../src/tool.js';
+import { checkedOk, expiredSignal } from './call.js';
 import { type Harness, startHarness } from './harness.js';
 
 interface Result {
@@ -17,9 +18,8 @@ interface Result {
 async function ok(h: Harness, args: Record<string, unknown>): Promise<{ text: string; out: Result }> {
   const r = await h.call('search_messages', args);
   if (r.isError) throw new Error(`search_messages failed: ${r.text}`);
-  const schema = h.tools.get('search_messages')?.outputSchema;
-  expect(schema?.parse(r.structured)).toEqual(r.structured);
-  return { text: r.text, out: r.structured as unknown as Result };
+  const { structured } = checkedOk(h.tools, 'search_messages', r);
+  return { text: r.text, out: structured as unknown as Result };
 }
 
 async function fail(h: Harness, args: Record<string, unknown>, signal?: AbortSignal): Promise<ToolFailure> {
@@ -152,7 +152,7 @@ describe('search_messages', () => {
   });
 
   it('fails with isError once the deadline has passed', async () => {
-    expect((await fail(h, { query: 'router' }, AbortSignal.abort())).code).toBe('TOOLS_DEADLINE');
+    expect((await fail(h, { query: 'router' }, expiredSignal())).code).toBe('TOOLS_DEADLINE');
   });
 });
 

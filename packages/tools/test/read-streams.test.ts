@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeCursor } from '../src/page.js';
 import type { ToolFailure } from '../src/tool.js';
+import { checkedOk, expiredSignal } from './call.js';
 import { type Harness, startHarness } from './harness.js';
 
 async function ok<T>(
@@ -10,9 +11,8 @@ async function ok<T>(
 ): Promise<{ text: string; out: T }> {
   const r = await h.call(name, args);
   if (r.isError) throw new Error(`${name} failed: ${r.text}`);
-  const schema = h.tools.get(name)?.outputSchema;
-  expect(schema?.parse(r.structured)).toEqual(r.structured);
-  return { text: r.text, out: r.structured as unknown as T };
+  const { structured } = checkedOk(h.tools, name, r);
+  return { text: r.text, out: structured as unknown as T };
 }
 
 async function fail(h: Harness, name: string, args: Record<string, unknown>, signal?: AbortSignal) {
@@ -149,7 +149,7 @@ describe('list_streams', () => {
   });
 
   it('fails with isError once the deadline has passed', async () => {
-    expect((await fail(h, 'list_streams', {}, AbortSignal.abort())).code).toBe('TOOLS_DEADLINE');
+    expect((await fail(h, 'list_streams', {}, expiredSignal())).code).toBe('TOOLS_DEADLINE');
   });
 });
 
@@ -221,7 +221,7 @@ describe('get_stream_topics', () => {
   });
 
   it('fails with isError once the deadline has passed', async () => {
-    expect((await fail(h, 'get_stream_topics', { stream: 'general' }, AbortSignal.abort())).code).toBe(
+    expect((await fail(h, 'get_stream_topics', { stream: 'general' }, expiredSignal())).code).toBe(
       'TOOLS_DEADLINE',
     );
   });
@@ -308,7 +308,7 @@ describe('list_stream_members', () => {
   });
 
   it('fails with isError once the deadline has passed', async () => {
-    expect((await fail(h, 'list_stream_members', { stream: 'general' }, AbortSignal.abort())).code).toBe(
+    expect((await fail(h, 'list_stream_members', { stream: 'general' }, expiredSignal())).code).toBe(
       'TOOLS_DEADLINE',
     );
   });

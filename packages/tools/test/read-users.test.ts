@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeCursor } from '../src/page.js';
 import type { ToolFailure } from '../src/tool.js';
+import { checkedOk, expiredSignal } from './call.js';
 import { type Harness, startHarness } from './harness.js';
 
 // 2026-09-14 08:42:52 UTC.
@@ -13,9 +14,8 @@ async function ok<T>(
 ): Promise<{ text: string; out: T }> {
   const r = await h.call(name, args);
   if (r.isError) throw new Error(`${name} failed: ${r.text}`);
-  const schema = h.tools.get(name)?.outputSchema;
-  expect(schema?.parse(r.structured)).toEqual(r.structured);
-  return { text: r.text, out: r.structured as unknown as T };
+  const { structured } = checkedOk(h.tools, name, r);
+  return { text: r.text, out: structured as unknown as T };
 }
 
 async function fail(h: Harness, name: string, args: Record<string, unknown>, signal?: AbortSignal) {
@@ -173,7 +173,7 @@ describe('users', () => {
     });
 
     it('fails with isError once the deadline has passed', async () => {
-      expect((await fail(h, 'list_users', {}, AbortSignal.abort())).code).toBe('TOOLS_DEADLINE');
+      expect((await fail(h, 'list_users', {}, expiredSignal())).code).toBe('TOOLS_DEADLINE');
     });
   });
 
@@ -216,7 +216,7 @@ describe('users', () => {
     });
 
     it('fails with isError once the deadline has passed', async () => {
-      expect((await fail(h, 'find_user', { query: 'bo' }, AbortSignal.abort())).code).toBe('TOOLS_DEADLINE');
+      expect((await fail(h, 'find_user', { query: 'bo' }, expiredSignal())).code).toBe('TOOLS_DEADLINE');
     });
   });
 
@@ -278,7 +278,7 @@ describe('users', () => {
     });
 
     it('fails with isError once the deadline has passed', async () => {
-      expect((await fail(h, 'get_user_profile', {}, AbortSignal.abort())).code).toBe('TOOLS_DEADLINE');
+      expect((await fail(h, 'get_user_profile', {}, expiredSignal())).code).toBe('TOOLS_DEADLINE');
     });
   });
 });

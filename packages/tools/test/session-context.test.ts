@@ -238,7 +238,7 @@ describe('sessionCatalog', () => {
   it('lists the four tools and the prompt, and refuses a session of other services', () => {
     const session = createAgentSession(h.services);
     const catalog = sessionCatalog(h.services, session);
-    expect(catalog.tools.map((t) => [t.name, t.write, t.annotations.readOnlyHint])).toEqual([
+    expect(catalog.tools.map(({ definition: t }) => [t.name, t.write, t.annotations.readOnlyHint])).toEqual([
       ['set_context', false, true],
       ['reply', true, false],
       ['listen', true, false],

@@ -2,7 +2,7 @@ import { rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { SimRequestRecord } from '@zmcp/zulip-sim';
 import { expect } from 'vitest';
-import { runTool } from '../src/run.js';
+import type { ToolCallOutcome } from '../src/host.js';
 import type { ToolServices } from '../src/services.js';
 import {
   type AgentSession,
@@ -10,17 +10,18 @@ import {
   createAgentSession,
 } from '../src/session/agent-session.js';
 import { sessionCatalog } from '../src/session/index.js';
-import type { PromptDefinition, ToolDefinition, ToolFailure, ToolResult } from '../src/tool.js';
+import type { AnyToolDefinition, PromptDefinition, ToolFailure } from '../src/tool.js';
+import { callThrough, checkedOk, testHost } from './call.js';
 import type { Harness } from './harness.js';
 
 // Helpers shared by the session-tool tests.
 
-type Result = ToolResult<Record<string, unknown>>;
+type Result = ToolCallOutcome;
 
 /** One agent session over a harness, with its tools. */
 export interface SessionRig {
   session: AgentSession;
-  tools: Map<string, ToolDefinition>;
+  tools: Map<string, AnyToolDefinition>;
   prompts: PromptDefinition[];
   call(
     name: string,
@@ -43,18 +44,13 @@ export function sessionRig(
   const session = createAgentSession(services, options);
   open.push(session);
   const catalog = sessionCatalog(services, session);
-  const tools = new Map(catalog.tools.map((t) => [t.name, t]));
+  const { host, tools } = testHost(catalog.tools, 60_000);
   return {
     session,
     tools,
     prompts: catalog.prompts,
-    async call(name, args, callOptions = {}) {
-      const tool = tools.get(name);
-      if (tool === undefined) throw new Error(`no session tool named ${name}`);
-      return (await runTool(tool, args, {
-        signal: callOptions.signal ?? AbortSignal.timeout(15_000),
-        progress: callOptions.progress ?? (() => {}),
-      })) as Result;
+    call(name, args, callOptions = {}) {
+      return callThrough(host, name, args, callOptions);
     },
   };
 }
@@ -70,12 +66,7 @@ export function ok(
   name: string,
   result: Result,
 ): { text: string; structured: Record<string, unknown> } {
-  if (result.isError === true) throw new Error(`${name} failed: ${result.code}: ${result.text}`);
-  const tool = rig.tools.get(name) as ToolDefinition;
-  const parsed = tool.outputSchema.safeParse(result.structured);
-  expect(parsed.success, parsed.success ? '' : parsed.error.message).toBe(true);
-  expect(parsed.data).toEqual(result.structured);
-  return { text: result.text, structured: result.structured };
+  return checkedOk(rig.tools, name, result);
 }
 
 /** Asserts a failure with `code`. */

@@ -21,7 +21,7 @@ const DESTRUCTIVE = new Set([
 const NOT_IDEMPOTENT = new Set(['send_message', 'send_dm', 'upload_file']);
 
 it('lists every write tool once, with honest annotations', () => {
-  const tools = writeTools(h.services);
+  const tools = writeTools;
   expect(tools.map((t) => t.name)).toEqual([
     'send_message',
     'send_dm',
@@ -50,7 +50,7 @@ it('lists every write tool once, with honest annotations', () => {
 });
 
 it('describes every input field', () => {
-  for (const tool of writeTools(h.services)) {
+  for (const tool of writeTools) {
     for (const [field, schema] of Object.entries(tool.inputSchema.shape as Record<string, z.ZodType>)) {
       expect(schema.description, `${tool.name}.${field}`).toBeTruthy();
     }

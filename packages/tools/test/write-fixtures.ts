@@ -1,7 +1,8 @@
 import { expect } from 'vitest';
-import { runTool } from '../src/run.js';
+import type { ToolCallOutcome } from '../src/host.js';
 import type { ToolServices } from '../src/services.js';
-import type { ToolDefinition, ToolFailure, ToolResult } from '../src/tool.js';
+import { bindTool, type ToolDefinition, type ToolFailure } from '../src/tool.js';
+import { callThrough, checkedOk, testHost } from './call.js';
 import type { Harness } from './harness.js';
 
 // Helpers shared by the write-tool tests.
@@ -13,33 +14,27 @@ import type { Harness } from './harness.js';
 export function expectOk(
   h: Harness,
   name: string,
-  result: ToolResult<Record<string, unknown>>,
+  result: ToolCallOutcome,
 ): { text: string; structured: Record<string, unknown> } {
-  if (result.isError === true) throw new Error(`${name} failed: ${result.code}: ${result.text}`);
-  const tool = h.tools.get(name) as ToolDefinition;
-  const parsed = tool.outputSchema.safeParse(result.structured);
-  expect(parsed.success, parsed.success ? '' : parsed.error.message).toBe(true);
-  expect(parsed.data).toEqual(result.structured);
-  return { text: result.text, structured: result.structured };
+  return checkedOk(h.tools, name, result);
 }
 
 /** Asserts a tool call failed with `code` and returns the failure. */
-export function expectFail(result: ToolResult<Record<string, unknown>>, code: string): ToolFailure {
+export function expectFail(result: ToolCallOutcome, code: string): ToolFailure {
   if (result.isError !== true) throw new Error(`expected ${code}, got success: ${result.text}`);
   expect(result.code, result.text).toBe(code);
   return result;
 }
 
 /** Calls a tool built from different services (another Markdown setting, a smaller limit...). */
-export async function callWith<T extends ToolDefinition>(
-  factory: (services: ToolServices) => T,
+export async function callWith(
+  // biome-ignore lint/suspicious/noExplicitAny: any tool of the realm catalog.
+  definition: ToolDefinition<any, any, ToolServices>,
   services: ToolServices,
   args: unknown,
-): Promise<ToolResult<Record<string, unknown>>> {
-  return (await runTool(factory(services), args, {
-    signal: AbortSignal.timeout(15_000),
-    progress: () => {},
-  })) as ToolResult<Record<string, unknown>>;
+): Promise<ToolCallOutcome> {
+  const { host } = testHost([bindTool(definition, services)]);
+  return callThrough(host, definition.name, args);
 }
 
 /** Requests that could have changed the realm (anything but a GET). */

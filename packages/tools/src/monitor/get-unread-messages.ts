@@ -1,11 +1,10 @@
 import { type CallOptions, isNoBotsMessage, type Message, ZmcpError } from '@zmcp/core';
 import { isDeliveryError } from '@zmcp/delivery';
 import { z } from 'zod';
-import { ToolInputError } from '../errors.js';
+import { ToolError } from '../errors.js';
 import { MessageOutputSchema, toMessageOutput } from '../output.js';
 import { decodeCursor, encodeCursor, fitToBudget } from '../page.js';
-import { defineTool } from '../run.js';
-import type { ToolDefinition } from '../tool.js';
+import { defineTool } from '../tool.js';
 import {
   describeFailure,
   isShownUnread,
@@ -98,207 +97,202 @@ interface Item {
 }
 
 /** `get_unread_messages`: what is new in the monitored streams since this session's cursors. */
-export function getUnreadMessagesTool(
-  context: MonitorContext,
-): ToolDefinition<typeof inputSchema, typeof outputSchema> {
-  const { services, monitor, changes } = context;
-  return defineTool({
-    name: TOOL,
-    title: 'Get unread messages',
-    description:
-      'Read what is new in the monitored streams (start_monitoring): messages newer than each stream’s read cursor, oldest first, as message lines. ' +
-      '"Unread" is this session’s own notion: new since monitoring began (or since the cursor was last moved), not Zulip’s unread flag; the bot’s own messages and /nobots messages are skipped. ' +
-      `By default each stream’s cursor moves past what was returned, so the next call gives only newer messages; advance: false peeks without moving them. At most limit messages (default ${DEFAULT_LIMIT}) and one page budget per call: ` +
-      'when more remain, call again (or, when peeking, pass next_cursor as cursor). mark_read_in_zulip: true also sets Zulip’s read flag on exactly the returned messages (refused in read-only mode).',
-    inputSchema,
-    outputSchema,
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
-    write: false,
-    async handler(input, { signal }) {
-      const call: CallOptions = { signal };
-      const advance = input.advance ?? true;
-      const limit = input.limit ?? DEFAULT_LIMIT;
-      const markRead = input.mark_read_in_zulip === true;
-      if (markRead && services.policy.readOnly) {
-        throw new ZmcpError(
-          'CORE_READ_ONLY',
-          'mark_read_in_zulip sets Zulip’s read flag, a write that read-only mode refuses; nothing was read or moved. Call again without mark_read_in_zulip: unread messages and cursors work in read-only mode.',
-          { details: { reason: 'read-only', field: 'mark_read_in_zulip' } },
+export const getUnreadMessagesTool = defineTool({
+  name: TOOL,
+  title: 'Get unread messages',
+  description:
+    'Read what is new in the monitored streams (start_monitoring): messages newer than each stream’s read cursor, oldest first, as message lines. ' +
+    '"Unread" is this session’s own notion: new since monitoring began (or since the cursor was last moved), not Zulip’s unread flag; the bot’s own messages and /nobots messages are skipped. ' +
+    `By default each stream’s cursor moves past what was returned, so the next call gives only newer messages; advance: false peeks without moving them. At most limit messages (default ${DEFAULT_LIMIT}) and one page budget per call: ` +
+    'when more remain, call again (or, when peeking, pass next_cursor as cursor). mark_read_in_zulip: true also sets Zulip’s read flag on exactly the returned messages (refused in read-only mode).',
+  inputSchema,
+  outputSchema,
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+  write: false,
+  toolset: 'monitor',
+  async handler(context: MonitorContext, input, { signal }) {
+    const { services, monitor, changes } = context;
+    const call: CallOptions = { signal };
+    const advance = input.advance ?? true;
+    const limit = input.limit ?? DEFAULT_LIMIT;
+    const markRead = input.mark_read_in_zulip === true;
+    if (markRead && services.policy.readOnly) {
+      throw new ZmcpError(
+        'CORE_READ_ONLY',
+        'mark_read_in_zulip sets Zulip’s read flag, a write that read-only mode refuses; nothing was read or moved. Call again without mark_read_in_zulip: unread messages and cursors work in read-only mode.',
+        { details: { reason: 'read-only', field: 'mark_read_in_zulip' } },
+      );
+    }
+    const query = {
+      streams:
+        input.streams === undefined ? null : [...new Set(input.streams.map((s) => s.toLowerCase()))].sort(),
+    };
+    let after = 0;
+    if (input.cursor !== undefined) {
+      const position = decodeCursor(TOOL, query, input.cursor);
+      if (position.kind !== 'after') {
+        throw new ToolError(
+          'TOOLS_INVALID_CURSOR',
+          `Invalid cursor: it does not continue this read. Pass back next_cursor exactly as ${TOOL} returned it, or omit it.`,
         );
       }
-      const query = {
-        streams:
-          input.streams === undefined ? null : [...new Set(input.streams.map((s) => s.toLowerCase()))].sort(),
-      };
-      let after = 0;
-      if (input.cursor !== undefined) {
-        const position = decodeCursor(TOOL, query, input.cursor);
-        if (position.kind !== 'after') {
-          throw new ToolInputError(
-            'TOOLS_INVALID_CURSOR',
-            `Invalid cursor: it does not continue this read. Pass back next_cursor exactly as ${TOOL} returned it, or omit it.`,
+      after = position.id;
+    }
+
+    const lookup = await services.directory.streamLookup(call);
+    const all = resolveMonitored(await monitor.list(), lookup);
+    let selected = all;
+    if (input.streams !== undefined) {
+      selected = [];
+      for (const name of input.streams) {
+        const folded = name.toLowerCase();
+        const id = lookup(name)?.stream_id;
+        const hit = all.find(
+          (s) =>
+            s.name.toLowerCase() === folded ||
+            s.entry.name.toLowerCase() === folded ||
+            (id !== undefined && s.streamId === id),
+        );
+        if (hit === undefined) {
+          throw new ToolError(
+            'TOOLS_NOT_FOUND',
+            `Stream ${JSON.stringify(name)} is not monitored: call start_monitoring for it first, or leave it out of streams (get_monitored_channels lists the monitored ones).`,
+            { field: 'streams', stream: name },
           );
         }
-        after = position.id;
+        if (!selected.includes(hit)) selected.push(hit);
       }
-
-      const lookup = await services.directory.streamLookup(call);
-      const all = resolveMonitored(await monitor.list(), lookup);
-      let selected = all;
-      if (input.streams !== undefined) {
-        selected = [];
-        for (const name of input.streams) {
-          const folded = name.toLowerCase();
-          const id = lookup(name)?.stream_id;
-          const hit = all.find(
-            (s) =>
-              s.name.toLowerCase() === folded ||
-              s.entry.name.toLowerCase() === folded ||
-              (id !== undefined && s.streamId === id),
-          );
-          if (hit === undefined) {
-            throw new ToolInputError(
-              'TOOLS_NOT_FOUND',
-              `Stream ${JSON.stringify(name)} is not monitored: call start_monitoring for it first, or leave it out of streams (get_monitored_channels lists the monitored ones).`,
-              { field: 'streams', stream: name },
-            );
-          }
-          if (!selected.includes(hit)) selected.push(hit);
-        }
-      }
-      if (selected.length === 0) {
-        return {
-          text: 'No streams are monitored, so nothing is unread; call start_monitoring to begin.',
-          structured: {
-            messages: [],
-            streams: [],
-            hidden: 0,
-            advanced: false,
-            marked_read: markRead ? 0 : null,
-            next_cursor: null,
-          },
-        };
-      }
-
-      // One read per stream, from its cursor (or the page position, if further).
-      const reads = await mapInBatches(selected, async (s) => {
-        try {
-          return await readStreamUnread(services, s, Math.max(s.cursor ?? 0, after), limit, lookup, call);
-        } catch (err) {
-          if (!isStreamFailure(err)) throw err;
-          return describeFailure(err);
-        }
-      });
-
-      // A stream with more to fetch bounds what can be shown in id order: beyond its last fetched
-      // message it may hold older ids than the other streams' next ones.
-      let horizon = Number.POSITIVE_INFINITY;
-      let maxFetched = 0;
-      const items: Item[] = [];
-      reads.forEach((read, index) => {
-        if (typeof read === 'string') return;
-        const last = read.fetched.at(-1)?.id;
-        if (last !== undefined) maxFetched = Math.max(maxFetched, last);
-        if (read.hasMore && last !== undefined) horizon = Math.min(horizon, last);
-        for (const message of read.fetched) {
-          items.push({ message, stream: index, shown: isShownUnread(services, message) });
-        }
-      });
-      const inReach = items
-        .filter((i) => i.message.id <= horizon)
-        .sort((a, b) => a.message.id - b.message.id);
-      const candidates = inReach.filter((i) => i.shown);
-      const capped = candidates.slice(0, limit);
-      const page = fitToBudget(
-        capped.map((i) => services.line(i.message)),
-        itemBudget(services),
-      );
-      const shown = capped.slice(0, page.shown);
-      const cutShort = shown.length < candidates.length;
-      // Everything up to stopId has been returned or skipped, in every stream read.
-      const stopId =
-        items.length === 0
-          ? undefined
-          : cutShort
-            ? (shown.at(-1) as Item).message.id
-            : Number.isFinite(horizon)
-              ? horizon
-              : maxFetched;
-      const consumed = (i: Item) => stopId !== undefined && i.message.id <= stopId;
-
-      let markedRead: number | null = null;
-      if (markRead) {
-        const ids = shown.map((i) => i.message.id);
-        if (ids.length > 0) {
-          await services.client.updateMessageFlags({ messages: ids, op: 'add', flag: 'read' }, call);
-        }
-        markedRead = ids.length;
-      }
-
-      const rows: StreamRow[] = [];
-      const moved: string[] = [];
-      for (const [index, s] of selected.entries()) {
-        const read = reads[index] as StreamUnreadRead | string;
-        if (typeof read === 'string') {
-          rows.push(row(s, 0, s.cursor, false, read));
-          continue;
-        }
-        const mine = items.filter((i) => i.stream === index);
-        const lastConsumed = mine.filter(consumed).at(-1)?.message.id;
-        let cursor = s.cursor;
-        if (advance && lastConsumed !== undefined && lastConsumed > (cursor ?? 0)) {
-          try {
-            cursor = (await monitor.advance(s.entry, lastConsumed)).lastReadId;
-            moved.push(s.entry.name);
-          } catch (err) {
-            // Stopped meanwhile by another call: nothing to move.
-            if (!isDeliveryError(err, 'DELIVERY_NOT_MONITORED')) throw err;
-          }
-        }
-        const returned = shown.filter((i) => i.stream === index).length;
-        const more = read.hasMore || mine.some((i) => !consumed(i) && i.shown);
-        rows.push(row(s, returned, cursor, more, null));
-      }
-      if (moved.length > 0) changes.cursorsMoved(moved);
-
-      const hidden = items.filter((i) => consumed(i) && isNoBotsMessage(i.message)).length;
-      const more = rows.some((r) => r.more);
-      const nextCursor =
-        more && stopId !== undefined ? encodeCursor(TOOL, query, { kind: 'after', id: stopId }) : null;
-      const streamsWith = rows.filter((r) => r.returned > 0).length;
-      const parts = [
-        shown.length === 0
-          ? `No unread messages in ${plural(selected.length, 'monitored stream')}`
-          : `${plural(shown.length, 'unread message')} from ${streamsWith} of ${plural(selected.length, 'monitored stream')}, oldest first`,
-      ];
-      if (hidden > 0) parts.push(`${hidden} hidden (/nobots)`);
-      let head = `${parts.join('; ')}.`;
-      if (shown.length > 0) head += advance ? ' Cursors moved past them.' : ' Cursors not moved (peek).';
-      if (markedRead !== null && markedRead > 0)
-        head += ` Marked ${plural(markedRead, 'message')} read in Zulip.`;
-      head += more
-        ? advance
-          ? ' More unread remain: call get_unread_messages again.'
-          : ' More unread remain: pass next_cursor as cursor.'
-        : ' Nothing more is unread.';
-      const errors = rows
-        .filter((r) => r.error !== null)
-        .map((r) => `${streamLabel(r.stream)}: could not be read (${r.error})`);
-      const body = [page.text, ...errors].filter((t) => t !== '').join('\n');
+    }
+    if (selected.length === 0) {
       return {
-        text: body === '' ? head : `${head}\n${body}`,
-        structured: {
-          messages: shown.map((i) => toMessageOutput(i.message)),
-          streams: rows,
-          hidden,
-          advanced: moved.length > 0,
-          marked_read: markedRead,
-          next_cursor: nextCursor,
+        text: 'No streams are monitored, so nothing is unread; call start_monitoring to begin.',
+        data: {
+          messages: [],
+          streams: [],
+          hidden: 0,
+          advanced: false,
+          marked_read: markRead ? 0 : null,
+          next_cursor: null,
         },
       };
-    },
-  });
-}
+    }
+
+    // One read per stream, from its cursor (or the page position, if further).
+    const reads = await mapInBatches(selected, async (s) => {
+      try {
+        return await readStreamUnread(services, s, Math.max(s.cursor ?? 0, after), limit, lookup, call);
+      } catch (err) {
+        if (!isStreamFailure(err)) throw err;
+        return describeFailure(err);
+      }
+    });
+
+    // A stream with more to fetch bounds what can be shown in id order: beyond its last fetched
+    // message it may hold older ids than the other streams' next ones.
+    let horizon = Number.POSITIVE_INFINITY;
+    let maxFetched = 0;
+    const items: Item[] = [];
+    reads.forEach((read, index) => {
+      if (typeof read === 'string') return;
+      const last = read.fetched.at(-1)?.id;
+      if (last !== undefined) maxFetched = Math.max(maxFetched, last);
+      if (read.hasMore && last !== undefined) horizon = Math.min(horizon, last);
+      for (const message of read.fetched) {
+        items.push({ message, stream: index, shown: isShownUnread(services, message) });
+      }
+    });
+    const inReach = items.filter((i) => i.message.id <= horizon).sort((a, b) => a.message.id - b.message.id);
+    const candidates = inReach.filter((i) => i.shown);
+    const capped = candidates.slice(0, limit);
+    const page = fitToBudget(
+      capped.map((i) => services.line(i.message)),
+      itemBudget(services),
+    );
+    const shown = capped.slice(0, page.shown);
+    const cutShort = shown.length < candidates.length;
+    // Everything up to stopId has been returned or skipped, in every stream read.
+    const stopId =
+      items.length === 0
+        ? undefined
+        : cutShort
+          ? (shown.at(-1) as Item).message.id
+          : Number.isFinite(horizon)
+            ? horizon
+            : maxFetched;
+    const consumed = (i: Item) => stopId !== undefined && i.message.id <= stopId;
+
+    let markedRead: number | null = null;
+    if (markRead) {
+      const ids = shown.map((i) => i.message.id);
+      if (ids.length > 0) {
+        await services.client.updateMessageFlags({ messages: ids, op: 'add', flag: 'read' }, call);
+      }
+      markedRead = ids.length;
+    }
+
+    const rows: StreamRow[] = [];
+    const moved: string[] = [];
+    for (const [index, s] of selected.entries()) {
+      const read = reads[index] as StreamUnreadRead | string;
+      if (typeof read === 'string') {
+        rows.push(row(s, 0, s.cursor, false, read));
+        continue;
+      }
+      const mine = items.filter((i) => i.stream === index);
+      const lastConsumed = mine.filter(consumed).at(-1)?.message.id;
+      let cursor = s.cursor;
+      if (advance && lastConsumed !== undefined && lastConsumed > (cursor ?? 0)) {
+        try {
+          cursor = (await monitor.advance(s.entry, lastConsumed)).lastReadId;
+          moved.push(s.entry.name);
+        } catch (err) {
+          // Stopped meanwhile by another call: nothing to move.
+          if (!isDeliveryError(err, 'DELIVERY_NOT_MONITORED')) throw err;
+        }
+      }
+      const returned = shown.filter((i) => i.stream === index).length;
+      const more = read.hasMore || mine.some((i) => !consumed(i) && i.shown);
+      rows.push(row(s, returned, cursor, more, null));
+    }
+    if (moved.length > 0) changes.cursorsMoved(moved);
+
+    const hidden = items.filter((i) => consumed(i) && isNoBotsMessage(i.message)).length;
+    const more = rows.some((r) => r.more);
+    const nextCursor =
+      more && stopId !== undefined ? encodeCursor(TOOL, query, { kind: 'after', id: stopId }) : null;
+    const streamsWith = rows.filter((r) => r.returned > 0).length;
+    const parts = [
+      shown.length === 0
+        ? `No unread messages in ${plural(selected.length, 'monitored stream')}`
+        : `${plural(shown.length, 'unread message')} from ${streamsWith} of ${plural(selected.length, 'monitored stream')}, oldest first`,
+    ];
+    if (hidden > 0) parts.push(`${hidden} hidden (/nobots)`);
+    let head = `${parts.join('; ')}.`;
+    if (shown.length > 0) head += advance ? ' Cursors moved past them.' : ' Cursors not moved (peek).';
+    if (markedRead !== null && markedRead > 0)
+      head += ` Marked ${plural(markedRead, 'message')} read in Zulip.`;
+    head += more
+      ? advance
+        ? ' More unread remain: call get_unread_messages again.'
+        : ' More unread remain: pass next_cursor as cursor.'
+      : ' Nothing more is unread.';
+    const errors = rows
+      .filter((r) => r.error !== null)
+      .map((r) => `${streamLabel(r.stream)}: could not be read (${r.error})`);
+    const body = [page.text, ...errors].filter((t) => t !== '').join('\n');
+    return {
+      text: body === '' ? head : `${head}\n${body}`,
+      data: {
+        messages: shown.map((i) => toMessageOutput(i.message)),
+        streams: rows,
+        hidden,
+        advanced: moved.length > 0,
+        marked_read: markedRead,
+        next_cursor: nextCursor,
+      },
+    };
+  },
+});
 
 function row(
   s: ResolvedMonitored,

@@ -1,6 +1,13 @@
 import type { MonitorStore, MonitorWatcher } from '@zmcp/delivery';
+import type { z } from 'zod';
 import type { ToolServices } from '../services.js';
-import type { ResourceDefinition, ResourceTemplateDefinition, ToolDefinition } from '../tool.js';
+import {
+  type BoundTool,
+  bindTools,
+  type ResourceDefinition,
+  type ResourceTemplateDefinition,
+  type ToolDefinition,
+} from '../tool.js';
 import { MonitorChanges } from './changes.js';
 import { getMonitoredChannelsTool } from './get-monitored-channels.js';
 import { getUnreadMessagesTool } from './get-unread-messages.js';
@@ -11,8 +18,8 @@ import { stopMonitoringTool } from './stop-monitoring.js';
 
 /** The read state a plain MCP client keeps through this server: tools, resources, and their changes. */
 export interface MonitorCatalog {
-  /** `start_monitoring`, `stop_monitoring`, `get_monitored_channels`, `get_unread_messages`. */
-  tools: ToolDefinition[];
+  /** `start_monitoring`, `stop_monitoring`, `get_monitored_channels`, `get_unread_messages`, bound. */
+  tools: BoundTool[];
   /** `zulip://unread/summary` (text) and `zulip://monitoring/status` (JSON). */
   resources: ResourceDefinition[];
   /** `zulip://channel/{stream}/unread`, one per monitored stream. */
@@ -23,6 +30,14 @@ export interface MonitorCatalog {
    */
   changes: MonitorChanges;
 }
+
+/** The monitor tools' definitions, unbound. */
+export const monitorTools: readonly ToolDefinition<z.ZodObject, z.ZodObject, MonitorContext>[] = [
+  startMonitoringTool,
+  stopMonitoringTool,
+  getMonitoredChannelsTool,
+  getUnreadMessagesTool,
+];
 
 /**
  * Builds the plain-MCP monitor of one session over its `MonitorStore` (the per-session cursors):
@@ -38,12 +53,7 @@ export function monitorCatalog(
   const changes = new MonitorChanges(watcher);
   const context: MonitorContext = { services, monitor, watcher, changes };
   return {
-    tools: [
-      startMonitoringTool(context),
-      stopMonitoringTool(context),
-      getMonitoredChannelsTool(context),
-      getUnreadMessagesTool(context),
-    ],
+    tools: bindTools(monitorTools, context),
     resources: [unreadSummaryResource(context), monitoringStatusResource(context)],
     resourceTemplates: [channelUnreadTemplate(context)],
     changes,

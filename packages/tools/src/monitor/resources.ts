@@ -1,5 +1,5 @@
 import type { CallOptions } from '@zmcp/core';
-import { ToolInputError } from '../errors.js';
+import { ToolError } from '../errors.js';
 import { fitToBudget } from '../page.js';
 import type { ResourceContents, ResourceDefinition, ResourceTemplateDefinition } from '../tool.js';
 import {
@@ -113,7 +113,7 @@ export function channelUnreadTemplate(context: MonitorContext): ResourceTemplate
         (s) => s.entry.name.toLowerCase() === folded || s.name.toLowerCase() === folded,
       );
       if (stream === undefined) {
-        throw new ToolInputError(
+        throw new ToolError(
           'TOOLS_NOT_FOUND',
           `Stream ${JSON.stringify(wanted.slice(0, 200))} is not monitored; start_monitoring adds it.`,
           { stream: wanted.slice(0, 200) },

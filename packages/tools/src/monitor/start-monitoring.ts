@@ -1,9 +1,8 @@
 import { type CallOptions, readNarrow, type Stream, type StreamInfoLookup, ZmcpError } from '@zmcp/core';
 import { z } from 'zod';
-import { ToolInputError } from '../errors.js';
-import { defineTool } from '../run.js';
+import { ToolError } from '../errors.js';
 import type { ToolServices } from '../services.js';
-import type { ToolDefinition } from '../tool.js';
+import { defineTool } from '../tool.js';
 import { type MonitorContext, plural, StreamNameSchema, streamLabel } from './shared.js';
 
 /** Most streams one call starts. */
@@ -54,8 +53,8 @@ async function findStream(services: ToolServices, name: string, call: CallOption
   try {
     return await services.directory.stream(name, call);
   } catch (err) {
-    if (err instanceof ToolInputError && err.code === 'TOOLS_NOT_FOUND') {
-      throw new ToolInputError(
+    if (err instanceof ToolError && err.code === 'TOOLS_NOT_FOUND') {
+      throw new ToolError(
         'TOOLS_NOT_FOUND',
         `No stream ${JSON.stringify(name)} is visible to this bot: check the name with list_streams. A private stream is visible only once the bot has been invited to it. Nothing was started.`,
         { field: 'streams', stream: name },
@@ -81,125 +80,121 @@ async function newestId(
 }
 
 /** `start_monitoring`: adds streams to this session's monitor, with a read cursor each. */
-export function startMonitoringTool(
-  context: MonitorContext,
-): ToolDefinition<typeof inputSchema, typeof outputSchema> {
-  const { services, monitor, changes } = context;
-  return defineTool({
-    name: 'start_monitoring',
-    title: 'Start monitoring streams',
-    description:
-      'Start monitoring streams for this session, so get_unread_messages (and the zulip://unread/summary and zulip://channel/{stream}/unread resources) report what is new in them. ' +
-      'Each stream gets a read cursor that starts at the stream’s newest message at this moment: "unread" means new since monitoring began, not Zulip’s own unread flag. ' +
-      'Pass since_message_id to start (or reset) the cursors at an earlier message instead. A stream already monitored keeps its cursor otherwise. ' +
-      'Cursors belong to this session (ZULIP_SESSION_ID) and survive a restart. ' +
-      'Only streams this session may read: a private stream that is not allowed, or one the bot is not a member of, is refused, and an unknown name is refused; then nothing is started. ' +
-      'The bot is subscribed to a public stream it is not yet on, because Zulip sends live events only to subscribers (in read-only mode it cannot subscribe: the stream is still read on demand, without live notifications).',
-    inputSchema,
-    outputSchema,
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
-    write: false,
-    async handler(input, { signal }) {
-      const call: CallOptions = { signal };
-      // Everything is checked before anything changes.
-      const picked: Stream[] = [];
-      for (const name of input.streams) {
-        const stream = await findStream(services, name, call);
-        if (!picked.some((s) => s.stream_id === stream.stream_id)) picked.push(stream);
+export const startMonitoringTool = defineTool({
+  name: 'start_monitoring',
+  title: 'Start monitoring streams',
+  description:
+    'Start monitoring streams for this session, so get_unread_messages (and the zulip://unread/summary and zulip://channel/{stream}/unread resources) report what is new in them. ' +
+    'Each stream gets a read cursor that starts at the stream’s newest message at this moment: "unread" means new since monitoring began, not Zulip’s own unread flag. ' +
+    'Pass since_message_id to start (or reset) the cursors at an earlier message instead. A stream already monitored keeps its cursor otherwise. ' +
+    'Cursors belong to this session (ZULIP_SESSION_ID) and survive a restart. ' +
+    'Only streams this session may read: a private stream that is not allowed, or one the bot is not a member of, is refused, and an unknown name is refused; then nothing is started. ' +
+    'The bot is subscribed to a public stream it is not yet on, because Zulip sends live events only to subscribers (in read-only mode it cannot subscribe: the stream is still read on demand, without live notifications).',
+  inputSchema,
+  outputSchema,
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+  write: false,
+  toolset: 'monitor',
+  async handler(context: MonitorContext, input, { signal }) {
+    const { services, monitor, changes } = context;
+    const call: CallOptions = { signal };
+    // Everything is checked before anything changes.
+    const picked: Stream[] = [];
+    for (const name of input.streams) {
+      const stream = await findStream(services, name, call);
+      if (!picked.some((s) => s.stream_id === stream.stream_id)) picked.push(stream);
+    }
+    const [lookup, subscriptions] = await Promise.all([
+      services.directory.streamLookup(call),
+      services.directory.subscriptions(call),
+    ]);
+    const subscribed = new Set(subscriptions.map((s) => s.stream_id));
+    for (const stream of picked) {
+      services.policy.checkNarrowScope([{ operator: 'channel', operand: stream.stream_id }], lookup);
+      if (stream.invite_only && !subscribed.has(stream.stream_id)) {
+        throw new ZmcpError(
+          'CORE_ACCESS_DENIED',
+          `The bot is not a member of private stream ${JSON.stringify(stream.name)}, so it cannot read it: invite the bot to the stream first. Nothing was started.`,
+          { details: { stream: stream.name, reason: 'not-a-member' } },
+        );
       }
-      const [lookup, subscriptions] = await Promise.all([
-        services.directory.streamLookup(call),
-        services.directory.subscriptions(call),
-      ]);
-      const subscribed = new Set(subscriptions.map((s) => s.stream_id));
-      for (const stream of picked) {
-        services.policy.checkNarrowScope([{ operator: 'channel', operand: stream.stream_id }], lookup);
-        if (stream.invite_only && !subscribed.has(stream.stream_id)) {
-          throw new ZmcpError(
-            'CORE_ACCESS_DENIED',
-            `The bot is not a member of private stream ${JSON.stringify(stream.name)}, so it cannot read it: invite the bot to the stream first. Nothing was started.`,
-            { details: { stream: stream.name, reason: 'not-a-member' } },
-          );
-        }
+    }
+
+    const before = await monitor.list();
+    const monitoredIds = new Map<number, number | undefined>();
+    for (const m of before) if (m.streamId !== undefined) monitoredIds.set(m.streamId, m.lastReadId);
+    const isMonitored = (s: Stream) =>
+      monitoredIds.has(s.stream_id) || before.some((m) => m.name.toLowerCase() === s.name.toLowerCase());
+
+    const results: Entry[] = [];
+    for (const stream of picked) {
+      const ref = { name: stream.name, streamId: stream.stream_id };
+      const already = isMonitored(stream);
+      if (already && input.since_message_id === undefined) {
+        const [kept] = (await monitor.start([ref])).filter((m) => m.streamId === stream.stream_id);
+        results.push(entry(stream, 'already_monitored', kept?.lastReadId));
+        continue;
       }
+      const cursor = input.since_message_id ?? (await newestId(services, stream, lookup, call));
+      // A reset starts over: the cursor never moves backwards otherwise.
+      if (already) await monitor.stop([ref]);
+      await monitor.start([ref]);
+      if (cursor !== undefined && cursor > 0) await monitor.advance(ref, cursor);
+      results.push(entry(stream, already ? 'restarted' : 'started', cursor === 0 ? undefined : cursor));
+    }
 
-      const before = await monitor.list();
-      const monitoredIds = new Map<number, number | undefined>();
-      for (const m of before) if (m.streamId !== undefined) monitoredIds.set(m.streamId, m.lastReadId);
-      const isMonitored = (s: Stream) =>
-        monitoredIds.has(s.stream_id) || before.some((m) => m.name.toLowerCase() === s.name.toLowerCase());
-
-      const results: Entry[] = [];
-      for (const stream of picked) {
-        const ref = { name: stream.name, streamId: stream.stream_id };
-        const already = isMonitored(stream);
-        if (already && input.since_message_id === undefined) {
-          const [kept] = (await monitor.start([ref])).filter((m) => m.streamId === stream.stream_id);
-          results.push(entry(stream, 'already_monitored', kept?.lastReadId));
-          continue;
-        }
-        const cursor = input.since_message_id ?? (await newestId(services, stream, lookup, call));
-        // A reset starts over: the cursor never moves backwards otherwise.
-        if (already) await monitor.stop([ref]);
-        await monitor.start([ref]);
-        if (cursor !== undefined && cursor > 0) await monitor.advance(ref, cursor);
-        results.push(entry(stream, already ? 'restarted' : 'started', cursor === 0 ? undefined : cursor));
+    // Zulip sends stream events only to subscribers: join public streams the bot is not on.
+    const toJoin = results.filter((r) => !subscribed.has(r.stream_id));
+    for (const r of results) r.subscribed = subscribed.has(r.stream_id);
+    if (toJoin.length > 0 && services.policy.readOnly) {
+      for (const r of toJoin) {
+        r.note =
+          'read-only mode: the bot cannot subscribe, so no live updates come from this stream; get_unread_messages still reads it';
       }
-
-      // Zulip sends stream events only to subscribers: join public streams the bot is not on.
-      const toJoin = results.filter((r) => !subscribed.has(r.stream_id));
-      for (const r of results) r.subscribed = subscribed.has(r.stream_id);
-      if (toJoin.length > 0 && services.policy.readOnly) {
+    } else if (toJoin.length > 0) {
+      try {
+        const res = await services.client.subscribe(
+          { subscriptions: toJoin.map((r) => ({ name: r.stream })), authorizationErrorsFatal: false },
+          call,
+        );
+        const refused = new Set((res.unauthorized ?? []).map((n) => n.toLowerCase()));
         for (const r of toJoin) {
-          r.note =
-            'read-only mode: the bot cannot subscribe, so no live updates come from this stream; get_unread_messages still reads it';
-        }
-      } else if (toJoin.length > 0) {
-        try {
-          const res = await services.client.subscribe(
-            { subscriptions: toJoin.map((r) => ({ name: r.stream })), authorizationErrorsFatal: false },
-            call,
-          );
-          const refused = new Set((res.unauthorized ?? []).map((n) => n.toLowerCase()));
-          for (const r of toJoin) {
-            if (refused.has(r.stream.toLowerCase())) {
-              r.note = 'Zulip refused to subscribe the bot, so no live updates come from this stream';
-            } else {
-              r.subscribed = true;
-            }
+          if (refused.has(r.stream.toLowerCase())) {
+            r.note = 'Zulip refused to subscribe the bot, so no live updates come from this stream';
+          } else {
+            r.subscribed = true;
           }
-        } catch (err) {
-          if (signal.aborted) throw err;
-          const code = (err as { code?: unknown }).code;
-          for (const r of toJoin) {
-            r.note = `subscribing the bot failed (${typeof code === 'string' ? code : 'error'}), so no live updates come from this stream yet; call start_monitoring again to retry`;
-          }
-        } finally {
-          services.directory.invalidate('subscriptions');
-          services.directory.invalidate('streams');
         }
+      } catch (err) {
+        if (signal.aborted) throw err;
+        const code = (err as { code?: unknown }).code;
+        for (const r of toJoin) {
+          r.note = `subscribing the bot failed (${typeof code === 'string' ? code : 'error'}), so no live updates come from this stream yet; call start_monitoring again to retry`;
+        }
+      } finally {
+        services.directory.invalidate('subscriptions');
+        services.directory.invalidate('streams');
       }
+    }
 
-      const monitored = (await monitor.list()).length;
-      const changed = results.filter((r) => r.status !== 'already_monitored');
-      changes.monitoringChanged(changed.map((r) => r.stream));
-      const lines = results.map((r) => {
-        const status = r.status.replace('_', ' ');
-        const cursor =
-          r.cursor === null ? 'no cursor yet (every message is unread)' : `cursor id=${r.cursor}`;
-        const sub = r.subscribed ? 'bot subscribed' : 'bot not subscribed';
-        return `${streamLabel(r.stream)}: ${status}, ${cursor}, ${sub}${r.note === null ? '' : ` (${r.note})`}`;
-      });
-      return {
-        text: [
-          `Monitoring ${plural(monitored, 'stream')} now (${changed.length} started or reset). Unread = messages newer than each cursor; read them with get_unread_messages.`,
-          ...lines,
-        ].join('\n'),
-        structured: { streams: results, monitored },
-      };
-    },
-  });
-}
+    const monitored = (await monitor.list()).length;
+    const changed = results.filter((r) => r.status !== 'already_monitored');
+    changes.monitoringChanged(changed.map((r) => r.stream));
+    const lines = results.map((r) => {
+      const status = r.status.replace('_', ' ');
+      const cursor = r.cursor === null ? 'no cursor yet (every message is unread)' : `cursor id=${r.cursor}`;
+      const sub = r.subscribed ? 'bot subscribed' : 'bot not subscribed';
+      return `${streamLabel(r.stream)}: ${status}, ${cursor}, ${sub}${r.note === null ? '' : ` (${r.note})`}`;
+    });
+    return {
+      text: [
+        `Monitoring ${plural(monitored, 'stream')} now (${changed.length} started or reset). Unread = messages newer than each cursor; read them with get_unread_messages.`,
+        ...lines,
+      ].join('\n'),
+      data: { streams: results, monitored },
+    };
+  },
+});
 
 function entry(stream: Stream, status: Entry['status'], cursor: number | undefined): Entry {
   return {

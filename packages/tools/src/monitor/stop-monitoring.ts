@@ -1,8 +1,7 @@
 import type { CallOptions } from '@zmcp/core';
 import type { StreamRef } from '@zmcp/delivery';
 import { z } from 'zod';
-import { defineTool } from '../run.js';
-import type { ToolDefinition } from '../tool.js';
+import { defineTool } from '../tool.js';
 import { type MonitorContext, plural, StreamNameSchema, streamLabel } from './shared.js';
 
 const MAX_STREAMS = 50;
@@ -22,57 +21,52 @@ const outputSchema = z.object({
 });
 
 /** `stop_monitoring`: removes streams from this session's monitor. */
-export function stopMonitoringTool(
-  context: MonitorContext,
-): ToolDefinition<typeof inputSchema, typeof outputSchema> {
-  const { services, monitor, changes } = context;
-  return defineTool({
-    name: 'stop_monitoring',
-    title: 'Stop monitoring streams',
-    description:
-      'Stop monitoring streams for this session: they leave get_unread_messages and the unread resources, and their read cursors are forgotten (monitoring one again starts from its newest message). ' +
-      'Names that are not monitored are reported, not refused. The bot stays subscribed (the unsubscribe tool removes it). Returns what was stopped and how many streams remain.',
-    inputSchema,
-    outputSchema,
-    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
-    write: false,
-    async handler(input, { signal }) {
-      const call: CallOptions = { signal };
-      const before = await monitor.list();
-      // A stream renamed since it was monitored is still found by its id.
-      const lookup = await services.directory.streamLookup(call);
-      const refs: StreamRef[] = [];
-      const stopped: string[] = [];
-      const notMonitored: string[] = [];
-      for (const name of input.streams) {
-        const streamId = lookup(name)?.stream_id;
-        const folded = name.toLowerCase();
-        const hit = before.find(
-          (m) => (streamId !== undefined && m.streamId === streamId) || m.name.toLowerCase() === folded,
-        );
-        if (hit === undefined) {
-          if (!notMonitored.includes(name)) notMonitored.push(name);
-          continue;
-        }
-        if (stopped.includes(hit.name)) continue;
-        stopped.push(hit.name);
-        refs.push(
-          hit.streamId === undefined ? { name: hit.name } : { name: hit.name, streamId: hit.streamId },
-        );
+export const stopMonitoringTool = defineTool({
+  name: 'stop_monitoring',
+  title: 'Stop monitoring streams',
+  description:
+    'Stop monitoring streams for this session: they leave get_unread_messages and the unread resources, and their read cursors are forgotten (monitoring one again starts from its newest message). ' +
+    'Names that are not monitored are reported, not refused. The bot stays subscribed (the unsubscribe tool removes it). Returns what was stopped and how many streams remain.',
+  inputSchema,
+  outputSchema,
+  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+  write: false,
+  toolset: 'monitor',
+  async handler(context: MonitorContext, input, { signal }) {
+    const { services, monitor, changes } = context;
+    const call: CallOptions = { signal };
+    const before = await monitor.list();
+    // A stream renamed since it was monitored is still found by its id.
+    const lookup = await services.directory.streamLookup(call);
+    const refs: StreamRef[] = [];
+    const stopped: string[] = [];
+    const notMonitored: string[] = [];
+    for (const name of input.streams) {
+      const streamId = lookup(name)?.stream_id;
+      const folded = name.toLowerCase();
+      const hit = before.find(
+        (m) => (streamId !== undefined && m.streamId === streamId) || m.name.toLowerCase() === folded,
+      );
+      if (hit === undefined) {
+        if (!notMonitored.includes(name)) notMonitored.push(name);
+        continue;
       }
-      const after = refs.length > 0 ? await monitor.stop(refs) : before;
-      if (stopped.length > 0) changes.monitoringChanged(stopped);
-      const lines = [
-        ...stopped.map((s) => `${streamLabel(s)}: stopped`),
-        ...notMonitored.map((s) => `${streamLabel(s)}: was not monitored`),
-      ];
-      return {
-        text: [
-          `Stopped monitoring ${plural(stopped.length, 'stream')}; ${plural(after.length, 'stream')} still monitored.`,
-          ...lines,
-        ].join('\n'),
-        structured: { stopped, not_monitored: notMonitored, monitored: after.length },
-      };
-    },
-  });
-}
+      if (stopped.includes(hit.name)) continue;
+      stopped.push(hit.name);
+      refs.push(hit.streamId === undefined ? { name: hit.name } : { name: hit.name, streamId: hit.streamId });
+    }
+    const after = refs.length > 0 ? await monitor.stop(refs) : before;
+    if (stopped.length > 0) changes.monitoringChanged(stopped);
+    const lines = [
+      ...stopped.map((s) => `${streamLabel(s)}: stopped`),
+      ...notMonitored.map((s) => `${streamLabel(s)}: was not monitored`),
+    ];
+    return {
+      text: [
+        `Stopped monitoring ${plural(stopped.length, 'stream')}; ${plural(after.length, 'stream')} still monitored.`,
+        ...lines,
+      ].join('\n'),
+      data: { stopped, not_monitored: notMonitored, monitored: after.length },
+    };
+  },
+});

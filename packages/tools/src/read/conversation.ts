@@ -1,5 +1,5 @@
 import { type CallOptions, escapeMsgName, isNoBotsTopic, type NarrowTermInput, type User } from '@zmcp/core';
-import { ToolInputError } from '../errors.js';
+import { ToolError } from '../errors.js';
 import type { ToolServices } from '../services.js';
 import { normalizeTopicInput, resolveStream, topicLabel } from './shared.js';
 
@@ -39,7 +39,7 @@ export function dmLabel(users: readonly User[]): string {
 
 /**
  * Builds the narrow of a stream (optionally one topic) or a DM conversation from tool input.
- * @throws ToolInputError `TOOLS_INVALID_INPUT` (neither or both named, a topic without a stream),
+ * @throws ToolError `TOOLS_INVALID_INPUT` (neither or both named, a topic without a stream),
  *   `TOOLS_NOT_FOUND` (a stream the bot cannot see, or a topic that opted out of bots); ZmcpError
  *   `CORE_USER_NOT_FOUND` / `CORE_USER_AMBIGUOUS` for DM participants.
  */
@@ -55,7 +55,7 @@ export async function resolveConversation(
   const hasStream = input.stream !== undefined;
   const hasDm = input.dm !== undefined;
   if (hasStream === hasDm) {
-    throw new ToolInputError(
+    throw new ToolError(
       'TOOLS_INVALID_INPUT',
       hasStream
         ? 'Invalid arguments: stream and dm: name a stream or a DM conversation, not both.'
@@ -69,7 +69,7 @@ export async function resolveConversation(
     if (input.topic !== undefined) {
       const topic = normalizeTopicInput(input.topic);
       if (isNoBotsTopic(topic)) {
-        throw new ToolInputError(
+        throw new ToolError(
           'TOOLS_NOT_FOUND',
           `Topic ${JSON.stringify(input.topic.slice(0, 100))} of #${stream.name} is not available: its people asked bots to stay out (/nobots).`,
         );
@@ -80,7 +80,7 @@ export async function resolveConversation(
     return { narrow, label, kind: 'stream' };
   }
   if (input.topic !== undefined) {
-    throw new ToolInputError(
+    throw new ToolError(
       'TOOLS_INVALID_INPUT',
       'Invalid arguments: topic: a topic needs its stream; DM conversations have no topics.',
     );

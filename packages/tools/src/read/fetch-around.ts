@@ -2,9 +2,8 @@ import type { Message } from '@zmcp/core';
 import { z } from 'zod';
 import { MessageOutputSchema, toMessageOutput } from '../output.js';
 import { type CursorPosition, encodeCursor, fitToBudget } from '../page.js';
-import { defineTool } from '../run.js';
 import type { ToolServices } from '../services.js';
-import type { ToolDefinition } from '../tool.js';
+import { defineTool } from '../tool.js';
 import { conversationOf, readVisibleMessage } from './message-access.js';
 import {
   CursorSchema,
@@ -101,145 +100,142 @@ function centre(lines: readonly string[], anchor: number, budget: number): { lo:
 }
 
 /** `fetch_around`: a window of a message's own conversation centred on it. */
-export function fetchAroundTool(
-  services: ToolServices,
-): ToolDefinition<typeof InputSchema, typeof OutputSchema> {
-  return defineTool({
-    name: NAME,
-    title: 'Fetch messages around a message',
-    description:
-      'Show a message in context: up to `before` older and `after` newer messages of the same conversation (its stream and topic, or its DM), oldest first, one line each, the anchor line marked with "→". Use it on any id from a message line (a search hit, a mention) to see what led up to it and what followed. The first line says what was found and gives older_cursor / newer_cursor: pass one back as cursor (with the same arguments) to extend the window on that side. Messages that opted out of bots (/nobots) are left out and counted; an anchor that opted out is reported as not found.',
-    inputSchema: InputSchema,
-    outputSchema: OutputSchema,
-    annotations: READ_ANNOTATIONS,
-    write: false,
-    async handler(input, context) {
-      checkDeadline(context);
-      const call = callOptions(context);
-      const query = queryOf(input);
-      const position = readCursor(NAME, query, input.cursor, ['before', 'after']);
-      // The anchor is read through the single-message gate first: its conversation decides the
-      // narrow, and a message the policy keeps closed stops here.
-      const anchor = await readVisibleMessage(services, input.message_id, call);
-      const conversation = conversationOf(services, anchor);
+export const fetchAroundTool = defineTool({
+  name: NAME,
+  title: 'Fetch messages around a message',
+  description:
+    'Show a message in context: up to `before` older and `after` newer messages of the same conversation (its stream and topic, or its DM), oldest first, one line each, the anchor line marked with "→". Use it on any id from a message line (a search hit, a mention) to see what led up to it and what followed. The first line says what was found and gives older_cursor / newer_cursor: pass one back as cursor (with the same arguments) to extend the window on that side. Messages that opted out of bots (/nobots) are left out and counted; an anchor that opted out is reported as not found.',
+  inputSchema: InputSchema,
+  outputSchema: OutputSchema,
+  annotations: READ_ANNOTATIONS,
+  write: false,
+  toolset: 'read',
+  async handler(services: ToolServices, input, context) {
+    checkDeadline(context);
+    const call = callOptions(context);
+    const query = queryOf(input);
+    const position = readCursor(NAME, query, input.cursor, ['before', 'after']);
+    // The anchor is read through the single-message gate first: its conversation decides the
+    // narrow, and a message the policy keeps closed stops here.
+    const anchor = await readVisibleMessage(services, input.message_id, call);
+    const conversation = conversationOf(services, anchor);
 
-      if (position !== undefined && position.kind !== 'offset') {
-        const older = position.kind === 'before';
-        const page = await readMessagePage(
-          services,
-          {
-            narrow: conversation.narrow,
-            range: older
-              ? { kind: 'before', beforeId: position.id, limit: Math.max(1, input.before) }
-              : { kind: 'since', afterId: position.id, limit: Math.max(1, input.after) },
-            direction: older ? 'older' : 'newer',
-          },
-          call,
-        );
-        const cursor = nextCursor(NAME, query, page.next);
-        const head =
-          page.shown.length === 0
-            ? `No ${older ? 'older' : 'newer'} messages around id ${anchor.id} in ${conversation.label}`
-            : `${plural(page.shown.length, 'message')} ${older ? 'before' : 'after'} id ${position.id} around id ${anchor.id} in ${conversation.label}${idSpan(page.shown)}, oldest first`;
-        const summary = head + pageNotes(page, cursor, older ? 'older' : 'newer');
-        return {
-          text: page.shown.length === 0 ? summary : `${summary}\n${page.text}`,
-          structured: {
-            conversation: conversation.label,
-            anchor_id: anchor.id,
-            messages: page.shown.map(toMessageOutput),
-            hidden: page.hidden,
-            truncated: page.truncated,
-            has_older: older && page.hasMore,
-            has_newer: !older && page.hasMore,
-            older_cursor: older ? cursor : null,
-            newer_cursor: older ? null : cursor,
-          },
-        };
-      }
-
-      const reader = await narrowReader(services, conversation.narrow, undefined, call);
-      const result = await reader({
-        kind: 'around',
-        id: anchor.id,
-        before: input.before,
-        after: input.after,
-      });
-      let read = result.messages;
-      // The gate read the anchor a moment ago; keep it in the window even if the narrow missed it.
-      if (!read.some((m) => m.id === anchor.id)) read = [...read, anchor].sort((a, b) => a.id - b.id);
-      let hasOlderRead = result.hasOlder === true;
-      let hasNewerRead = result.hasNewer === true;
-      // Messages that opted out of bots do not eat into either side: read a little further.
-      for (let round = 0; round < 3; round++) {
-        const olderNeed = input.before - visibleCount(read.filter((m) => m.id < anchor.id));
-        const oldest = read[0];
-        if (!hasOlderRead || olderNeed <= 0 || oldest === undefined) break;
-        const more = await reader({ kind: 'before', beforeId: oldest.id, limit: olderNeed });
-        read = [...more.messages, ...read];
-        hasOlderRead = more.hasMore;
-      }
-      for (let round = 0; round < 3; round++) {
-        const newerNeed = input.after - visibleCount(read.filter((m) => m.id > anchor.id));
-        const newest = read[read.length - 1];
-        if (!hasNewerRead || newerNeed <= 0 || newest === undefined) break;
-        const more = await reader({ kind: 'since', afterId: newest.id, limit: newerNeed });
-        read = [...read, ...more.messages];
-        hasNewerRead = more.hasMore;
-      }
-      const { visible, hidden } = splitNoBots(read);
-      const at = visible.findIndex((m) => m.id === anchor.id);
-      const lines = visible.map((m) => (m.id === anchor.id ? ANCHOR_MARK : '') + services.line(m));
-      const budget = itemBudget(services);
-      let { lo, hi } = centre(lines, at, budget);
-      let text = lines.slice(lo, hi).join('\n');
-      let truncated = lo > 0 || hi < visible.length;
-      if (bytes(lines[at] as string) > budget) {
-        const cut = fitToBudget([lines[at] as string], budget);
-        text = cut.text;
-        truncated = true;
-        lo = at;
-        hi = at + 1;
-      }
-      const shown = visible.slice(lo, hi);
-      const first = shown[0] as Message;
-      const last = shown[shown.length - 1] as Message;
-      const cutOlder = lo > 0;
-      const cutNewer = hi < visible.length;
-      const hasOlder = cutOlder || hasOlderRead;
-      const hasNewer = cutNewer || hasNewerRead;
-      const oldestRead = Math.min(anchor.id, read[0]?.id ?? anchor.id);
-      const newestRead = Math.max(anchor.id, read[read.length - 1]?.id ?? anchor.id);
-      const olderAt: CursorPosition = { kind: 'before', id: cutOlder ? first.id : oldestRead };
-      const newerAt: CursorPosition = { kind: 'after', id: cutNewer ? last.id : newestRead };
-      const olderCursor = hasOlder ? encodeCursor(NAME, query, olderAt) : null;
-      const newerCursor = hasNewer ? encodeCursor(NAME, query, newerAt) : null;
-      const hiddenCount = hidden.filter(
-        (m) => (!cutOlder || m.id > first.id) && (!cutNewer || m.id < last.id),
-      ).length;
-
-      const notes: string[] = [];
-      if (hiddenCount > 0)
-        notes.push(`${plural(hiddenCount, 'message')} hidden (opted out of bots with /nobots)`);
-      if (truncated) notes.push('cut to fit the page');
-      let summary = `${plural(shown.length, 'message')} around id ${anchor.id} in ${conversation.label}${idSpan(shown)}, oldest first, the anchor marked →`;
-      summary += notes.length > 0 ? `; ${notes.join('; ')}.` : '.';
-      summary += olderCursor === null ? ' No older messages.' : ` Older: cursor "${olderCursor}".`;
-      summary += newerCursor === null ? ' No newer messages.' : ` Newer: cursor "${newerCursor}".`;
+    if (position !== undefined && position.kind !== 'offset') {
+      const older = position.kind === 'before';
+      const page = await readMessagePage(
+        services,
+        {
+          narrow: conversation.narrow,
+          range: older
+            ? { kind: 'before', beforeId: position.id, limit: Math.max(1, input.before) }
+            : { kind: 'since', afterId: position.id, limit: Math.max(1, input.after) },
+          direction: older ? 'older' : 'newer',
+        },
+        call,
+      );
+      const cursor = nextCursor(NAME, query, page.next);
+      const head =
+        page.shown.length === 0
+          ? `No ${older ? 'older' : 'newer'} messages around id ${anchor.id} in ${conversation.label}`
+          : `${plural(page.shown.length, 'message')} ${older ? 'before' : 'after'} id ${position.id} around id ${anchor.id} in ${conversation.label}${idSpan(page.shown)}, oldest first`;
+      const summary = head + pageNotes(page, cursor, older ? 'older' : 'newer');
       return {
-        text: `${summary}\n${text}`,
-        structured: {
+        text: page.shown.length === 0 ? summary : `${summary}\n${page.text}`,
+        data: {
           conversation: conversation.label,
           anchor_id: anchor.id,
-          messages: shown.map(toMessageOutput),
-          hidden: hiddenCount,
-          truncated,
-          has_older: hasOlder,
-          has_newer: hasNewer,
-          older_cursor: olderCursor,
-          newer_cursor: newerCursor,
+          messages: page.shown.map(toMessageOutput),
+          hidden: page.hidden,
+          truncated: page.truncated,
+          has_older: older && page.hasMore,
+          has_newer: !older && page.hasMore,
+          older_cursor: older ? cursor : null,
+          newer_cursor: older ? null : cursor,
         },
       };
-    },
-  });
-}
+    }
+
+    const reader = await narrowReader(services, conversation.narrow, undefined, call);
+    const result = await reader({
+      kind: 'around',
+      id: anchor.id,
+      before: input.before,
+      after: input.after,
+    });
+    let read = result.messages;
+    // The gate read the anchor a moment ago; keep it in the window even if the narrow missed it.
+    if (!read.some((m) => m.id === anchor.id)) read = [...read, anchor].sort((a, b) => a.id - b.id);
+    let hasOlderRead = result.hasOlder === true;
+    let hasNewerRead = result.hasNewer === true;
+    // Messages that opted out of bots do not eat into either side: read a little further.
+    for (let round = 0; round < 3; round++) {
+      const olderNeed = input.before - visibleCount(read.filter((m) => m.id < anchor.id));
+      const oldest = read[0];
+      if (!hasOlderRead || olderNeed <= 0 || oldest === undefined) break;
+      const more = await reader({ kind: 'before', beforeId: oldest.id, limit: olderNeed });
+      read = [...more.messages, ...read];
+      hasOlderRead = more.hasMore;
+    }
+    for (let round = 0; round < 3; round++) {
+      const newerNeed = input.after - visibleCount(read.filter((m) => m.id > anchor.id));
+      const newest = read[read.length - 1];
+      if (!hasNewerRead || newerNeed <= 0 || newest === undefined) break;
+      const more = await reader({ kind: 'since', afterId: newest.id, limit: newerNeed });
+      read = [...read, ...more.messages];
+      hasNewerRead = more.hasMore;
+    }
+    const { visible, hidden } = splitNoBots(read);
+    const at = visible.findIndex((m) => m.id === anchor.id);
+    const lines = visible.map((m) => (m.id === anchor.id ? ANCHOR_MARK : '') + services.line(m));
+    const budget = itemBudget(services);
+    let { lo, hi } = centre(lines, at, budget);
+    let text = lines.slice(lo, hi).join('\n');
+    let truncated = lo > 0 || hi < visible.length;
+    if (bytes(lines[at] as string) > budget) {
+      const cut = fitToBudget([lines[at] as string], budget);
+      text = cut.text;
+      truncated = true;
+      lo = at;
+      hi = at + 1;
+    }
+    const shown = visible.slice(lo, hi);
+    const first = shown[0] as Message;
+    const last = shown[shown.length - 1] as Message;
+    const cutOlder = lo > 0;
+    const cutNewer = hi < visible.length;
+    const hasOlder = cutOlder || hasOlderRead;
+    const hasNewer = cutNewer || hasNewerRead;
+    const oldestRead = Math.min(anchor.id, read[0]?.id ?? anchor.id);
+    const newestRead = Math.max(anchor.id, read[read.length - 1]?.id ?? anchor.id);
+    const olderAt: CursorPosition = { kind: 'before', id: cutOlder ? first.id : oldestRead };
+    const newerAt: CursorPosition = { kind: 'after', id: cutNewer ? last.id : newestRead };
+    const olderCursor = hasOlder ? encodeCursor(NAME, query, olderAt) : null;
+    const newerCursor = hasNewer ? encodeCursor(NAME, query, newerAt) : null;
+    const hiddenCount = hidden.filter(
+      (m) => (!cutOlder || m.id > first.id) && (!cutNewer || m.id < last.id),
+    ).length;
+
+    const notes: string[] = [];
+    if (hiddenCount > 0)
+      notes.push(`${plural(hiddenCount, 'message')} hidden (opted out of bots with /nobots)`);
+    if (truncated) notes.push('cut to fit the page');
+    let summary = `${plural(shown.length, 'message')} around id ${anchor.id} in ${conversation.label}${idSpan(shown)}, oldest first, the anchor marked →`;
+    summary += notes.length > 0 ? `; ${notes.join('; ')}.` : '.';
+    summary += olderCursor === null ? ' No older messages.' : ` Older: cursor "${olderCursor}".`;
+    summary += newerCursor === null ? ' No newer messages.' : ` Newer: cursor "${newerCursor}".`;
+    return {
+      text: `${summary}\n${text}`,
+      data: {
+        conversation: conversation.label,
+        anchor_id: anchor.id,
+        messages: shown.map(toMessageOutput),
+        hidden: hiddenCount,
+        truncated,
+        has_older: hasOlder,
+        has_newer: hasNewer,
+        older_cursor: olderCursor,
+        newer_cursor: newerCursor,
+      },
+    };
+  },
+});

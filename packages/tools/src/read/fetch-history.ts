@@ -1,9 +1,8 @@
 import type { ReadRange } from '@zmcp/core';
 import { z } from 'zod';
 import { MessageOutputSchema, toMessageOutput } from '../output.js';
-import { defineTool } from '../run.js';
 import type { ToolServices } from '../services.js';
-import type { ToolDefinition } from '../tool.js';
+import { defineTool } from '../tool.js';
 import { resolveConversation } from './conversation.js';
 import {
   CursorSchema,
@@ -79,64 +78,61 @@ const OutputSchema = z.object({
 });
 
 /** `fetch_history`: a stream, topic or DM conversation, newest first by default, with id cursors. */
-export function fetchHistoryTool(
-  services: ToolServices,
-): ToolDefinition<typeof InputSchema, typeof OutputSchema> {
-  return defineTool({
-    name: NAME,
-    title: 'Fetch conversation history',
-    description:
-      'Read the messages of a stream, one topic of a stream, or a DM conversation. Without before/after it returns the newest `limit` messages; `before` reads older than a message id, `after` reads newer than one (both exclusive; both together read the window between them). Messages are always listed oldest to newest, one line each: "[time id=N] [#stream > topic] Sender: body" — every id is a cursor for fetch_around or get_message. The first line says how many were found and, when more remain, the cursor to pass back (with the same arguments) for the next page: older pages when reading backwards, newer pages when reading forwards from `after`. Messages that opted out of bots (/nobots) are left out and counted.',
-    inputSchema: InputSchema,
-    outputSchema: OutputSchema,
-    annotations: READ_ANNOTATIONS,
-    write: false,
-    async handler(input, context) {
-      checkDeadline(context);
-      const call = callOptions(context);
-      const query = queryOf(input);
-      const position = readCursor(NAME, query, input.cursor, ['before', 'after']);
-      const conversation = await resolveConversation(services, input, call);
-      const forwards = input.after !== undefined;
-      if (position !== undefined && (position.kind === 'after') !== forwards) throw mismatchedCursor(NAME);
-      let range: ReadRange;
-      let beyond: MessageReadPlan['beyond'];
-      if (forwards) {
-        const from = position?.kind === 'after' ? position.id : (input.after as number);
-        range = { kind: 'since', afterId: from, limit: input.limit };
-        const upper = input.before;
-        if (upper !== undefined) beyond = (m) => m.id >= upper;
-      } else {
-        const upper = position?.kind === 'before' ? position.id : input.before;
-        range =
-          upper === undefined
-            ? { kind: 'newest', limit: input.limit }
-            : { kind: 'before', beforeId: upper, limit: input.limit };
-      }
-      const direction = forwards ? 'newer' : 'older';
-      const page = await readMessagePage(
-        services,
-        { narrow: conversation.narrow, range, direction, beyond },
-        call,
-      );
-      const cursor = nextCursor(NAME, query, page.next);
-      const head =
-        page.shown.length === 0
-          ? `No messages in ${conversation.label}${forwards ? ` after id ${input.after}` : input.before === undefined ? '' : ` before id ${input.before}`}`
-          : `${plural(page.shown.length, 'message')} in ${conversation.label}${idSpan(page.shown)}, oldest first`;
-      const summary = head + pageNotes(page, cursor, direction);
-      return {
-        text: page.shown.length === 0 ? summary : `${summary}\n${page.text}`,
-        structured: {
-          conversation: conversation.label,
-          messages: page.shown.map(toMessageOutput),
-          hidden: page.hidden,
-          truncated: page.truncated,
-          has_more: page.hasMore,
-          direction,
-          next_cursor: cursor,
-        },
-      };
-    },
-  });
-}
+export const fetchHistoryTool = defineTool({
+  name: NAME,
+  title: 'Fetch conversation history',
+  description:
+    'Read the messages of a stream, one topic of a stream, or a DM conversation. Without before/after it returns the newest `limit` messages; `before` reads older than a message id, `after` reads newer than one (both exclusive; both together read the window between them). Messages are always listed oldest to newest, one line each: "[time id=N] [#stream > topic] Sender: body" — every id is a cursor for fetch_around or get_message. The first line says how many were found and, when more remain, the cursor to pass back (with the same arguments) for the next page: older pages when reading backwards, newer pages when reading forwards from `after`. Messages that opted out of bots (/nobots) are left out and counted.',
+  inputSchema: InputSchema,
+  outputSchema: OutputSchema,
+  annotations: READ_ANNOTATIONS,
+  write: false,
+  toolset: 'read',
+  async handler(services: ToolServices, input, context) {
+    checkDeadline(context);
+    const call = callOptions(context);
+    const query = queryOf(input);
+    const position = readCursor(NAME, query, input.cursor, ['before', 'after']);
+    const conversation = await resolveConversation(services, input, call);
+    const forwards = input.after !== undefined;
+    if (position !== undefined && (position.kind === 'after') !== forwards) throw mismatchedCursor(NAME);
+    let range: ReadRange;
+    let beyond: MessageReadPlan['beyond'];
+    if (forwards) {
+      const from = position?.kind === 'after' ? position.id : (input.after as number);
+      range = { kind: 'since', afterId: from, limit: input.limit };
+      const upper = input.before;
+      if (upper !== undefined) beyond = (m) => m.id >= upper;
+    } else {
+      const upper = position?.kind === 'before' ? position.id : input.before;
+      range =
+        upper === undefined
+          ? { kind: 'newest', limit: input.limit }
+          : { kind: 'before', beforeId: upper, limit: input.limit };
+    }
+    const direction = forwards ? ('newer' as const) : ('older' as const);
+    const page = await readMessagePage(
+      services,
+      { narrow: conversation.narrow, range, direction, beyond },
+      call,
+    );
+    const cursor = nextCursor(NAME, query, page.next);
+    const head =
+      page.shown.length === 0
+        ? `No messages in ${conversation.label}${forwards ? ` after id ${input.after}` : input.before === undefined ? '' : ` before id ${input.before}`}`
+        : `${plural(page.shown.length, 'message')} in ${conversation.label}${idSpan(page.shown)}, oldest first`;
+    const summary = head + pageNotes(page, cursor, direction);
+    return {
+      text: page.shown.length === 0 ? summary : `${summary}\n${page.text}`,
+      data: {
+        conversation: conversation.label,
+        messages: page.shown.map(toMessageOutput),
+        hidden: page.hidden,
+        truncated: page.truncated,
+        has_more: page.hasMore,
+        direction,
+        next_cursor: cursor,
+      },
+    };
+  },
+});

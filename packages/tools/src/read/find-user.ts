@@ -1,9 +1,8 @@
 import type { User } from '@zmcp/core';
 import { z } from 'zod';
 import { fitToBudget } from '../page.js';
-import { defineTool } from '../run.js';
 import type { ToolServices } from '../services.js';
-import type { ToolDefinition } from '../tool.js';
+import { defineTool } from '../tool.js';
 import { toUserItem, UserItemSchema, userItemLine } from './list-users.js';
 import { callOptions, checkDeadline, itemBudget, plural, READ_ANNOTATIONS, UserRefSchema } from './shared.js';
 
@@ -36,69 +35,66 @@ interface AmbiguityDetails {
 }
 
 /** `find_user`: resolves a name, email or id fragment to the people it may mean. */
-export function findUserTool(
-  services: ToolServices,
-): ToolDefinition<typeof InputSchema, typeof OutputSchema> {
-  return defineTool({
-    name: NAME,
-    title: 'Find a user',
-    description:
-      'Look a person up by user id, email, @**mention**, or (part of) their full name. Exact matches win over name prefixes, prefixes over substrings. One match comes back as the user; several come back as a list of candidates to choose from (use the user_id of the one you mean with send_dm, fetch_history dm, get_user_profile, search_messages sender). No match is an empty result, not an error. Bots and deactivated accounts are found too and marked.',
-    inputSchema: InputSchema,
-    outputSchema: OutputSchema,
-    annotations: READ_ANNOTATIONS,
-    write: false,
-    async handler(input, context) {
-      checkDeadline(context);
-      const call = callOptions(context);
-      let found: User[];
-      let matchedBy: z.infer<typeof OutputSchema>['matched_by'];
-      let total: number;
-      let ambiguous = false;
-      try {
-        const resolved = await services.directory.user(input.query, call);
-        found = [resolved.user];
-        matchedBy = resolved.matchedBy;
-        total = 1;
-      } catch (err) {
-        const code = (err as { code?: unknown }).code;
-        if (code === 'CORE_USER_NOT_FOUND') {
-          const text = `No user matches ${JSON.stringify(String(input.query))}. Try part of the name, an email, or browse with list_users (include_bots / include_deactivated to widen it).`;
-          return {
-            text,
-            structured: { matched_by: null, users: [], total: 0, ambiguous: false, truncated: false },
-          };
-        }
-        if (code !== 'CORE_USER_AMBIGUOUS') throw err;
-        const details = ((err as { details?: AmbiguityDetails }).details ?? {}) as AmbiguityDetails;
-        const ids = (details.candidates ?? []).map((c) => c.user_id);
-        const byId = new Map((await services.directory.users(call)).map((u) => [u.user_id, u]));
-        found = ids.map((id) => byId.get(id)).filter((u): u is User => u !== undefined);
-        total = details.count ?? found.length;
-        matchedBy = null;
-        ambiguous = true;
+export const findUserTool = defineTool({
+  name: NAME,
+  title: 'Find a user',
+  description:
+    'Look a person up by user id, email, @**mention**, or (part of) their full name. Exact matches win over name prefixes, prefixes over substrings. One match comes back as the user; several come back as a list of candidates to choose from (use the user_id of the one you mean with send_dm, fetch_history dm, get_user_profile, search_messages sender). No match is an empty result, not an error. Bots and deactivated accounts are found too and marked.',
+  inputSchema: InputSchema,
+  outputSchema: OutputSchema,
+  annotations: READ_ANNOTATIONS,
+  write: false,
+  toolset: 'read',
+  async handler(services: ToolServices, input, context) {
+    checkDeadline(context);
+    const call = callOptions(context);
+    let found: User[];
+    let matchedBy: z.infer<typeof OutputSchema>['matched_by'];
+    let total: number;
+    let ambiguous = false;
+    try {
+      const resolved = await services.directory.user(input.query, call);
+      found = [resolved.user];
+      matchedBy = resolved.matchedBy;
+      total = 1;
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      if (code === 'CORE_USER_NOT_FOUND') {
+        const text = `No user matches ${JSON.stringify(String(input.query))}. Try part of the name, an email, or browse with list_users (include_bots / include_deactivated to widen it).`;
+        return {
+          text,
+          data: { matched_by: null, users: [], total: 0, ambiguous: false, truncated: false },
+        };
       }
-      const fit = fitToBudget(found.map(userItemLine), itemBudget(services));
-      const shown = found.slice(0, fit.shown);
-      const q = JSON.stringify(String(input.query));
-      let summary: string;
-      if (!ambiguous) {
-        summary = `Found 1 user for ${q} (matched by ${matchedBy}).`;
-      } else {
-        summary = `${plural(total, 'user')} match ${q}; pick one by user id.`;
-        if (shown.length < total)
-          summary += ` ${shown.length} listed; refine the query (a fuller name or an email) to see the rest.`;
-      }
-      return {
-        text: `${summary}\n${fit.text}`,
-        structured: {
-          matched_by: matchedBy,
-          users: shown.map(toUserItem),
-          total,
-          ambiguous,
-          truncated: fit.truncated || shown.length < total,
-        },
-      };
-    },
-  });
-}
+      if (code !== 'CORE_USER_AMBIGUOUS') throw err;
+      const details = ((err as { details?: AmbiguityDetails }).details ?? {}) as AmbiguityDetails;
+      const ids = (details.candidates ?? []).map((c) => c.user_id);
+      const byId = new Map((await services.directory.users(call)).map((u) => [u.user_id, u]));
+      found = ids.map((id) => byId.get(id)).filter((u): u is User => u !== undefined);
+      total = details.count ?? found.length;
+      matchedBy = null;
+      ambiguous = true;
+    }
+    const fit = fitToBudget(found.map(userItemLine), itemBudget(services));
+    const shown = found.slice(0, fit.shown);
+    const q = JSON.stringify(String(input.query));
+    let summary: string;
+    if (!ambiguous) {
+      summary = `Found 1 user for ${q} (matched by ${matchedBy}).`;
+    } else {
+      summary = `${plural(total, 'user')} match ${q}; pick one by user id.`;
+      if (shown.length < total)
+        summary += ` ${shown.length} listed; refine the query (a fuller name or an email) to see the rest.`;
+    }
+    return {
+      text: `${summary}\n${fit.text}`,
+      data: {
+        matched_by: matchedBy,
+        users: shown.map(toUserItem),
+        total,
+        ambiguous,
+        truncated: fit.truncated || shown.length < total,
+      },
+    };
+  },
+});

@@ -1,10 +1,9 @@
 import { formatTimestamp, parseDateRange, type ReadRange } from '@zmcp/core';
 import { z } from 'zod';
-import { ToolInputError } from '../errors.js';
+import { ToolError } from '../errors.js';
 import { MessageOutputSchema, toMessageOutput } from '../output.js';
-import { defineTool } from '../run.js';
 import type { ToolServices } from '../services.js';
-import type { ToolDefinition } from '../tool.js';
+import { defineTool } from '../tool.js';
 import { resolveConversation } from './conversation.js';
 import {
   CursorSchema,
@@ -69,7 +68,7 @@ const OutputSchema = z.object({
 
 /**
  * Reads `when` in the agent's zone at the services' clock.
- * @throws ToolInputError `TOOLS_INVALID_INPUT` naming `when` for a date it cannot read.
+ * @throws ToolError `TOOLS_INVALID_INPUT` naming `when` for a date it cannot read.
  */
 export function dateSpan(
   services: ToolServices,
@@ -80,70 +79,67 @@ export function dateSpan(
     span = parseDateRange(when, { timeZone: services.timeZone, now: services.now() });
   } catch (err) {
     if ((err as { code?: unknown }).code !== 'CORE_INVALID_ARGUMENT') throw err;
-    throw new ToolInputError('TOOLS_INVALID_INPUT', `Invalid arguments: when: ${(err as Error).message}`);
+    throw new ToolError('TOOLS_INVALID_INPUT', `Invalid arguments: when: ${(err as Error).message}`);
   }
   const fmt = (d: Date) => formatTimestamp(Math.floor(d.getTime() / 1000), { timeZone: services.timeZone });
   return { start: span.start, end: span.end, from: fmt(span.start), to: fmt(span.end) };
 }
 
 /** `get_channel_history`: a stream or topic over a natural date range, oldest first. */
-export function getChannelHistoryTool(
-  services: ToolServices,
-): ToolDefinition<typeof InputSchema, typeof OutputSchema> {
-  return defineTool({
-    name: NAME,
-    title: 'Channel history by date',
-    description:
-      'Read what was said in a stream (or one of its topics) over a day or date range given in plain words — "today", "yesterday", "3 days ago", "last week", "2026-09-14", "2026-09-01..2026-09-14" — read in the agent\'s time zone. Messages are listed oldest first, one line each with their id (use fetch_around or fetch_history to go further from any of them). The first line gives the exact span read, how many messages were found and, when more of the range remains, the cursor to pass back (with the same arguments) for the next page. Messages that opted out of bots (/nobots) are left out and counted.',
-    inputSchema: InputSchema,
-    outputSchema: OutputSchema,
-    annotations: READ_ANNOTATIONS,
-    write: false,
-    async handler(input, context) {
-      checkDeadline(context);
-      const call = callOptions(context);
-      const query = queryOf(input);
-      const position = readCursor(NAME, query, input.cursor, ['after']);
-      const span = dateSpan(services, input.when);
-      const conversation = await resolveConversation(
-        services,
-        { stream: input.stream, topic: input.topic },
-        call,
-      );
-      const endSeconds = span.end.getTime() / 1000;
-      const range: ReadRange =
-        position === undefined
-          ? { kind: 'between', from: span.start, to: span.end, limit: input.limit }
-          : { kind: 'since', afterId: position.kind === 'after' ? position.id : 0, limit: input.limit };
-      const page = await readMessagePage(
-        services,
-        {
-          narrow: conversation.narrow,
-          range,
-          direction: 'newer',
-          beyond: (m) => m.timestamp >= endSeconds,
-        },
-        call,
-      );
-      const cursor = nextCursor(NAME, query, page.next);
-      const within = `between ${span.from} and ${span.to} (${services.timeZone})`;
-      const head =
-        page.shown.length === 0
-          ? `No ${position === undefined ? '' : 'more '}messages in ${conversation.label} ${within}`
-          : `${plural(page.shown.length, 'message')} in ${conversation.label} ${within}${idSpan(page.shown)}, oldest first`;
-      const summary = head + pageNotes(page, cursor, 'newer');
-      return {
-        text: page.shown.length === 0 ? summary : `${summary}\n${page.text}`,
-        structured: {
-          conversation: conversation.label,
-          range: { from: span.from, to: span.to, time_zone: services.timeZone },
-          messages: page.shown.map(toMessageOutput),
-          hidden: page.hidden,
-          truncated: page.truncated,
-          has_more: page.hasMore,
-          next_cursor: cursor,
-        },
-      };
-    },
-  });
-}
+export const getChannelHistoryTool = defineTool({
+  name: NAME,
+  title: 'Channel history by date',
+  description:
+    'Read what was said in a stream (or one of its topics) over a day or date range given in plain words — "today", "yesterday", "3 days ago", "last week", "2026-09-14", "2026-09-01..2026-09-14" — read in the agent\'s time zone. Messages are listed oldest first, one line each with their id (use fetch_around or fetch_history to go further from any of them). The first line gives the exact span read, how many messages were found and, when more of the range remains, the cursor to pass back (with the same arguments) for the next page. Messages that opted out of bots (/nobots) are left out and counted.',
+  inputSchema: InputSchema,
+  outputSchema: OutputSchema,
+  annotations: READ_ANNOTATIONS,
+  write: false,
+  toolset: 'read',
+  async handler(services: ToolServices, input, context) {
+    checkDeadline(context);
+    const call = callOptions(context);
+    const query = queryOf(input);
+    const position = readCursor(NAME, query, input.cursor, ['after']);
+    const span = dateSpan(services, input.when);
+    const conversation = await resolveConversation(
+      services,
+      { stream: input.stream, topic: input.topic },
+      call,
+    );
+    const endSeconds = span.end.getTime() / 1000;
+    const range: ReadRange =
+      position === undefined
+        ? { kind: 'between', from: span.start, to: span.end, limit: input.limit }
+        : { kind: 'since', afterId: position.kind === 'after' ? position.id : 0, limit: input.limit };
+    const page = await readMessagePage(
+      services,
+      {
+        narrow: conversation.narrow,
+        range,
+        direction: 'newer',
+        beyond: (m) => m.timestamp >= endSeconds,
+      },
+      call,
+    );
+    const cursor = nextCursor(NAME, query, page.next);
+    const within = `between ${span.from} and ${span.to} (${services.timeZone})`;
+    const head =
+      page.shown.length === 0
+        ? `No ${position === undefined ? '' : 'more '}messages in ${conversation.label} ${within}`
+        : `${plural(page.shown.length, 'message')} in ${conversation.label} ${within}${idSpan(page.shown)}, oldest first`;
+    const summary = head + pageNotes(page, cursor, 'newer');
+    return {
+      text: page.shown.length === 0 ? summary : `${summary}\n${page.text}`,
+      data: {
+        conversation: conversation.label,
+        range: { from: span.from, to: span.to, time_zone: services.timeZone },
+        messages: page.shown.map(toMessageOutput),
+        hidden: page.hidden,
+        truncated: page.truncated,
+        has_more: page.hasMore,
+        next_cursor: cursor,
+      },
+    };
+  },
+});

@@ -1,8 +1,7 @@
 import { messagePermalink } from '@zmcp/core';
 import { z } from 'zod';
-import { defineTool } from '../run.js';
 import type { ToolServices } from '../services.js';
-import type { ToolDefinition } from '../tool.js';
+import { defineTool } from '../tool.js';
 import { conversationOf, readVisibleMessage } from './message-access.js';
 import { callOptions, checkDeadline, MessageIdSchema, READ_ANNOTATIONS } from './shared.js';
 
@@ -25,28 +24,25 @@ const OutputSchema = z.object({
 });
 
 /** `get_message_link`: the permalink of a message the policy lets the bot read. */
-export function getMessageLinkTool(
-  services: ToolServices,
-): ToolDefinition<typeof InputSchema, typeof OutputSchema> {
-  return defineTool({
-    name: NAME,
-    title: 'Get a message permalink',
-    description:
-      'Get the Zulip web link to a message, encoded exactly as Zulip writes its own links, to share it with people (in a reply, say). The message is read first: a link names its stream and topic, so only messages this bot may read get one; others are refused or reported as not found.',
-    inputSchema: InputSchema,
-    outputSchema: OutputSchema,
-    annotations: READ_ANNOTATIONS,
-    write: false,
-    async handler(input, context) {
-      checkDeadline(context);
-      const call = callOptions(context);
-      const message = await readVisibleMessage(services, input.message_id, call);
-      const conversation = conversationOf(services, message);
-      const url = messagePermalink(services.site, message, { conversation: input.follow_moves });
-      return {
-        text: `Link to message ${message.id} in ${conversation.label}: ${url}`,
-        structured: { message_id: message.id, conversation: conversation.label, url },
-      };
-    },
-  });
-}
+export const getMessageLinkTool = defineTool({
+  name: NAME,
+  title: 'Get a message permalink',
+  description:
+    'Get the Zulip web link to a message, encoded exactly as Zulip writes its own links, to share it with people (in a reply, say). The message is read first: a link names its stream and topic, so only messages this bot may read get one; others are refused or reported as not found.',
+  inputSchema: InputSchema,
+  outputSchema: OutputSchema,
+  annotations: READ_ANNOTATIONS,
+  write: false,
+  toolset: 'people',
+  async handler(services: ToolServices, input, context) {
+    checkDeadline(context);
+    const call = callOptions(context);
+    const message = await readVisibleMessage(services, input.message_id, call);
+    const conversation = conversationOf(services, message);
+    const url = messagePermalink(services.site, message, { conversation: input.follow_moves });
+    return {
+      text: `Link to message ${message.id} in ${conversation.label}: ${url}`,
+      data: { message_id: message.id, conversation: conversation.label, url },
+    };
+  },
+});

@@ -1,8 +1,7 @@
 import { escapeMsgName, isNoBotsTopic } from '@zmcp/core';
 import { z } from 'zod';
-import { defineTool } from '../run.js';
 import type { ToolServices } from '../services.js';
-import type { ToolDefinition } from '../tool.js';
+import { defineTool } from '../tool.js';
 import {
   CursorSchema,
   callOptions,
@@ -52,66 +51,63 @@ const OutputSchema = z.object({
 type TopicItem = z.infer<typeof TopicItemSchema>;
 
 /** `get_stream_topics`: a stream's topics, most recently active first. */
-export function getStreamTopicsTool(
-  services: ToolServices,
-): ToolDefinition<typeof InputSchema, typeof OutputSchema> {
-  return defineTool({
-    name: NAME,
-    title: 'List topics of a stream',
-    description:
-      'List the topics of a stream, most recently active first, one line each: "topic (last message id N)". Pass a topic with its stream to fetch_history to read it, or the id to fetch_around. Topics that opted out of bots (/nobots) are left out and counted; private streams this server is configured not to read are refused. Pages of `limit`; the first line gives the cursor for the next page.',
-    inputSchema: InputSchema,
-    outputSchema: OutputSchema,
-    annotations: READ_ANNOTATIONS,
-    write: false,
-    async handler(input, context) {
-      checkDeadline(context);
-      const call = callOptions(context);
-      const query = queryOf(input);
-      const offset = offsetFrom(readCursor(NAME, query, input.cursor, ['offset']));
-      const stream = await resolveStream(services, input.stream, call);
-      await checkStreamReadable(services, stream, call);
-      const topics = await services.client.getStreamTopics(
-        stream.stream_id,
-        { allowEmptyTopicName: true },
-        call,
-      );
-      let hidden = 0;
-      const items: TopicItem[] = [];
-      for (const t of topics) {
-        if (isNoBotsTopic(t.name)) hidden++;
-        else items.push({ name: t.name, last_message_id: t.max_id });
-      }
-      items.sort((a, b) => b.last_message_id - a.last_message_id);
-      const page = pageItems(
-        services,
-        items,
+export const getStreamTopicsTool = defineTool({
+  name: NAME,
+  title: 'List topics of a stream',
+  description:
+    'List the topics of a stream, most recently active first, one line each: "topic (last message id N)". Pass a topic with its stream to fetch_history to read it, or the id to fetch_around. Topics that opted out of bots (/nobots) are left out and counted; private streams this server is configured not to read are refused. Pages of `limit`; the first line gives the cursor for the next page.',
+  inputSchema: InputSchema,
+  outputSchema: OutputSchema,
+  annotations: READ_ANNOTATIONS,
+  write: false,
+  toolset: 'read',
+  async handler(services: ToolServices, input, context) {
+    checkDeadline(context);
+    const call = callOptions(context);
+    const query = queryOf(input);
+    const offset = offsetFrom(readCursor(NAME, query, input.cursor, ['offset']));
+    const stream = await resolveStream(services, input.stream, call);
+    await checkStreamReadable(services, stream, call);
+    const topics = await services.client.getStreamTopics(
+      stream.stream_id,
+      { allowEmptyTopicName: true },
+      call,
+    );
+    let hidden = 0;
+    const items: TopicItem[] = [];
+    for (const t of topics) {
+      if (isNoBotsTopic(t.name)) hidden++;
+      else items.push({ name: t.name, last_message_id: t.max_id });
+    }
+    items.sort((a, b) => b.last_message_id - a.last_message_id);
+    const page = pageItems(
+      services,
+      items,
+      offset,
+      input.limit,
+      (t) => `${topicLabel(t.name)} (last message id ${t.last_message_id})`,
+    );
+    const cursor = nextCursor(
+      NAME,
+      query,
+      page.nextOffset === undefined ? undefined : { kind: 'offset', offset: page.nextOffset },
+    );
+    const label = `#${escapeMsgName(stream.name)}`;
+    let summary = `${plural(items.length, 'topic')} in ${label}, most recent first (${rangeOf(offset, page.items.length, items.length)})`;
+    summary += hidden > 0 ? `; ${plural(hidden, 'topic')} hidden (opted out of bots with /nobots).` : '.';
+    summary += itemNotes(page, cursor, 'topics');
+    return {
+      text: page.items.length === 0 ? summary : `${summary}\n${page.text}`,
+      data: {
+        stream: stream.name,
+        stream_id: stream.stream_id,
+        topics: page.items,
+        total: items.length,
         offset,
-        input.limit,
-        (t) => `${topicLabel(t.name)} (last message id ${t.last_message_id})`,
-      );
-      const cursor = nextCursor(
-        NAME,
-        query,
-        page.nextOffset === undefined ? undefined : { kind: 'offset', offset: page.nextOffset },
-      );
-      const label = `#${escapeMsgName(stream.name)}`;
-      let summary = `${plural(items.length, 'topic')} in ${label}, most recent first (${rangeOf(offset, page.items.length, items.length)})`;
-      summary += hidden > 0 ? `; ${plural(hidden, 'topic')} hidden (opted out of bots with /nobots).` : '.';
-      summary += itemNotes(page, cursor, 'topics');
-      return {
-        text: page.items.length === 0 ? summary : `${summary}\n${page.text}`,
-        structured: {
-          stream: stream.name,
-          stream_id: stream.stream_id,
-          topics: page.items,
-          total: items.length,
-          offset,
-          hidden,
-          truncated: page.truncated,
-          next_cursor: cursor,
-        },
-      };
-    },
-  });
-}
+        hidden,
+        truncated: page.truncated,
+        next_cursor: cursor,
+      },
+    };
+  },
+});

@@ -1,8 +1,7 @@
 import { escapeMsgName, formatTimestamp, isValidTimeZone, type ProfileField, type User } from '@zmcp/core';
 import { z } from 'zod';
-import { defineTool } from '../run.js';
 import type { ToolServices } from '../services.js';
-import type { ToolDefinition } from '../tool.js';
+import { defineTool } from '../tool.js';
 import {
   callOptions,
   checkDeadline,
@@ -72,89 +71,86 @@ function fieldValue(field: ProfileField | undefined, raw: string, usersById: Map
 }
 
 /** `get_user_profile`: one person's profile, or the bot's own. */
-export function getUserProfileTool(
-  services: ToolServices,
-): ToolDefinition<typeof InputSchema, typeof OutputSchema> {
-  return defineTool({
-    name: NAME,
-    title: 'Get a user profile',
-    description:
-      'Show a person’s profile: full name, email, role (owner, admin, moderator, member, guest), whether the account is a bot and who owns it, whether it is active, their time zone and the current time there (useful before pinging someone), when they joined, and the realm’s custom profile fields they filled in, by name. Omit `user` for this bot’s own profile. An ambiguous name fails with the candidates listed; find_user lists them too.',
-    inputSchema: InputSchema,
-    outputSchema: OutputSchema,
-    annotations: READ_ANNOTATIONS,
-    write: false,
-    async handler(input, context) {
-      checkDeadline(context);
-      const call = callOptions(context);
-      const id =
-        input.user === undefined
-          ? services.identity.user_id
-          : (await services.directory.user(input.user, call)).user.user_id;
-      const [user, fields, users] = await Promise.all([
-        services.client.getUser(id, { includeCustomProfileFields: true }, call),
-        services.client.getCustomProfileFields(call),
-        services.directory.users(call),
-      ]);
-      const usersById = new Map(users.map((u) => [u.user_id, u]));
-      const fieldsById = new Map(fields.map((f) => [f.id, f]));
-      const role = roleName(user.role, user) as z.infer<typeof OutputSchema>['role'];
-      const owner =
-        user.is_bot === true && typeof user.bot_owner_id === 'number'
-          ? {
-              user_id: user.bot_owner_id,
-              full_name: usersById.get(user.bot_owner_id)?.full_name ?? `user ${user.bot_owner_id}`,
-            }
-          : null;
-      const timezone = typeof user.timezone === 'string' && user.timezone !== '' ? user.timezone : null;
-      const localTime =
-        timezone !== null && isValidTimeZone(timezone)
-          ? formatTimestamp(Math.floor(services.now() / 1000), { timeZone: timezone })
-          : null;
-      const profile: { id: number; name: string; value: string }[] = [];
-      for (const [key, entry] of Object.entries(user.profile_data ?? {})) {
-        const raw = (entry as ProfileValue | null)?.value;
-        if (raw === undefined || raw === null || raw === '') continue;
-        const fieldId = Number(key);
-        const field = fieldsById.get(fieldId);
-        profile.push({
-          id: fieldId,
-          name: field?.name ?? `field ${fieldId}`,
-          value: fieldValue(field, String(raw), usersById),
-        });
-      }
-      profile.sort((a, b) => (fieldsById.get(a.id)?.order ?? a.id) - (fieldsById.get(b.id)?.order ?? b.id));
-      const isSelf = user.user_id === services.identity.user_id;
+export const getUserProfileTool = defineTool({
+  name: NAME,
+  title: 'Get a user profile',
+  description:
+    'Show a person’s profile: full name, email, role (owner, admin, moderator, member, guest), whether the account is a bot and who owns it, whether it is active, their time zone and the current time there (useful before pinging someone), when they joined, and the realm’s custom profile fields they filled in, by name. Omit `user` for this bot’s own profile. An ambiguous name fails with the candidates listed; find_user lists them too.',
+  inputSchema: InputSchema,
+  outputSchema: OutputSchema,
+  annotations: READ_ANNOTATIONS,
+  write: false,
+  toolset: 'people',
+  async handler(services: ToolServices, input, context) {
+    checkDeadline(context);
+    const call = callOptions(context);
+    const id =
+      input.user === undefined
+        ? services.identity.user_id
+        : (await services.directory.user(input.user, call)).user.user_id;
+    const [user, fields, users] = await Promise.all([
+      services.client.getUser(id, { includeCustomProfileFields: true }, call),
+      services.client.getCustomProfileFields(call),
+      services.directory.users(call),
+    ]);
+    const usersById = new Map(users.map((u) => [u.user_id, u]));
+    const fieldsById = new Map(fields.map((f) => [f.id, f]));
+    const role = roleName(user.role, user) as z.infer<typeof OutputSchema>['role'];
+    const owner =
+      user.is_bot === true && typeof user.bot_owner_id === 'number'
+        ? {
+            user_id: user.bot_owner_id,
+            full_name: usersById.get(user.bot_owner_id)?.full_name ?? `user ${user.bot_owner_id}`,
+          }
+        : null;
+    const timezone = typeof user.timezone === 'string' && user.timezone !== '' ? user.timezone : null;
+    const localTime =
+      timezone !== null && isValidTimeZone(timezone)
+        ? formatTimestamp(Math.floor(services.now() / 1000), { timeZone: timezone })
+        : null;
+    const profile: { id: number; name: string; value: string }[] = [];
+    for (const [key, entry] of Object.entries(user.profile_data ?? {})) {
+      const raw = (entry as ProfileValue | null)?.value;
+      if (raw === undefined || raw === null || raw === '') continue;
+      const fieldId = Number(key);
+      const field = fieldsById.get(fieldId);
+      profile.push({
+        id: fieldId,
+        name: field?.name ?? `field ${fieldId}`,
+        value: fieldValue(field, String(raw), usersById),
+      });
+    }
+    profile.sort((a, b) => (fieldsById.get(a.id)?.order ?? a.id) - (fieldsById.get(b.id)?.order ?? b.id));
+    const isSelf = user.user_id === services.identity.user_id;
 
-      const kind = user.is_bot === true ? 'bot' : 'human';
-      const lines = [
-        `${escapeMsgName(user.full_name)} <${escapeMsgName(user.email)}> (id ${user.user_id}): ${role}, ${kind}${user.is_active === false ? ', deactivated' : ''}${isSelf ? ' — this is you' : ''}.`,
-      ];
-      if (owner !== null) lines.push(`Bot owner: ${escapeMsgName(owner.full_name)} (id ${owner.user_id})`);
-      lines.push(
-        timezone === null
-          ? 'Time zone: not set'
-          : `Time zone: ${timezone}${localTime === null ? '' : `; local time now ${localTime}`}`,
-      );
-      if (user.date_joined !== undefined) lines.push(`Joined: ${user.date_joined}`);
-      for (const f of profile) lines.push(`${shortText(f.name, 80)}: ${shortText(f.value, VALUE_CHARS)}`);
-      return {
-        text: lines.join('\n'),
-        structured: {
-          user_id: user.user_id,
-          full_name: user.full_name,
-          email: user.email,
-          role,
-          is_bot: user.is_bot === true,
-          bot_owner: owner,
-          is_active: user.is_active !== false,
-          is_self: isSelf,
-          timezone,
-          local_time: localTime,
-          date_joined: user.date_joined ?? null,
-          profile_fields: profile,
-        },
-      };
-    },
-  });
-}
+    const kind = user.is_bot === true ? 'bot' : 'human';
+    const lines = [
+      `${escapeMsgName(user.full_name)} <${escapeMsgName(user.email)}> (id ${user.user_id}): ${role}, ${kind}${user.is_active === false ? ', deactivated' : ''}${isSelf ? ' — this is you' : ''}.`,
+    ];
+    if (owner !== null) lines.push(`Bot owner: ${escapeMsgName(owner.full_name)} (id ${owner.user_id})`);
+    lines.push(
+      timezone === null
+        ? 'Time zone: not set'
+        : `Time zone: ${timezone}${localTime === null ? '' : `; local time now ${localTime}`}`,
+    );
+    if (user.date_joined !== undefined) lines.push(`Joined: ${user.date_joined}`);
+    for (const f of profile) lines.push(`${shortText(f.name, 80)}: ${shortText(f.value, VALUE_CHARS)}`);
+    return {
+      text: lines.join('\n'),
+      data: {
+        user_id: user.user_id,
+        full_name: user.full_name,
+        email: user.email,
+        role,
+        is_bot: user.is_bot === true,
+        bot_owner: owner,
+        is_active: user.is_active !== false,
+        is_self: isSelf,
+        timezone,
+        local_time: localTime,
+        date_joined: user.date_joined ?? null,
+        profile_fields: profile,
+      },
+    };
+  },
+});

@@ -1,3 +1,4 @@
+import type { z } from 'zod';
 import type { ToolServices } from '../services.js';
 import type { ToolDefinition } from '../tool.js';
 import { fetchAroundTool } from './fetch-around.js';
@@ -16,21 +17,19 @@ import { listUsersTool } from './list-users.js';
 import { searchMessagesTool } from './search-messages.js';
 
 /** The tools that read the realm: history, search, single messages, streams, people, emoji, files. */
-export function readTools(services: ToolServices): ToolDefinition[] {
-  return [
-    fetchHistoryTool(services),
-    fetchAroundTool(services),
-    getChannelHistoryTool(services),
-    searchMessagesTool(services),
-    getMessageTool(services),
-    getMessageLinkTool(services),
-    listStreamsTool(services),
-    getStreamTopicsTool(services),
-    listStreamMembersTool(services),
-    listUsersTool(services),
-    findUserTool(services),
-    getUserProfileTool(services),
-    listEmojisTool(services),
-    fetchAttachmentTool(services),
-  ];
-}
+export const readTools: readonly ToolDefinition<z.ZodObject, z.ZodObject, ToolServices>[] = [
+  fetchHistoryTool,
+  fetchAroundTool,
+  getChannelHistoryTool,
+  searchMessagesTool,
+  getMessageTool,
+  getMessageLinkTool,
+  listStreamsTool,
+  getStreamTopicsTool,
+  listStreamMembersTool,
+  listUsersTool,
+  findUserTool,
+  getUserProfileTool,
+  listEmojisTool,
+  fetchAttachmentTool,
+];

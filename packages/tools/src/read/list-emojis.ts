@@ -1,8 +1,7 @@
 import { escapeMsgName } from '@zmcp/core';
 import { z } from 'zod';
-import { defineTool } from '../run.js';
 import type { ToolServices } from '../services.js';
-import type { ToolDefinition } from '../tool.js';
+import { defineTool } from '../tool.js';
 import {
   CursorSchema,
   callOptions,
@@ -48,47 +47,44 @@ const OutputSchema = z.object({
 type Emoji = z.infer<typeof EmojiSchema>;
 
 /** `list_emojis`: the realm's active custom emoji. */
-export function listEmojisTool(
-  services: ToolServices,
-): ToolDefinition<typeof InputSchema, typeof OutputSchema> {
-  return defineTool({
-    name: NAME,
-    title: 'List custom emoji',
-    description:
-      'List the realm’s own custom emoji (deactivated ones left out), sorted by name, one line each as ":name:". Write one as :name: in a message or pass its name to add_reaction. Standard Unicode emoji are not listed but work the same way by their Zulip names (:thumbs_up:, :tada:, :eyes:). Pages of `limit`; the first line gives the cursor for the next page.',
-    inputSchema: InputSchema,
-    outputSchema: OutputSchema,
-    annotations: READ_ANNOTATIONS,
-    write: false,
-    async handler(input, context) {
-      checkDeadline(context);
-      const call = callOptions(context);
-      const query = queryOf(input);
-      const offset = offsetFrom(readCursor(NAME, query, input.cursor, ['offset']));
-      const needle = input.name_contains?.toLowerCase();
-      const emojis: Emoji[] = (await services.client.getRealmEmoji(call))
-        .filter((e) => !e.deactivated)
-        .filter((e) => needle === undefined || e.name.toLowerCase().includes(needle))
-        .map((e) => ({ id: e.id, name: e.name, author_id: e.author_id ?? null }))
-        .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-      const page = pageItems(services, emojis, offset, input.limit, (e) => `:${escapeMsgName(e.name)}:`);
-      const cursor = nextCursor(
-        NAME,
-        query,
-        page.nextOffset === undefined ? undefined : { kind: 'offset', offset: page.nextOffset },
-      );
-      let summary = `${plural(emojis.length, 'custom emoji', 'custom emoji')} (${rangeOf(offset, page.items.length, emojis.length)}). Use them as :name:; Unicode emoji work by name too (:thumbs_up:, :tada:).`;
-      summary += itemNotes(page, cursor, 'emoji');
-      return {
-        text: page.items.length === 0 ? summary : `${summary}\n${page.text}`,
-        structured: {
-          emojis: page.items,
-          total: emojis.length,
-          offset,
-          truncated: page.truncated,
-          next_cursor: cursor,
-        },
-      };
-    },
-  });
-}
+export const listEmojisTool = defineTool({
+  name: NAME,
+  title: 'List custom emoji',
+  description:
+    'List the realm’s own custom emoji (deactivated ones left out), sorted by name, one line each as ":name:". Write one as :name: in a message or pass its name to add_reaction. Standard Unicode emoji are not listed but work the same way by their Zulip names (:thumbs_up:, :tada:, :eyes:). Pages of `limit`; the first line gives the cursor for the next page.',
+  inputSchema: InputSchema,
+  outputSchema: OutputSchema,
+  annotations: READ_ANNOTATIONS,
+  write: false,
+  toolset: 'people',
+  async handler(services: ToolServices, input, context) {
+    checkDeadline(context);
+    const call = callOptions(context);
+    const query = queryOf(input);
+    const offset = offsetFrom(readCursor(NAME, query, input.cursor, ['offset']));
+    const needle = input.name_contains?.toLowerCase();
+    const emojis: Emoji[] = (await services.client.getRealmEmoji(call))
+      .filter((e) => !e.deactivated)
+      .filter((e) => needle === undefined || e.name.toLowerCase().includes(needle))
+      .map((e) => ({ id: e.id, name: e.name, author_id: e.author_id ?? null }))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const page = pageItems(services, emojis, offset, input.limit, (e) => `:${escapeMsgName(e.name)}:`);
+    const cursor = nextCursor(
+      NAME,
+      query,
+      page.nextOffset === undefined ? undefined : { kind: 'offset', offset: page.nextOffset },
+    );
+    let summary = `${plural(emojis.length, 'custom emoji', 'custom emoji')} (${rangeOf(offset, page.items.length, emojis.length)}). Use them as :name:; Unicode emoji work by name too (:thumbs_up:, :tada:).`;
+    summary += itemNotes(page, cursor, 'emoji');
+    return {
+      text: page.items.length === 0 ? summary : `${summary}\n${page.text}`,
+      data: {
+        emojis: page.items,
+        total: emojis.length,
+        offset,
+        truncated: page.truncated,
+        next_cursor: cursor,
+      },
+    };
+  },
+});

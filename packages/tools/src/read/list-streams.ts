@@ -1,8 +1,7 @@
 import { escapeMsgName, type Stream } from '@zmcp/core';
 import { z } from 'zod';
-import { defineTool } from '../run.js';
 import type { ToolServices } from '../services.js';
-import type { ToolDefinition } from '../tool.js';
+import { defineTool } from '../tool.js';
 import {
   CursorSchema,
   callOptions,
@@ -70,74 +69,71 @@ function streamLine(s: StreamItem): string {
 }
 
 /** `list_streams`: the streams the bot can see and may read. */
-export function listStreamsTool(
-  services: ToolServices,
-): ToolDefinition<typeof InputSchema, typeof OutputSchema> {
-  return defineTool({
-    name: NAME,
-    title: 'List streams',
-    description:
-      'List the streams (channels) this bot can see and is allowed to read, sorted by name, one line each: "#name (id N; public|private, subscribed) — description". Subscribed means the bot receives the stream live. Private streams this server is configured not to read are left out and only counted. Use the names with fetch_history, get_channel_history, get_stream_topics and search_messages. Pages of `limit`; the first line gives the cursor for the next page.',
-    inputSchema: InputSchema,
-    outputSchema: OutputSchema,
-    annotations: READ_ANNOTATIONS,
-    write: false,
-    async handler(input, context) {
-      checkDeadline(context);
-      const call = callOptions(context);
-      const query = queryOf(input);
-      const offset = offsetFrom(readCursor(NAME, query, input.cursor, ['offset']));
-      const [streams, subscriptions, lookup] = await Promise.all([
-        services.directory.streams(call),
-        services.directory.subscriptions(call),
-        services.directory.streamLookup(call),
-      ]);
-      const subscribed = new Set(subscriptions.map((s) => s.stream_id));
-      const all = new Map<number, Stream>();
-      for (const s of [...streams, ...subscriptions]) if (!all.has(s.stream_id)) all.set(s.stream_id, s);
-      const needle = input.name_contains?.toLowerCase();
-      let hiddenPrivate = 0;
-      const items: StreamItem[] = [];
-      for (const s of all.values()) {
-        if (needle !== undefined && !s.name.toLowerCase().includes(needle)) continue;
-        if (input.subscribed_only && !subscribed.has(s.stream_id)) continue;
-        if (!services.policy.canReadStream(s.stream_id, lookup)) {
-          hiddenPrivate++;
-          continue;
-        }
-        items.push({
-          id: s.stream_id,
-          name: s.name,
-          private: s.invite_only,
-          subscribed: subscribed.has(s.stream_id),
-          description: shortText(s.description ?? '', DESCRIPTION_CHARS),
-          archived: s.is_archived === true,
-        });
+export const listStreamsTool = defineTool({
+  name: NAME,
+  title: 'List streams',
+  description:
+    'List the streams (channels) this bot can see and is allowed to read, sorted by name, one line each: "#name (id N; public|private, subscribed) — description". Subscribed means the bot receives the stream live. Private streams this server is configured not to read are left out and only counted. Use the names with fetch_history, get_channel_history, get_stream_topics and search_messages. Pages of `limit`; the first line gives the cursor for the next page.',
+  inputSchema: InputSchema,
+  outputSchema: OutputSchema,
+  annotations: READ_ANNOTATIONS,
+  write: false,
+  toolset: 'read',
+  async handler(services: ToolServices, input, context) {
+    checkDeadline(context);
+    const call = callOptions(context);
+    const query = queryOf(input);
+    const offset = offsetFrom(readCursor(NAME, query, input.cursor, ['offset']));
+    const [streams, subscriptions, lookup] = await Promise.all([
+      services.directory.streams(call),
+      services.directory.subscriptions(call),
+      services.directory.streamLookup(call),
+    ]);
+    const subscribed = new Set(subscriptions.map((s) => s.stream_id));
+    const all = new Map<number, Stream>();
+    for (const s of [...streams, ...subscriptions]) if (!all.has(s.stream_id)) all.set(s.stream_id, s);
+    const needle = input.name_contains?.toLowerCase();
+    let hiddenPrivate = 0;
+    const items: StreamItem[] = [];
+    for (const s of all.values()) {
+      if (needle !== undefined && !s.name.toLowerCase().includes(needle)) continue;
+      if (input.subscribed_only && !subscribed.has(s.stream_id)) continue;
+      if (!services.policy.canReadStream(s.stream_id, lookup)) {
+        hiddenPrivate++;
+        continue;
       }
-      items.sort((a, b) => a.name.localeCompare(b.name, 'en', { sensitivity: 'base' }) || a.id - b.id);
-      const page = pageItems(services, items, offset, input.limit, streamLine);
-      const cursor = nextCursor(
-        NAME,
-        query,
-        page.nextOffset === undefined ? undefined : { kind: 'offset', offset: page.nextOffset },
-      );
-      let summary = `${plural(items.length, 'stream')} this bot may read (${rangeOf(offset, page.items.length, items.length)})`;
-      summary +=
-        hiddenPrivate > 0
-          ? `; ${plural(hiddenPrivate, 'private stream')} hidden: this server is configured not to read ${hiddenPrivate === 1 ? 'it' : 'them'}.`
-          : '.';
-      summary += itemNotes(page, cursor, 'streams');
-      return {
-        text: page.items.length === 0 ? summary : `${summary}\n${page.text}`,
-        structured: {
-          streams: page.items,
-          total: items.length,
-          offset,
-          hidden_private: hiddenPrivate,
-          truncated: page.truncated,
-          next_cursor: cursor,
-        },
-      };
-    },
-  });
-}
+      items.push({
+        id: s.stream_id,
+        name: s.name,
+        private: s.invite_only,
+        subscribed: subscribed.has(s.stream_id),
+        description: shortText(s.description ?? '', DESCRIPTION_CHARS),
+        archived: s.is_archived === true,
+      });
+    }
+    items.sort((a, b) => a.name.localeCompare(b.name, 'en', { sensitivity: 'base' }) || a.id - b.id);
+    const page = pageItems(services, items, offset, input.limit, streamLine);
+    const cursor = nextCursor(
+      NAME,
+      query,
+      page.nextOffset === undefined ? undefined : { kind: 'offset', offset: page.nextOffset },
+    );
+    let summary = `${plural(items.length, 'stream')} this bot may read (${rangeOf(offset, page.items.length, items.length)})`;
+    summary +=
+      hiddenPrivate > 0
+        ? `; ${plural(hiddenPrivate, 'private stream')} hidden: this server is configured not to read ${hiddenPrivate === 1 ? 'it' : 'them'}.`
+        : '.';
+    summary += itemNotes(page, cursor, 'streams');
+    return {
+      text: page.items.length === 0 ? summary : `${summary}\n${page.text}`,
+      data: {
+        streams: page.items,
+        total: items.length,
+        offset,
+        hidden_private: hiddenPrivate,
+        truncated: page.truncated,
+        next_cursor: cursor,
+      },
+    };
+  },
+});

@@ -1,8 +1,7 @@
 import type { User } from '@zmcp/core';
 import { z } from 'zod';
-import { defineTool } from '../run.js';
 import type { ToolServices } from '../services.js';
-import type { ToolDefinition } from '../tool.js';
+import { defineTool } from '../tool.js';
 import {
   CursorSchema,
   callOptions,
@@ -71,53 +70,50 @@ const OutputSchema = z.object({
 });
 
 /** `list_users`: the realm's people (and optionally bots and deactivated accounts). */
-export function listUsersTool(
-  services: ToolServices,
-): ToolDefinition<typeof InputSchema, typeof OutputSchema> {
-  return defineTool({
-    name: NAME,
-    title: 'List users',
-    description:
-      'List the people of the realm, sorted by name, one line each: "Name <email> (id N)" with [bot], [deactivated] and role (owner, admin, moderator, guest) markers. Active humans by default; include_bots and include_deactivated widen it. To look someone up by name use find_user; for details get_user_profile. Pages of `limit`; the first line gives the cursor for the next page.',
-    inputSchema: InputSchema,
-    outputSchema: OutputSchema,
-    annotations: READ_ANNOTATIONS,
-    write: false,
-    async handler(input, context) {
-      checkDeadline(context);
-      const call = callOptions(context);
-      const query = queryOf(input);
-      const offset = offsetFrom(readCursor(NAME, query, input.cursor, ['offset']));
-      const users = (await services.directory.users(call))
-        .filter((u) => input.include_bots || u.is_bot !== true)
-        .filter((u) => input.include_deactivated || u.is_active !== false)
-        .sort(
-          (a, b) =>
-            a.full_name.localeCompare(b.full_name, 'en', { sensitivity: 'base' }) || a.user_id - b.user_id,
-        );
-      const page = pageItems(services, users, offset, input.limit, userItemLine);
-      const cursor = nextCursor(
-        NAME,
-        query,
-        page.nextOffset === undefined ? undefined : { kind: 'offset', offset: page.nextOffset },
+export const listUsersTool = defineTool({
+  name: NAME,
+  title: 'List users',
+  description:
+    'List the people of the realm, sorted by name, one line each: "Name <email> (id N)" with [bot], [deactivated] and role (owner, admin, moderator, guest) markers. Active humans by default; include_bots and include_deactivated widen it. To look someone up by name use find_user; for details get_user_profile. Pages of `limit`; the first line gives the cursor for the next page.',
+  inputSchema: InputSchema,
+  outputSchema: OutputSchema,
+  annotations: READ_ANNOTATIONS,
+  write: false,
+  toolset: 'people',
+  async handler(services: ToolServices, input, context) {
+    checkDeadline(context);
+    const call = callOptions(context);
+    const query = queryOf(input);
+    const offset = offsetFrom(readCursor(NAME, query, input.cursor, ['offset']));
+    const users = (await services.directory.users(call))
+      .filter((u) => input.include_bots || u.is_bot !== true)
+      .filter((u) => input.include_deactivated || u.is_active !== false)
+      .sort(
+        (a, b) =>
+          a.full_name.localeCompare(b.full_name, 'en', { sensitivity: 'base' }) || a.user_id - b.user_id,
       );
-      const kinds = [
-        'active humans',
-        input.include_bots ? 'bots' : undefined,
-        input.include_deactivated ? 'deactivated accounts' : undefined,
-      ].filter((k) => k !== undefined);
-      let summary = `${plural(users.length, 'user')} (${kinds.join(', ')}; ${rangeOf(offset, page.items.length, users.length)}).`;
-      summary += itemNotes(page, cursor, 'users');
-      return {
-        text: page.items.length === 0 ? summary : `${summary}\n${page.text}`,
-        structured: {
-          users: page.items.map(toUserItem),
-          total: users.length,
-          offset,
-          truncated: page.truncated,
-          next_cursor: cursor,
-        },
-      };
-    },
-  });
-}
+    const page = pageItems(services, users, offset, input.limit, userItemLine);
+    const cursor = nextCursor(
+      NAME,
+      query,
+      page.nextOffset === undefined ? undefined : { kind: 'offset', offset: page.nextOffset },
+    );
+    const kinds = [
+      'active humans',
+      input.include_bots ? 'bots' : undefined,
+      input.include_deactivated ? 'deactivated accounts' : undefined,
+    ].filter((k) => k !== undefined);
+    let summary = `${plural(users.length, 'user')} (${kinds.join(', ')}; ${rangeOf(offset, page.items.length, users.length)}).`;
+    summary += itemNotes(page, cursor, 'users');
+    return {
+      text: page.items.length === 0 ? summary : `${summary}\n${page.text}`,
+      data: {
+        users: page.items.map(toUserItem),
+        total: users.length,
+        offset,
+        truncated: page.truncated,
+        next_cursor: cursor,
+      },
+    };
+  },
+});

@@ -7,13 +7,13 @@ import {
   readMessage,
   type User,
 } from '@zmcp/core';
-import { ToolInputError } from '../errors.js';
+import { ToolError } from '../errors.js';
 import type { ToolServices } from '../services.js';
 import { dmLabel } from './conversation.js';
 import { topicLabel } from './shared.js';
 
-function notFound(id: number): ToolInputError {
-  return new ToolInputError(
+function notFound(id: number): ToolError {
+  return new ToolError(
     'TOOLS_NOT_FOUND',
     `No message with id ${id} is available to this bot: it does not exist, was deleted, is not visible to the bot, or its people asked bots to stay out (/nobots).`,
     { messageId: id },
@@ -23,7 +23,7 @@ function notFound(id: number): ToolInputError {
 /**
  * Reads one message through core's single-message gate and refuses, as not found, one the bot
  * cannot see or that opted out of bots (`/nobots`, in its content or its topic).
- * @throws ToolInputError `TOOLS_NOT_FOUND`; ZmcpError `CORE_ACCESS_DENIED` (a stream or DM the
+ * @throws ToolError `TOOLS_NOT_FOUND`; ZmcpError `CORE_ACCESS_DENIED` (a stream or DM the
  *   policy keeps closed) and the request codes.
  */
 export async function readVisibleMessage(

@@ -1,10 +1,9 @@
 import { escapeMsgName, isNoBotsTopic, type NarrowTermInput, type ReadRange } from '@zmcp/core';
 import { z } from 'zod';
-import { ToolInputError } from '../errors.js';
+import { ToolError } from '../errors.js';
 import { MessageOutputSchema, toMessageOutput } from '../output.js';
-import { defineTool } from '../run.js';
 import type { ToolServices } from '../services.js';
-import type { ToolDefinition } from '../tool.js';
+import { defineTool } from '../tool.js';
 import { dateSpan, WHEN_HELP, WhenSchema } from './get-channel-history.js';
 import {
   CursorSchema,
@@ -93,126 +92,123 @@ const OutputSchema = z.object({
 });
 
 /** `search_messages`: full-text and filter search through the access gate. */
-export function searchMessagesTool(
-  services: ToolServices,
-): ToolDefinition<typeof InputSchema, typeof OutputSchema> {
-  return defineTool({
-    name: NAME,
-    title: 'Search messages',
-    description:
-      'Find messages by text and filters: `query` (full-text words), `sender`, `stream`, `topic`, `has` (link, attachment, image), `is` (starred, mentioned, unread), `when` (a date or range). Give at least one. Matches come newest first (the most recent `limit`), listed oldest to newest, one line each with their id — open one in context with fetch_around. With `when` the range is read from its start instead. Without `stream` the search covers public streams only unless this server reads everything; the first line says what was searched, and the cursor to pass back (with the same arguments) for more. Matches that opted out of bots (/nobots) are left out and counted.',
-    inputSchema: InputSchema,
-    outputSchema: OutputSchema,
-    annotations: READ_ANNOTATIONS,
-    write: false,
-    async handler(input, context) {
-      checkDeadline(context);
-      const call = callOptions(context);
-      const query = queryOf(input);
-      const position = readCursor(NAME, query, input.cursor, ['before', 'after']);
-      if (
-        input.query === undefined &&
-        input.sender === undefined &&
-        input.stream === undefined &&
-        input.topic === undefined &&
-        input.has === undefined &&
-        input.is === undefined &&
-        input.when === undefined
-      ) {
-        throw new ToolInputError(
-          'TOOLS_INVALID_INPUT',
-          'Invalid arguments: query: give search words or at least one filter (sender, stream, topic, has, is, when).',
+export const searchMessagesTool = defineTool({
+  name: NAME,
+  title: 'Search messages',
+  description:
+    'Find messages by text and filters: `query` (full-text words), `sender`, `stream`, `topic`, `has` (link, attachment, image), `is` (starred, mentioned, unread), `when` (a date or range). Give at least one. Matches come newest first (the most recent `limit`), listed oldest to newest, one line each with their id — open one in context with fetch_around. With `when` the range is read from its start instead. Without `stream` the search covers public streams only unless this server reads everything; the first line says what was searched, and the cursor to pass back (with the same arguments) for more. Matches that opted out of bots (/nobots) are left out and counted.',
+  inputSchema: InputSchema,
+  outputSchema: OutputSchema,
+  annotations: READ_ANNOTATIONS,
+  write: false,
+  toolset: 'read',
+  async handler(services: ToolServices, input, context) {
+    checkDeadline(context);
+    const call = callOptions(context);
+    const query = queryOf(input);
+    const position = readCursor(NAME, query, input.cursor, ['before', 'after']);
+    if (
+      input.query === undefined &&
+      input.sender === undefined &&
+      input.stream === undefined &&
+      input.topic === undefined &&
+      input.has === undefined &&
+      input.is === undefined &&
+      input.when === undefined
+    ) {
+      throw new ToolError(
+        'TOOLS_INVALID_INPUT',
+        'Invalid arguments: query: give search words or at least one filter (sender, stream, topic, has, is, when).',
+      );
+    }
+    const span = input.when === undefined ? undefined : dateSpan(services, input.when);
+    const forwards = span !== undefined;
+    if (position !== undefined && (position.kind === 'after') !== forwards) throw mismatchedCursor(NAME);
+
+    const narrow: NarrowTermInput[] = [];
+    let streamLabel: string | undefined;
+    let topicPart = '';
+    if (input.stream !== undefined) {
+      const stream = await resolveStream(services, input.stream, call);
+      narrow.push({ operator: 'channel', operand: stream.stream_id });
+      streamLabel = `#${escapeMsgName(stream.name)}`;
+    }
+    if (input.topic !== undefined) {
+      const topic = normalizeTopicInput(input.topic);
+      if (isNoBotsTopic(topic)) {
+        throw new ToolError(
+          'TOOLS_NOT_FOUND',
+          `Topic ${JSON.stringify(input.topic.slice(0, 100))} is not available: its people asked bots to stay out (/nobots).`,
         );
       }
-      const span = input.when === undefined ? undefined : dateSpan(services, input.when);
-      const forwards = span !== undefined;
-      if (position !== undefined && (position.kind === 'after') !== forwards) throw mismatchedCursor(NAME);
+      narrow.push({ operator: 'topic', operand: topic });
+      topicPart = topicLabel(topic);
+    }
+    if (input.sender !== undefined) {
+      const { user } = await services.directory.user(input.sender, call);
+      narrow.push({ operator: 'sender', operand: user.user_id });
+    }
+    for (const has of input.has ?? []) narrow.push({ operator: 'has', operand: has });
+    for (const is of input.is ?? []) narrow.push({ operator: 'is', operand: is });
+    if (input.query !== undefined) narrow.push({ operator: 'search', operand: input.query });
 
-      const narrow: NarrowTermInput[] = [];
-      let streamLabel: string | undefined;
-      let topicPart = '';
-      if (input.stream !== undefined) {
-        const stream = await resolveStream(services, input.stream, call);
-        narrow.push({ operator: 'channel', operand: stream.stream_id });
-        streamLabel = `#${escapeMsgName(stream.name)}`;
-      }
-      if (input.topic !== undefined) {
-        const topic = normalizeTopicInput(input.topic);
-        if (isNoBotsTopic(topic)) {
-          throw new ToolInputError(
-            'TOOLS_NOT_FOUND',
-            `Topic ${JSON.stringify(input.topic.slice(0, 100))} is not available: its people asked bots to stay out (/nobots).`,
-          );
-        }
-        narrow.push({ operator: 'topic', operand: topic });
-        topicPart = topicLabel(topic);
-      }
-      if (input.sender !== undefined) {
-        const { user } = await services.directory.user(input.sender, call);
-        narrow.push({ operator: 'sender', operand: user.user_id });
-      }
-      for (const has of input.has ?? []) narrow.push({ operator: 'has', operand: has });
-      for (const is of input.is ?? []) narrow.push({ operator: 'is', operand: is });
-      if (input.query !== undefined) narrow.push({ operator: 'search', operand: input.query });
-
-      let range: ReadRange;
-      let beyond: MessageReadPlan['beyond'];
-      if (span !== undefined) {
-        const end = span.end.getTime() / 1000;
-        beyond = (m) => m.timestamp >= end;
-        if (position?.kind === 'after') {
-          range = { kind: 'since', afterId: position.id, limit: input.limit };
-        } else {
-          range = { kind: 'between', from: span.start, to: span.end, limit: input.limit };
-        }
+    let range: ReadRange;
+    let beyond: MessageReadPlan['beyond'];
+    if (span !== undefined) {
+      const end = span.end.getTime() / 1000;
+      beyond = (m) => m.timestamp >= end;
+      if (position?.kind === 'after') {
+        range = { kind: 'since', afterId: position.id, limit: input.limit };
       } else {
-        range =
-          position?.kind === 'before'
-            ? { kind: 'before', beforeId: position.id, limit: input.limit }
-            : { kind: 'newest', limit: input.limit };
+        range = { kind: 'between', from: span.start, to: span.end, limit: input.limit };
       }
-      const direction = forwards ? 'newer' : 'older';
-      // Without a stream the narrow names no scope: the policy limits it to public streams
-      // unless it reads everything (then the `unscoped` choice is not consulted). Zulip searches
-      // an unscoped narrow over the messages the bot received, so when everything is readable
-      // the public streams' history (streams the bot is not in) is searched beside it.
-      const everything = streamLabel === undefined && services.policy.canReadDms;
-      const alsoNarrow: NarrowTermInput[] | undefined = everything
-        ? [...narrow, { operator: 'channels', operand: 'public' }]
-        : undefined;
-      const page = await readMessagePage(
-        services,
-        { narrow, range, direction, beyond, unscoped: 'public-streams', alsoNarrow },
-        call,
-      );
-      const publicOnly = streamLabel === undefined && page.scope === 'public-streams';
-      let where = streamLabel ?? (publicOnly ? 'public streams' : 'every stream and DM this bot can read');
-      if (topicPart !== '')
-        where = streamLabel === undefined ? `topic ${topicPart} of ${where}` : `${where} > ${topicPart}`;
-      const cursor = nextCursor(NAME, query, page.next);
-      const within = span === undefined ? '' : ` between ${span.from} and ${span.to}`;
-      let head =
-        page.shown.length === 0
-          ? `No matches in ${where}${within}`
-          : `${plural(page.shown.length, 'match', 'matches')} in ${where}${within}${idSpan(page.shown)}, oldest first`;
-      head += pageNotes(page, cursor, direction);
-      if (publicOnly) {
-        head +=
-          ' Only public streams were searched: private streams and DMs are left out of searches without a stream (name an allowed private stream with stream to search it).';
-      }
-      return {
-        text: page.shown.length === 0 ? head : `${head}\n${page.text}`,
-        structured: {
-          searched: where,
-          public_only: publicOnly,
-          messages: page.shown.map(toMessageOutput),
-          hidden: page.hidden,
-          truncated: page.truncated,
-          has_more: page.hasMore,
-          direction,
-          next_cursor: cursor,
-        },
-      };
-    },
-  });
-}
+    } else {
+      range =
+        position?.kind === 'before'
+          ? { kind: 'before', beforeId: position.id, limit: input.limit }
+          : { kind: 'newest', limit: input.limit };
+    }
+    const direction = forwards ? ('newer' as const) : ('older' as const);
+    // Without a stream the narrow names no scope: the policy limits it to public streams
+    // unless it reads everything (then the `unscoped` choice is not consulted). Zulip searches
+    // an unscoped narrow over the messages the bot received, so when everything is readable
+    // the public streams' history (streams the bot is not in) is searched beside it.
+    const everything = streamLabel === undefined && services.policy.canReadDms;
+    const alsoNarrow: NarrowTermInput[] | undefined = everything
+      ? [...narrow, { operator: 'channels', operand: 'public' }]
+      : undefined;
+    const page = await readMessagePage(
+      services,
+      { narrow, range, direction, beyond, unscoped: 'public-streams', alsoNarrow },
+      call,
+    );
+    const publicOnly = streamLabel === undefined && page.scope === 'public-streams';
+    let where = streamLabel ?? (publicOnly ? 'public streams' : 'every stream and DM this bot can read');
+    if (topicPart !== '')
+      where = streamLabel === undefined ? `topic ${topicPart} of ${where}` : `${where} > ${topicPart}`;
+    const cursor = nextCursor(NAME, query, page.next);
+    const within = span === undefined ? '' : ` between ${span.from} and ${span.to}`;
+    let head =
+      page.shown.length === 0
+        ? `No matches in ${where}${within}`
+        : `${plural(page.shown.length, 'match', 'matches')} in ${where}${within}${idSpan(page.shown)}, oldest first`;
+    head += pageNotes(page, cursor, direction);
+    if (publicOnly) {
+      head +=
+        ' Only public streams were searched: private streams and DMs are left out of searches without a stream (name an allowed private stream with stream to search it).';
+    }
+    return {
+      text: page.shown.length === 0 ? head : `${head}\n${page.text}`,
+      data: {
+        searched: where,
+        public_only: publicOnly,
+        messages: page.shown.map(toMessageOutput),
+        hidden: page.hidden,
+        truncated: page.truncated,
+        has_more: page.hasMore,
+        direction,
+        next_cursor: cursor,
+      },
+    };
+  },
+});

@@ -12,7 +12,7 @@ import {
   type User,
 } from '@zmcp/core';
 import { z } from 'zod';
-import { ToolInputError } from '../errors.js';
+import { ToolError } from '../errors.js';
 import { type CursorPosition, decodeCursor, encodeCursor, fitToBudget } from '../page.js';
 import type { ToolServices } from '../services.js';
 import type { ToolAnnotations, ToolCallContext } from '../tool.js';
@@ -78,7 +78,7 @@ export function queryOf<T extends { cursor?: string | undefined }>(input: T): Re
 /**
  * Decodes the cursor of a call, if any, and checks that its position is of a kind this query
  * continues.
- * @throws ToolInputError `TOOLS_INVALID_CURSOR`.
+ * @throws ToolError `TOOLS_INVALID_CURSOR`.
  */
 export function readCursor(
   tool: string,
@@ -93,8 +93,8 @@ export function readCursor(
 }
 
 /** The error for a cursor whose position does not continue this query. */
-export function mismatchedCursor(tool: string): ToolInputError {
-  return new ToolInputError(
+export function mismatchedCursor(tool: string): ToolError {
+  return new ToolError(
     'TOOLS_INVALID_CURSOR',
     `Invalid cursor: its position does not continue this query. Pass back the cursor exactly as a previous call of ${tool} with the same arguments returned it, or omit it to start over.`,
   );
@@ -160,7 +160,7 @@ export function roleName(role: number | undefined, user?: User): string {
 
 /**
  * Finds a stream the bot can see.
- * @throws ToolInputError `TOOLS_NOT_FOUND` when the bot cannot see it (it may not exist, or be a
+ * @throws ToolError `TOOLS_NOT_FOUND` when the bot cannot see it (it may not exist, or be a
  *   private stream the bot is not in: the answer is the same).
  */
 export async function resolveStream(
@@ -171,8 +171,8 @@ export async function resolveStream(
   try {
     return await services.directory.stream(ref, call);
   } catch (err) {
-    if (err instanceof ToolInputError && err.code === 'TOOLS_NOT_FOUND') {
-      throw new ToolInputError(
+    if (err instanceof ToolError && err.code === 'TOOLS_NOT_FOUND') {
+      throw new ToolError(
         'TOOLS_NOT_FOUND',
         `${err.message} Check the name with list_streams (private streams the bot is not in are not visible).`,
         err.details,

@@ -10,13 +10,12 @@ import {
   readNarrow,
 } from '@zmcp/core';
 import { type InterruptWatcher, watchInterruptFile } from '@zmcp/delivery';
-import { ToolInputError } from '../errors.js';
+import { ToolError } from '../errors.js';
 import { fitToBudget } from '../page.js';
 import { readVisibleMessage } from '../read/message-access.js';
 import { checkStreamReadable, itemBudget, resolveStream } from '../read/shared.js';
 import type { ToolServices } from '../services.js';
 import { checkTopic } from '../write/common.js';
-import { SessionError } from './errors.js';
 
 /** The dismiss emoji when none is configured: 🛑, which Zulip names `stop`. */
 export const DEFAULT_DISMISS_EMOJI = 'stop';
@@ -202,7 +201,7 @@ export class SessionCore implements AgentSession {
     this.autoTyping = options.autoTyping ?? true;
     const interval = options.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS;
     if (!Number.isFinite(interval) || interval < 1) {
-      throw new ToolInputError(
+      throw new ToolError(
         'TOOLS_INVALID_INPUT',
         'progressIntervalMs must be a positive number of milliseconds.',
         {
@@ -212,7 +211,7 @@ export class SessionCore implements AgentSession {
     }
     this.progressIntervalMs = interval;
     if (options.interruptFile !== undefined && options.interruptFile.trim() === '') {
-      throw new ToolInputError('TOOLS_INVALID_INPUT', 'interruptFile must be a path, not empty.', {
+      throw new ToolError('TOOLS_INVALID_INPUT', 'interruptFile must be a path, not empty.', {
         field: 'interruptFile',
       });
     }
@@ -310,13 +309,12 @@ export class SessionCore implements AgentSession {
 
   /**
    * The bound conversation; a pending launch is resolved first.
-   * @throws SessionError `TOOLS_SESSION_ENDED` after a dismissal, `TOOLS_NO_SESSION` when nothing is bound;
+   * @throws ToolError `TOOLS_SESSION_ENDED` after a dismissal, `TOOLS_NO_SESSION` when nothing is bound;
    *   a launch that names something unreadable fails with the read's own error.
    */
   async requireBinding(call: CallOptions): Promise<Binding> {
     if (this.#binding !== undefined) return this.#binding;
-    if (this.#ended !== undefined)
-      throw new SessionError('TOOLS_SESSION_ENDED', this.endedMessage(this.#ended));
+    if (this.#ended !== undefined) throw new ToolError('TOOLS_SESSION_ENDED', this.endedMessage(this.#ended));
     const launch = this.#launch;
     if (launch !== undefined) {
       try {
@@ -331,7 +329,7 @@ export class SessionCore implements AgentSession {
       }
       if (this.#binding !== undefined) return this.#binding;
     }
-    throw new SessionError(
+    throw new ToolError(
       'TOOLS_NO_SESSION',
       'No conversation is bound to this session. Call set_context with the stream and topic you were called to (and the trigger message id) first.',
     );
@@ -343,7 +341,7 @@ export class SessionCore implements AgentSession {
     if (launch.triggerMessageId !== undefined && (streamRef === undefined || topic === undefined)) {
       const trigger = await readVisibleMessage(this.services, launch.triggerMessageId, call);
       if (trigger.type !== 'stream') {
-        throw new ToolInputError(
+        throw new ToolError(
           'TOOLS_INVALID_INPUT',
           `The launch trigger message ${trigger.id} is a direct message; a session is bound to a stream topic.`,
           { field: 'triggerMessageId' },
@@ -378,7 +376,7 @@ export class SessionCore implements AgentSession {
   /**
    * Checks a conversation the session may bind to: a stream the policy lets the bot read, a topic
    * it could reply in that does not opt out of bots, and a trigger message inside it.
-   * @throws ToolInputError `TOOLS_NOT_FOUND`, `TOOLS_INVALID_INPUT`; ZmcpError `CORE_ACCESS_DENIED`.
+   * @throws ToolError `TOOLS_NOT_FOUND`, `TOOLS_INVALID_INPUT`; ZmcpError `CORE_ACCESS_DENIED`.
    */
   async resolveTarget(
     streamRef: string | number,
@@ -390,7 +388,7 @@ export class SessionCore implements AgentSession {
     await checkStreamReadable(this.services, stream, call);
     let topic = checkTopic(topicRaw);
     if (isNoBotsTopic(topic)) {
-      throw new ToolInputError(
+      throw new ToolError(
         'TOOLS_INVALID_INPUT',
         'topic opts out of bots (/nobots); a session cannot be bound there.',
         { field: 'topic' },
@@ -404,7 +402,7 @@ export class SessionCore implements AgentSession {
         trigger.stream_id !== stream.stream_id ||
         lower(trigger.subject) !== lower(topic)
       ) {
-        throw new ToolInputError(
+        throw new ToolError(
           'TOOLS_INVALID_INPUT',
           `trigger_message_id ${triggerId} is not in #${escapeMsgName(stream.name)} > ${escapeMsgName(topic)}; pass the stream and topic the message is in.`,
           { field: 'trigger_message_id' },
@@ -677,16 +675,16 @@ export class SessionCore implements AgentSession {
 
   /**
    * Marks a listen as running; `stop` is called when set_context, end_session or close() ends it.
-   * @throws SessionError `TOOLS_SESSION_BUSY` when one is running already.
+   * @throws ToolError `TOOLS_SESSION_BUSY` when one is running already.
    */
   beginListen(stop: (why: 'rebound' | 'closed') => void): () => void {
     if (this.#listenStop !== undefined) {
-      throw new SessionError(
+      throw new ToolError(
         'TOOLS_SESSION_BUSY',
         'A listen is already running in this session; wait for it to return instead of calling listen again.',
       );
     }
-    if (this.#closed) throw new SessionError('TOOLS_NO_SESSION', 'The session is closed.');
+    if (this.#closed) throw new ToolError('TOOLS_NO_SESSION', 'The session is closed.');
     this.#listenStop = stop;
     let ended!: () => void;
     this.#listenEnded = new Promise((resolve) => {
@@ -771,7 +769,7 @@ function codeOf(err: unknown): unknown {
 function checkEmojiName(name: string, field: string): string {
   const n = name.trim().replace(/^:(.*):$/, '$1');
   if (!/^[0-9a-z_+-]{1,60}$/i.test(n)) {
-    throw new ToolInputError(
+    throw new ToolError(
       'TOOLS_INVALID_INPUT',
       `${field} must be an emoji name such as "stop" or "ear" (letters, digits, _, + and -), got ${JSON.stringify(name.slice(0, 60))}.`,
       { field },
@@ -786,17 +784,13 @@ function checkLaunch(launch: AgentSessionLaunch | undefined): AgentSessionLaunch
   const topic = typeof launch.topic === 'string' && launch.topic.trim() === '' ? undefined : launch.topic;
   const trigger = launch.triggerMessageId;
   if (trigger !== undefined && !(Number.isSafeInteger(trigger) && trigger > 0)) {
-    throw new ToolInputError(
-      'TOOLS_INVALID_INPUT',
-      'launch.triggerMessageId must be a positive message id.',
-      {
-        field: 'launch.triggerMessageId',
-      },
-    );
+    throw new ToolError('TOOLS_INVALID_INPUT', 'launch.triggerMessageId must be a positive message id.', {
+      field: 'launch.triggerMessageId',
+    });
   }
   if (stream === undefined && topic === undefined && trigger === undefined) return undefined;
   if (trigger === undefined && (stream === undefined || topic === undefined)) {
-    throw new ToolInputError(
+    throw new ToolError(
       'TOOLS_INVALID_INPUT',
       'launch needs both a stream and a topic (SESSION_STREAM and SESSION_TOPIC), or a trigger message id (TRIGGER_MESSAGE_ID).',
       { field: stream === undefined ? 'launch.stream' : 'launch.topic' },
@@ -809,7 +803,7 @@ function checkLaunch(launch: AgentSessionLaunch | undefined): AgentSessionLaunch
  * Creates the state of one agent session (one per MCP session): the conversation it is bound to,
  * what it has seen there, its listening indicator, typing and interrupt file. Nothing is sent and
  * nothing is watched until a tool runs.
- * @throws ToolInputError `TOOLS_INVALID_INPUT` for a malformed emoji name, interval, interrupt-file
+ * @throws ToolError `TOOLS_INVALID_INPUT` for a malformed emoji name, interval, interrupt-file
  *   path, or a launch naming a stream without a topic (or the reverse) and no trigger.
  */
 export function createAgentSession(services: ToolServices, options: AgentSessionOptions = {}): AgentSession {

@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { checkDeadline } from '../read/shared.js';
-import { defineTool } from '../run.js';
-import type { ToolDefinition } from '../tool.js';
+import { defineTool } from '../tool.js';
 import type { SessionCore } from './agent-session.js';
 
 const inputSchema = z.object({});
@@ -14,42 +13,39 @@ const outputSchema = z.object({
 });
 
 /** `end_session`: leaves the bound conversation. */
-export function endSessionTool(
-  session: SessionCore,
-): ToolDefinition<typeof inputSchema, typeof outputSchema> {
-  return defineTool({
-    name: 'end_session',
-    title: 'Leave the conversation',
-    description:
-      'End your session in the conversation: the binding is cleared, the listening reaction removed and the typing indicator stopped. ' +
-      'Call it when the work is done or you were told to stop; post a closing reply first if one is due. Nothing is posted. Calling it with no session bound does nothing.',
-    inputSchema,
-    outputSchema,
-    // Clears the typing indicator and the bot's own listening reaction; in read-only mode there are none.
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
-    write: false,
-    async handler(_input, context) {
-      checkDeadline(context);
-      const ended = session.ended;
-      const was = session.unbind();
-      await session.settled();
-      const where = was ?? ended;
-      const lastSeen = session.lastSeenId;
-      if (where === undefined) {
-        return {
-          text: 'No session was bound; nothing to end.',
-          structured: { ended: false, stream: null, topic: null, last_seen_id: lastSeen },
-        };
-      }
+export const endSessionTool = defineTool({
+  name: 'end_session',
+  title: 'Leave the conversation',
+  description:
+    'End your session in the conversation: the binding is cleared, the listening reaction removed and the typing indicator stopped. ' +
+    'Call it when the work is done or you were told to stop; post a closing reply first if one is due. Nothing is posted. Calling it with no session bound does nothing.',
+  inputSchema,
+  outputSchema,
+  // Clears the typing indicator and the bot's own listening reaction; in read-only mode there are none.
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+  write: false,
+  toolset: 'session',
+  async handler(session: SessionCore, _input, context) {
+    checkDeadline(context);
+    const ended = session.ended;
+    const was = session.unbind();
+    await session.settled();
+    const where = was ?? ended;
+    const lastSeen = session.lastSeenId;
+    if (where === undefined) {
       return {
-        text: `Session in ${session.label(where)} ended${was === undefined ? ' (it had already been ended from the conversation)' : ''}. Call set_context to start another.`,
-        structured: {
-          ended: was !== undefined,
-          stream: where.stream,
-          topic: where.topic,
-          last_seen_id: lastSeen,
-        },
+        text: 'No session was bound; nothing to end.',
+        data: { ended: false, stream: null, topic: null, last_seen_id: lastSeen },
       };
-    },
-  });
-}
+    }
+    return {
+      text: `Session in ${session.label(where)} ended${was === undefined ? ' (it had already been ended from the conversation)' : ''}. Call set_context to start another.`,
+      data: {
+        ended: was !== undefined,
+        stream: where.stream,
+        topic: where.topic,
+        last_seen_id: lastSeen,
+      },
+    };
+  },
+});

@@ -1,9 +1,9 @@
 import { AttachmentsSchema } from '@zmcp/uploads';
 import { z } from 'zod';
+import { toolFailure } from '../failure.js';
 import { MessageOutputSchema, toMessageOutput } from '../output.js';
 import { idSpan, plural } from '../read/shared.js';
-import { defineTool, toolFailure } from '../run.js';
-import type { ToolDefinition } from '../tool.js';
+import { defineTool } from '../tool.js';
 import {
   assertWritable,
   attachmentsNote,
@@ -55,103 +55,102 @@ const outputSchema = z.object({
 });
 
 /** `reply`: posts to the bound conversation and hands over what arrived meanwhile. */
-export function replyTool(session: SessionCore): ToolDefinition<typeof inputSchema, typeof outputSchema> {
-  const services = session.services;
-  return defineTool({
-    name: 'reply',
-    title: 'Reply in the conversation',
-    description:
-      'Post a message in the conversation your session is bound to (set_context first). ' +
-      'Before sending it checks whether you were dismissed (a person reacted with the dismiss emoji to one of your messages here): then nothing is sent and the session is over. ' +
-      'Returns the receipt (id, permalink, your message line) and the messages that arrived since you last read the conversation, so you can tell whether your answer still fits; read them before replying again. ' +
-      'Markdown is fixed up for Zulip; over-long messages are refused, never cut; attachments are uploaded first and linked at the end. Sent once: after a failure, check the conversation (fetch_history) before sending again.',
-    inputSchema,
-    outputSchema,
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
-    write: true,
-    async handler(input, context) {
-      const { signal } = context;
-      const call = callOf(signal);
-      assertWritable(services);
-      await session.settled();
-      const b = await session.requireBinding(call);
-      const lookup = await services.directory.streamLookup(call);
-      services.policy.checkWrite({ stream: b.streamId }, lookup);
-      const attachments = input.attachments ?? [];
-      const prepared = prepareBody(services, input.content, attachments);
+export const replyTool = defineTool({
+  name: 'reply',
+  title: 'Reply in the conversation',
+  description:
+    'Post a message in the conversation your session is bound to (set_context first). ' +
+    'Before sending it checks whether you were dismissed (a person reacted with the dismiss emoji to one of your messages here): then nothing is sent and the session is over. ' +
+    'Returns the receipt (id, permalink, your message line) and the messages that arrived since you last read the conversation, so you can tell whether your answer still fits; read them before replying again. ' +
+    'Markdown is fixed up for Zulip; over-long messages are refused, never cut; attachments are uploaded first and linked at the end. Sent once: after a failure, check the conversation (fetch_history) before sending again.',
+  inputSchema,
+  outputSchema,
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+  write: true,
+  toolset: 'session',
+  async handler(session: SessionCore, input, context) {
+    const services = session.services;
+    const { signal } = context;
+    const call = callOf(signal);
+    assertWritable(services);
+    await session.settled();
+    const b = await session.requireBinding(call);
+    const lookup = await services.directory.streamLookup(call);
+    services.policy.checkWrite({ stream: b.streamId }, lookup);
+    const attachments = input.attachments ?? [];
+    const prepared = prepareBody(services, input.content, attachments);
 
-      // Dismissed while not listening: only the reactions themselves can tell.
-      const dismissal = await session.findDismissal(b, call);
-      if (dismissal !== undefined) {
-        const ended = session.end({
-          reason: 'dismissed',
-          byUserId: dismissal.userId,
-          byName: dismissal.name,
-          messageId: dismissal.messageId,
-        });
-        return toolFailure('TOOLS_SESSION_ENDED', `Nothing was sent. ${session.endedMessage(ended)}`);
-      }
+    // Dismissed while not listening: only the reactions themselves can tell.
+    const dismissal = await session.findDismissal(b, call);
+    if (dismissal !== undefined) {
+      const ended = session.end({
+        reason: 'dismissed',
+        byUserId: dismissal.userId,
+        byName: dismissal.name,
+        messageId: dismissal.messageId,
+      });
+      return toolFailure('TOOLS_SESSION_ENDED', `Nothing was sent. ${session.endedMessage(ended)}`);
+    }
 
-      const uploaded = await uploadAll(services, attachments, signal);
-      const { content, length } = guardLength(services, prepared.body, uploaded, false);
-      let sent: { id: number };
-      try {
-        sent = await services.client.sendMessage(
-          { type: 'stream', to: b.streamId, topic: b.topic, content, readBySender: true },
-          call,
-        );
-      } catch (err) {
-        return sendFailure(err);
-      }
-      // A stop in place of a start: the indicator from before the reply must not linger under it.
-      session.typing(b, 'stop');
-      const message = await readBack(
-        services,
-        sentStreamMessage(services, sent.id, { name: b.stream, stream_id: b.streamId }, b.topic, content),
-        lookup,
-        signal,
+    const uploaded = await uploadAll(services, attachments, signal);
+    const { content, length } = guardLength(services, prepared.body, uploaded, false);
+    let sent: { id: number };
+    try {
+      sent = await services.client.sendMessage(
+        { type: 'stream', to: b.streamId, topic: b.topic, content, readBySender: true },
+        call,
       );
-      const sentLine = lineOf(services, message);
-      const permalink = permalinkOf(services, message);
-      // Read after the send, so that nothing said before the reply went out is skipped.
-      const arrived = await session.catchUp(b, call);
-      const shown = session.present(arrived, arrived.hasMore, encoder.encode(sentLine).length + 200);
-      // Past the reply too, unless arrivals were cut off: those come first on the next read.
-      if (!shown.moreWaiting) session.advance(sent.id);
-      session.sawVisible(sent.id);
+    } catch (err) {
+      return sendFailure(err);
+    }
+    // A stop in place of a start: the indicator from before the reply must not linger under it.
+    session.typing(b, 'stop');
+    const message = await readBack(
+      services,
+      sentStreamMessage(services, sent.id, { name: b.stream, stream_id: b.streamId }, b.topic, content),
+      lookup,
+      signal,
+    );
+    const sentLine = lineOf(services, message);
+    const permalink = permalinkOf(services, message);
+    // Read after the send, so that nothing said before the reply went out is skipped.
+    const arrived = await session.catchUp(b, call);
+    const shown = session.present(arrived, arrived.hasMore, encoder.encode(sentLine).length + 200);
+    // Past the reply too, unless arrivals were cut off: those come first on the next read.
+    if (!shown.moreWaiting) session.advance(sent.id);
+    session.sawVisible(sent.id);
 
-      const lines = [
-        `Sent message ${sent.id} to ${session.label(b)}${attachmentsNote(uploaded.length)}${permalink === null ? '' : ` (${permalink})`}.`,
-        sentLine,
-      ];
-      if (shown.shown.length > 0) {
-        let head = `${plural(shown.shown.length, 'message')} arrived since you last read the conversation${idSpan(shown.shown)}, oldest first; read them, your reply may need a follow-up`;
-        if (arrived.hidden > 0)
-          head += ` (${plural(arrived.hidden, 'message')} hidden: opted out of bots with /nobots)`;
-        if (shown.moreWaiting) head += '. More arrived than fit here: listen returns them at once';
-        lines.push(`${head}:`, shown.text);
-      } else if (shown.moreWaiting) {
-        lines.push('More messages arrived: listen returns them at once.');
-      }
-      return {
-        text: lines.join('\n'),
-        structured: {
-          message_id: sent.id,
-          permalink,
-          stream: b.stream,
-          stream_id: b.streamId,
-          topic: b.topic,
-          attachments: uploaded.map(toUploadedOutput),
-          normalized: prepared.normalized,
-          length,
-          limit: services.maxMessageLength,
-          message: toMessageOutput(message),
-          arrived: shown.shown.map(toMessageOutput),
-          hidden: arrived.hidden,
-          more_waiting: shown.moreWaiting,
-          last_seen_id: session.lastSeenId,
-        },
-      };
-    },
-  });
-}
+    const lines = [
+      `Sent message ${sent.id} to ${session.label(b)}${attachmentsNote(uploaded.length)}${permalink === null ? '' : ` (${permalink})`}.`,
+      sentLine,
+    ];
+    if (shown.shown.length > 0) {
+      let head = `${plural(shown.shown.length, 'message')} arrived since you last read the conversation${idSpan(shown.shown)}, oldest first; read them, your reply may need a follow-up`;
+      if (arrived.hidden > 0)
+        head += ` (${plural(arrived.hidden, 'message')} hidden: opted out of bots with /nobots)`;
+      if (shown.moreWaiting) head += '. More arrived than fit here: listen returns them at once';
+      lines.push(`${head}:`, shown.text);
+    } else if (shown.moreWaiting) {
+      lines.push('More messages arrived: listen returns them at once.');
+    }
+    return {
+      text: lines.join('\n'),
+      data: {
+        message_id: sent.id,
+        permalink,
+        stream: b.stream,
+        stream_id: b.streamId,
+        topic: b.topic,
+        attachments: uploaded.map(toUploadedOutput),
+        normalized: prepared.normalized,
+        length,
+        limit: services.maxMessageLength,
+        message: toMessageOutput(message),
+        arrived: shown.shown.map(toMessageOutput),
+        hidden: arrived.hidden,
+        more_waiting: shown.moreWaiting,
+        last_seen_id: session.lastSeenId,
+      },
+    };
+  },
+});

@@ -1,54 +1,50 @@
-import { defineTool } from '../run.js';
 import type { ToolServices } from '../services.js';
-import type { ToolDefinition } from '../tool.js';
+import { defineTool } from '../tool.js';
 import { assertWritable, callOf, readTarget, whereOf, writeTargetOf } from './common.js';
 import { parseEmoji, resolveReaction } from './emoji.js';
 import { ownReactions, reactionInputSchema, reactionOutputSchema, zulipCodeOf } from './reaction-common.js';
 
 /** `add_reaction`: reacts to a message with an emoji. */
-export function addReactionTool(
-  services: ToolServices,
-): ToolDefinition<typeof reactionInputSchema, typeof reactionOutputSchema> {
-  return defineTool({
-    name: 'add_reaction',
-    title: 'React to a message',
-    description:
-      'Add an emoji reaction from this bot to a message: a quick acknowledgement (eyes = looking, check = done, +1 = agree) without a new message. ' +
-      'The emoji is a name ("thumbs_up", "+1", "tada", "eyes", "check", or a custom emoji name) or a common glyph. ' +
-      'Idempotent: when the bot already reacted with that emoji, nothing changes and the result says so (changed: false).',
-    inputSchema: reactionInputSchema,
-    outputSchema: reactionOutputSchema,
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
-    write: true,
-    async handler(input, context) {
-      const { signal } = context;
-      const call = callOf(signal);
-      assertWritable(services);
-      const emoji = parseEmoji(input.emoji);
-      const lookup = await services.directory.streamLookup(call);
-      const message = await readTarget(services, input.message_id, lookup, signal);
-      services.policy.checkWrite(writeTargetOf(services, message), lookup);
-      const mine = ownReactions(services, message);
-      const { type, code } = await resolveReaction(services, emoji, input.reaction_type, mine, call);
-      const already = () => ({
-        text: `Message ${message.id} in ${whereOf(message)} already has this bot's :${emoji.name}: reaction; nothing changed.`,
-        structured: { message_id: message.id, emoji_name: emoji.name, reaction_type: type, changed: false },
-      });
-      if (mine.some((r) => r.emoji_name === emoji.name && r.reaction_type === type)) return already();
-      try {
-        await services.client.addReaction(
-          message.id,
-          { emojiName: emoji.name, reactionType: type, ...(code === undefined ? {} : { emojiCode: code }) },
-          call,
-        );
-      } catch (err) {
-        if (zulipCodeOf(err) === 'REACTION_ALREADY_EXISTS') return already();
-        throw err;
-      }
-      return {
-        text: `Reacted :${emoji.name}: to message ${message.id} in ${whereOf(message)}.`,
-        structured: { message_id: message.id, emoji_name: emoji.name, reaction_type: type, changed: true },
-      };
-    },
-  });
-}
+export const addReactionTool = defineTool({
+  name: 'add_reaction',
+  title: 'React to a message',
+  description:
+    'Add an emoji reaction from this bot to a message: a quick acknowledgement (eyes = looking, check = done, +1 = agree) without a new message. ' +
+    'The emoji is a name ("thumbs_up", "+1", "tada", "eyes", "check", or a custom emoji name) or a common glyph. ' +
+    'Idempotent: when the bot already reacted with that emoji, nothing changes and the result says so (changed: false).',
+  inputSchema: reactionInputSchema,
+  outputSchema: reactionOutputSchema,
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+  write: true,
+  toolset: 'write',
+  async handler(services: ToolServices, input, context) {
+    const { signal } = context;
+    const call = callOf(signal);
+    assertWritable(services);
+    const emoji = parseEmoji(input.emoji);
+    const lookup = await services.directory.streamLookup(call);
+    const message = await readTarget(services, input.message_id, lookup, signal);
+    services.policy.checkWrite(writeTargetOf(services, message), lookup);
+    const mine = ownReactions(services, message);
+    const { type, code } = await resolveReaction(services, emoji, input.reaction_type, mine, call);
+    const already = () => ({
+      text: `Message ${message.id} in ${whereOf(message)} already has this bot's :${emoji.name}: reaction; nothing changed.`,
+      data: { message_id: message.id, emoji_name: emoji.name, reaction_type: type, changed: false },
+    });
+    if (mine.some((r) => r.emoji_name === emoji.name && r.reaction_type === type)) return already();
+    try {
+      await services.client.addReaction(
+        message.id,
+        { emojiName: emoji.name, reactionType: type, ...(code === undefined ? {} : { emojiCode: code }) },
+        call,
+      );
+    } catch (err) {
+      if (zulipCodeOf(err) === 'REACTION_ALREADY_EXISTS') return already();
+      throw err;
+    }
+    return {
+      text: `Reacted :${emoji.name}: to message ${message.id} in ${whereOf(message)}.`,
+      data: { message_id: message.id, emoji_name: emoji.name, reaction_type: type, changed: true },
+    };
+  },
+});

@@ -21,9 +21,9 @@ import {
   uploadAttachments,
 } from '@zmcp/uploads';
 import { z } from 'zod';
-import { ToolInputError } from '../errors.js';
+import { ToolError } from '../errors.js';
+import { toolFailure } from '../failure.js';
 import { fitToBudget } from '../page.js';
-import { toolFailure } from '../run.js';
 import type { ToolServices } from '../services.js';
 import type { ToolFailure } from '../tool.js';
 
@@ -79,7 +79,7 @@ export function toUploadedOutput(u: UploadedAttachment): UploadedOutput {
 
 /**
  * Core's topic rules (`checkTopicName`) as a refusal of the tool's own argument.
- * @throws ToolInputError `TOOLS_INVALID_INPUT` naming `field`.
+ * @throws ToolError `TOOLS_INVALID_INPUT` naming `field`.
  */
 export function checkTopic(raw: string, field = 'topic'): string {
   try {
@@ -87,7 +87,7 @@ export function checkTopic(raw: string, field = 'topic'): string {
   } catch (err) {
     const refusal = err as { code?: unknown; message: string; details?: Readonly<Record<string, unknown>> };
     if (refusal.code !== 'CORE_INVALID_ARGUMENT') throw err;
-    throw new ToolInputError('TOOLS_INVALID_INPUT', refusal.message, refusal.details);
+    throw new ToolError('TOOLS_INVALID_INPUT', refusal.message, refusal.details);
   }
 }
 
@@ -171,7 +171,7 @@ export interface PreparedBody {
 /**
  * Normalizes the body and refuses an over-long message before any upload: the body plus the
  * shortest links its attachments can have must fit.
- * @throws ToolInputError `TOOLS_INVALID_INPUT` when there is neither content nor an attachment.
+ * @throws ToolError `TOOLS_INVALID_INPUT` when there is neither content nor an attachment.
  * @throws ZmcpError `CORE_MESSAGE_TOO_LONG`.
  */
 export function prepareBody(
@@ -181,7 +181,7 @@ export function prepareBody(
 ): PreparedBody {
   const raw = content ?? '';
   if (raw.trim() === '' && attachments.length === 0) {
-    throw new ToolInputError(
+    throw new ToolError(
       'TOOLS_INVALID_INPUT',
       'content is empty and there are no attachments; write a message, or attach a file.',
       { field: 'content' },
@@ -251,7 +251,7 @@ export async function uploadAll(
  * The one gate of the write tools that act on an existing message: reads it through core's
  * `readMessage` (the access policy), and answers "not found" for a missing message and for one
  * that opted out of bots with `/nobots`.
- * @throws ToolInputError `TOOLS_NOT_FOUND`; ZmcpError `CORE_ACCESS_DENIED` and the request codes.
+ * @throws ToolError `TOOLS_NOT_FOUND`; ZmcpError `CORE_ACCESS_DENIED` and the request codes.
  */
 export async function readTarget(
   services: ToolServices,
@@ -261,7 +261,7 @@ export async function readTarget(
 ): Promise<Message> {
   // A missing message and a /nobots one read the same, so the opt-out reveals nothing.
   const notFound = () =>
-    new ToolInputError(
+    new ToolError(
       'TOOLS_NOT_FOUND',
       `Message ${messageId} does not exist or is not available to this bot. Check the id in a message line (id=...).`,
       { message_id: messageId },

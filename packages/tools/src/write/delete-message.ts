@@ -1,7 +1,6 @@
 import { z } from 'zod';
-import { defineTool } from '../run.js';
 import type { ToolServices } from '../services.js';
-import type { ToolDefinition } from '../tool.js';
+import { defineTool } from '../tool.js';
 import {
   assertWritable,
   callOf,
@@ -25,41 +24,38 @@ const outputSchema = z.object({
 });
 
 /** `delete_message`: deletes one message for everyone. */
-export function deleteMessageTool(
-  services: ToolServices,
-): ToolDefinition<typeof inputSchema, typeof outputSchema> {
-  return defineTool({
-    name: 'delete_message',
-    title: 'Delete a message',
-    description:
-      'Delete one message for everyone, permanently. Usually only your own messages, within the realm’s time limit; Zulip’s refusal comes back with its message. ' +
-      'Returns what was deleted, as its message line. Deleting again reports the message as not found.',
-    inputSchema,
-    outputSchema,
-    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
-    write: true,
-    async handler(input, context) {
-      const { signal } = context;
-      const call = callOf(signal);
-      assertWritable(services);
-      const lookup = await services.directory.streamLookup(call);
-      const message = await readTarget(services, input.message_id, lookup, signal);
-      services.policy.checkWrite(writeTargetOf(services, message), lookup);
-      await services.client.deleteMessage(message.id, call);
-      const isStream = message.type === 'stream';
-      return {
-        text: [
-          `Deleted message ${message.id} in ${whereOf(message)}. It read:`,
-          lineOf(services, message),
-        ].join('\n'),
-        structured: {
-          message_id: message.id,
-          deleted: true as const,
-          type: message.type,
-          stream: isStream ? String(message.display_recipient) : null,
-          topic: isStream ? message.subject : null,
-        },
-      };
-    },
-  });
-}
+export const deleteMessageTool = defineTool({
+  name: 'delete_message',
+  title: 'Delete a message',
+  description:
+    'Delete one message for everyone, permanently. Usually only your own messages, within the realm’s time limit; Zulip’s refusal comes back with its message. ' +
+    'Returns what was deleted, as its message line. Deleting again reports the message as not found.',
+  inputSchema,
+  outputSchema,
+  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
+  write: true,
+  toolset: 'manage',
+  async handler(services: ToolServices, input, context) {
+    const { signal } = context;
+    const call = callOf(signal);
+    assertWritable(services);
+    const lookup = await services.directory.streamLookup(call);
+    const message = await readTarget(services, input.message_id, lookup, signal);
+    services.policy.checkWrite(writeTargetOf(services, message), lookup);
+    await services.client.deleteMessage(message.id, call);
+    const isStream = message.type === 'stream';
+    return {
+      text: [
+        `Deleted message ${message.id} in ${whereOf(message)}. It read:`,
+        lineOf(services, message),
+      ].join('\n'),
+      data: {
+        message_id: message.id,
+        deleted: true as const,
+        type: message.type,
+        stream: isStream ? String(message.display_recipient) : null,
+        topic: isStream ? message.subject : null,
+      },
+    };
+  },
+});

@@ -1,6 +1,6 @@
 import type { CallOptions, Reaction } from '@zmcp/core';
 import { z } from 'zod';
-import { ToolInputError } from '../errors.js';
+import { ToolError } from '../errors.js';
 import type { ToolServices } from '../services.js';
 
 /** Zulip's three kinds of reaction. */
@@ -58,7 +58,7 @@ export interface EmojiRef {
 
 /**
  * Reads an emoji argument: `thumbs_up`, `:thumbs_up:`, or a common glyph.
- * @throws ToolInputError `TOOLS_INVALID_INPUT` for an unknown glyph or a malformed name.
+ * @throws ToolError `TOOLS_INVALID_INPUT` for an unknown glyph or a malformed name.
  */
 export function parseEmoji(raw: string): EmojiRef {
   const text = raw.trim();
@@ -67,7 +67,7 @@ export function parseEmoji(raw: string): EmojiRef {
     const code = points.join('-');
     const name = GLYPHS[code];
     if (name === undefined) {
-      throw new ToolInputError(
+      throw new ToolError(
         'TOOLS_INVALID_INPUT',
         `emoji ${JSON.stringify(text.slice(0, 16))} is not one of the glyphs this tool knows; pass the emoji's name instead, e.g. "thumbs_up", "tada", "eyes", "check", "heart" (custom emoji go by their name).`,
         { field: 'emoji' },
@@ -77,7 +77,7 @@ export function parseEmoji(raw: string): EmojiRef {
   }
   const name = text.replace(/^:(.*):$/, '$1').toLowerCase();
   if (!/^[0-9a-z_+-]{1,60}$/.test(name)) {
-    throw new ToolInputError(
+    throw new ToolError(
       'TOOLS_INVALID_INPUT',
       `emoji ${JSON.stringify(text.slice(0, 60))} is not an emoji name; names are like "thumbs_up", "+1", "tada" (letters, digits, _, + and -).`,
       { field: 'emoji' },

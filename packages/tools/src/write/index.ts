@@ -1,3 +1,4 @@
+import type { z } from 'zod';
 import type { ToolServices } from '../services.js';
 import type { ToolDefinition } from '../tool.js';
 import { addReactionTool } from './add-reaction.js';
@@ -13,18 +14,16 @@ import { unsubscribeTool } from './unsubscribe.js';
 import { uploadFileTool } from './upload-file.js';
 
 /** The tools that change the realm (or the bot's subscriptions). */
-export function writeTools(services: ToolServices): ToolDefinition[] {
-  return [
-    sendMessageTool(services),
-    sendDmTool(services),
-    uploadFileTool(services),
-    editMessageTool(services),
-    deleteMessageTool(services),
-    addReactionTool(services),
-    removeReactionTool(services),
-    resolveTopicTool(services),
-    markReadTool(services),
-    subscribeTool(services),
-    unsubscribeTool(services),
-  ];
-}
+export const writeTools: readonly ToolDefinition<z.ZodObject, z.ZodObject, ToolServices>[] = [
+  sendMessageTool,
+  sendDmTool,
+  uploadFileTool,
+  editMessageTool,
+  deleteMessageTool,
+  addReactionTool,
+  removeReactionTool,
+  resolveTopicTool,
+  markReadTool,
+  subscribeTool,
+  unsubscribeTool,
+];

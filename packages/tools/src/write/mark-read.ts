@@ -1,9 +1,8 @@
 import { type Message, validateNarrow } from '@zmcp/core';
 import { z } from 'zod';
-import { ToolInputError } from '../errors.js';
-import { defineTool } from '../run.js';
+import { ToolError } from '../errors.js';
 import type { ToolServices } from '../services.js';
-import type { ToolDefinition } from '../tool.js';
+import { defineTool } from '../tool.js';
 import {
   assertWritable,
   callOf,
@@ -58,91 +57,88 @@ async function gateAll(
 }
 
 /** `mark_read`: marks messages, a stream or a topic read for this bot. */
-export function markReadTool(
-  services: ToolServices,
-): ToolDefinition<typeof inputSchema, typeof outputSchema> {
-  return defineTool({
-    name: 'mark_read',
-    title: 'Mark messages read',
-    description:
-      'Mark messages read for this bot: a list of message ids, or every unread message of a stream, or of one topic of it. ' +
-      'Only where this session may read. This changes the bot’s own unread state (and its read receipts), nothing else. ' +
-      `A stream with more than ${BATCH * MAX_BATCHES} unread messages needs another call (complete: false). Returns how many messages became read.`,
-    inputSchema,
-    outputSchema,
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
-    write: true,
-    async handler(input, context) {
-      const { signal } = context;
-      const call = callOf(signal);
-      assertWritable(services);
-      if ((input.message_ids === undefined) === (input.stream === undefined)) {
-        throw new ToolInputError(
-          'TOOLS_INVALID_INPUT',
-          'Give either message_ids, or stream (with an optional topic).',
-          { field: input.message_ids === undefined ? 'stream' : 'message_ids' },
-        );
-      }
-      if (input.topic !== undefined && input.stream === undefined) {
-        throw new ToolInputError('TOOLS_INVALID_INPUT', 'topic needs stream.', { field: 'topic' });
-      }
-
-      if (input.message_ids !== undefined) {
-        const ids = [...new Set(input.message_ids)];
-        const messages = await gateAll(services, ids, signal);
-        const unread = messages.filter((m) => !(m.flags ?? []).includes('read')).length;
-        await services.client.updateMessageFlags({ messages: ids, op: 'add', flag: 'read' }, call);
-        return {
-          text: `Marked ${ids.length} message${ids.length === 1 ? '' : 's'} read (${unread} were unread).`,
-          structured: { updated: unread, processed: ids.length, complete: true, stream: null, topic: null },
-        };
-      }
-
-      const stream = await services.directory.stream(input.stream as string | number, call);
-      const topic = input.topic === undefined ? undefined : checkTopic(input.topic);
-      const lookup = await services.directory.streamLookup(call);
-      const decision = services.policy.checkNarrowScope(
-        [
-          { operator: 'channel', operand: stream.name },
-          ...(topic === undefined ? [] : [{ operator: 'topic', operand: topic }]),
-          { operator: 'is', operand: 'unread' },
-        ],
-        lookup,
+export const markReadTool = defineTool({
+  name: 'mark_read',
+  title: 'Mark messages read',
+  description:
+    'Mark messages read for this bot: a list of message ids, or every unread message of a stream, or of one topic of it. ' +
+    'Only where this session may read. This changes the bot’s own unread state (and its read receipts), nothing else. ' +
+    `A stream with more than ${BATCH * MAX_BATCHES} unread messages needs another call (complete: false). Returns how many messages became read.`,
+  inputSchema,
+  outputSchema,
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+  write: true,
+  toolset: 'manage',
+  async handler(services: ToolServices, input, context) {
+    const { signal } = context;
+    const call = callOf(signal);
+    assertWritable(services);
+    if ((input.message_ids === undefined) === (input.stream === undefined)) {
+      throw new ToolError(
+        'TOOLS_INVALID_INPUT',
+        'Give either message_ids, or stream (with an optional topic).',
+        { field: input.message_ids === undefined ? 'stream' : 'message_ids' },
       );
-      const narrow = validateNarrow(decision.narrow);
-      let anchor: number | 'oldest' = 'oldest';
-      let updated = 0;
-      let processed = 0;
-      let complete = false;
-      // Pages through the unread messages; each request is a flag change, which is idempotent.
-      for (let batch = 0; batch < MAX_BATCHES; batch++) {
-        const res = await services.client.updateMessageFlagsForNarrow(
-          {
-            anchor,
-            numBefore: 0,
-            numAfter: BATCH,
-            includeAnchor: anchor === 'oldest',
-            narrow,
-            op: 'add',
-            flag: 'read',
-          },
-          call,
-        );
-        updated += res.updated_count;
-        processed += res.processed_count;
-        if (res.found_newest || res.last_processed_id === null) {
-          complete = true;
-          break;
-        }
-        anchor = res.last_processed_id;
-      }
-      const where = streamTopic(stream.name, topic);
+    }
+    if (input.topic !== undefined && input.stream === undefined) {
+      throw new ToolError('TOOLS_INVALID_INPUT', 'topic needs stream.', { field: 'topic' });
+    }
+
+    if (input.message_ids !== undefined) {
+      const ids = [...new Set(input.message_ids)];
+      const messages = await gateAll(services, ids, signal);
+      const unread = messages.filter((m) => !(m.flags ?? []).includes('read')).length;
+      await services.client.updateMessageFlags({ messages: ids, op: 'add', flag: 'read' }, call);
       return {
-        text: complete
-          ? `Marked ${updated} message${updated === 1 ? '' : 's'} read in ${where}.`
-          : `Marked ${updated} messages read in ${where}; more unread messages remain: call mark_read again.`,
-        structured: { updated, processed, complete, stream: stream.name, topic: topic ?? null },
+        text: `Marked ${ids.length} message${ids.length === 1 ? '' : 's'} read (${unread} were unread).`,
+        data: { updated: unread, processed: ids.length, complete: true, stream: null, topic: null },
       };
-    },
-  });
-}
+    }
+
+    const stream = await services.directory.stream(input.stream as string | number, call);
+    const topic = input.topic === undefined ? undefined : checkTopic(input.topic);
+    const lookup = await services.directory.streamLookup(call);
+    const decision = services.policy.checkNarrowScope(
+      [
+        { operator: 'channel', operand: stream.name },
+        ...(topic === undefined ? [] : [{ operator: 'topic', operand: topic }]),
+        { operator: 'is', operand: 'unread' },
+      ],
+      lookup,
+    );
+    const narrow = validateNarrow(decision.narrow);
+    let anchor: number | 'oldest' = 'oldest';
+    let updated = 0;
+    let processed = 0;
+    let complete = false;
+    // Pages through the unread messages; each request is a flag change, which is idempotent.
+    for (let batch = 0; batch < MAX_BATCHES; batch++) {
+      const res = await services.client.updateMessageFlagsForNarrow(
+        {
+          anchor,
+          numBefore: 0,
+          numAfter: BATCH,
+          includeAnchor: anchor === 'oldest',
+          narrow,
+          op: 'add',
+          flag: 'read',
+        },
+        call,
+      );
+      updated += res.updated_count;
+      processed += res.processed_count;
+      if (res.found_newest || res.last_processed_id === null) {
+        complete = true;
+        break;
+      }
+      anchor = res.last_processed_id;
+    }
+    const where = streamTopic(stream.name, topic);
+    return {
+      text: complete
+        ? `Marked ${updated} message${updated === 1 ? '' : 's'} read in ${where}.`
+        : `Marked ${updated} messages read in ${where}; more unread messages remain: call mark_read again.`,
+      data: { updated, processed, complete, stream: stream.name, topic: topic ?? null },
+    };
+  },
+});

@@ -1,66 +1,62 @@
-import { defineTool } from '../run.js';
 import type { ToolServices } from '../services.js';
-import type { ToolDefinition } from '../tool.js';
+import { defineTool } from '../tool.js';
 import { assertWritable, callOf, readTarget, whereOf, writeTargetOf } from './common.js';
 import { parseEmoji, resolveReaction } from './emoji.js';
 import { ownReactions, reactionInputSchema, reactionOutputSchema, zulipCodeOf } from './reaction-common.js';
 
 /** `remove_reaction`: takes one of this bot's reactions off a message. */
-export function removeReactionTool(
-  services: ToolServices,
-): ToolDefinition<typeof reactionInputSchema, typeof reactionOutputSchema> {
-  return defineTool({
-    name: 'remove_reaction',
-    title: 'Remove a reaction',
-    description:
-      'Remove one of this bot’s emoji reactions from a message (other people’s reactions cannot be removed). ' +
-      'The emoji is named as for add_reaction; custom (realm) emoji work too: the reaction type is taken from the bot’s existing reaction, or from the realm’s custom emoji. ' +
-      'Idempotent: when the bot has no such reaction there, nothing changes and the result says so (changed: false).',
-    inputSchema: reactionInputSchema,
-    outputSchema: reactionOutputSchema,
-    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
-    write: true,
-    async handler(input, context) {
-      const { signal } = context;
-      const call = callOf(signal);
-      assertWritable(services);
-      const emoji = parseEmoji(input.emoji);
-      const lookup = await services.directory.streamLookup(call);
-      const message = await readTarget(services, input.message_id, lookup, signal);
-      services.policy.checkWrite(writeTargetOf(services, message), lookup);
-      const { type, code } = await resolveReaction(
-        services,
-        emoji,
-        input.reaction_type,
-        ownReactions(services, message),
+export const removeReactionTool = defineTool({
+  name: 'remove_reaction',
+  title: 'Remove a reaction',
+  description:
+    'Remove one of this bot’s emoji reactions from a message (other people’s reactions cannot be removed). ' +
+    'The emoji is named as for add_reaction; custom (realm) emoji work too: the reaction type is taken from the bot’s existing reaction, or from the realm’s custom emoji. ' +
+    'Idempotent: when the bot has no such reaction there, nothing changes and the result says so (changed: false).',
+  inputSchema: reactionInputSchema,
+  outputSchema: reactionOutputSchema,
+  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
+  write: true,
+  toolset: 'manage',
+  async handler(services: ToolServices, input, context) {
+    const { signal } = context;
+    const call = callOf(signal);
+    assertWritable(services);
+    const emoji = parseEmoji(input.emoji);
+    const lookup = await services.directory.streamLookup(call);
+    const message = await readTarget(services, input.message_id, lookup, signal);
+    services.policy.checkWrite(writeTargetOf(services, message), lookup);
+    const { type, code } = await resolveReaction(
+      services,
+      emoji,
+      input.reaction_type,
+      ownReactions(services, message),
+      call,
+    );
+    try {
+      // reaction_type always goes along: Zulip's DELETE assumes unicode_emoji without it, so a
+      // custom emoji would never come off.
+      await services.client.removeReaction(
+        message.id,
+        { emojiName: emoji.name, reactionType: type, ...(code === undefined ? {} : { emojiCode: code }) },
         call,
       );
-      try {
-        // reaction_type always goes along: Zulip's DELETE assumes unicode_emoji without it, so a
-        // custom emoji would never come off.
-        await services.client.removeReaction(
-          message.id,
-          { emojiName: emoji.name, reactionType: type, ...(code === undefined ? {} : { emojiCode: code }) },
-          call,
-        );
-      } catch (err) {
-        if (zulipCodeOf(err) === 'REACTION_DOES_NOT_EXIST') {
-          return {
-            text: `Message ${message.id} in ${whereOf(message)} has no :${emoji.name}: reaction from this bot; nothing changed.`,
-            structured: {
-              message_id: message.id,
-              emoji_name: emoji.name,
-              reaction_type: type,
-              changed: false,
-            },
-          };
-        }
-        throw err;
+    } catch (err) {
+      if (zulipCodeOf(err) === 'REACTION_DOES_NOT_EXIST') {
+        return {
+          text: `Message ${message.id} in ${whereOf(message)} has no :${emoji.name}: reaction from this bot; nothing changed.`,
+          data: {
+            message_id: message.id,
+            emoji_name: emoji.name,
+            reaction_type: type,
+            changed: false,
+          },
+        };
       }
-      return {
-        text: `Removed this bot's :${emoji.name}: reaction from message ${message.id} in ${whereOf(message)}.`,
-        structured: { message_id: message.id, emoji_name: emoji.name, reaction_type: type, changed: true },
-      };
-    },
-  });
-}
+      throw err;
+    }
+    return {
+      text: `Removed this bot's :${emoji.name}: reaction from message ${message.id} in ${whereOf(message)}.`,
+      data: { message_id: message.id, emoji_name: emoji.name, reaction_type: type, changed: true },
+    };
+  },
+});

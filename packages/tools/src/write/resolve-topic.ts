@@ -8,10 +8,9 @@ import {
   type StreamInfoLookup,
 } from '@zmcp/core';
 import { z } from 'zod';
-import { ToolInputError } from '../errors.js';
-import { defineTool } from '../run.js';
+import { ToolError } from '../errors.js';
 import type { ToolServices } from '../services.js';
-import type { ToolDefinition } from '../tool.js';
+import { defineTool } from '../tool.js';
 import {
   assertWritable,
   callOf,
@@ -68,84 +67,81 @@ async function newestIn(
 }
 
 /** `resolve_topic`: marks a topic resolved (or unresolved), Zulip's way. */
-export function resolveTopicTool(
-  services: ToolServices,
-): ToolDefinition<typeof inputSchema, typeof outputSchema> {
-  return defineTool({
-    name: 'resolve_topic',
-    title: 'Resolve a topic',
-    description:
-      'Mark a topic resolved, as Zulip does: every message of the topic moves to the same name prefixed with "✔ ". ' +
-      'With unresolve: true the prefix comes off again. A topic already in the state asked for is left alone and the result says so (changed: false). ' +
-      'Returns the topic name before and after.',
-    inputSchema,
-    outputSchema,
-    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
-    write: true,
-    async handler(input, context) {
-      const { signal } = context;
-      const call = callOf(signal);
-      assertWritable(services);
-      const base = baseName(checkTopic(input.topic));
-      if (base === '') {
-        throw new ToolInputError('TOOLS_INVALID_INPUT', 'topic is only the resolved mark; name the topic.', {
-          field: 'topic',
-        });
-      }
-      const resolvedName = `${RESOLVED_TOPIC_PREFIX}${base}`;
-      const unresolve = input.unresolve === true;
-      if (!unresolve && codePointLength(resolvedName) > MAX_TOPIC_LENGTH) {
-        throw new ToolInputError(
-          'TOOLS_INVALID_INPUT',
-          `"${RESOLVED_TOPIC_PREFIX}" plus the topic would be ${codePointLength(resolvedName)} characters, over Zulip's ${MAX_TOPIC_LENGTH}, and Zulip would cut it; rename the topic shorter first (edit_message with propagate_mode change_all).`,
-          { field: 'topic' },
-        );
-      }
-      const stream = await services.directory.stream(input.stream, call);
-      const lookup = await services.directory.streamLookup(call);
-      const notFound = () =>
-        new ToolInputError(
-          'TOOLS_NOT_FOUND',
-          `No topic ${JSON.stringify(base)} in ${streamTopic(stream.name)} is visible to this bot.`,
-          { stream: stream.name, topic: base },
-        );
-      if (isNoBotsTopic(base)) throw notFound();
-      services.policy.checkWrite({ stream: stream.stream_id }, lookup);
-      const from = unresolve ? resolvedName : base;
-      const to = unresolve ? base : resolvedName;
-      const source = await newestIn(services, stream.name, from, lookup, signal);
-      if (source === undefined) {
-        const there = await newestIn(services, stream.name, to, lookup, signal);
-        if (there === undefined) throw notFound();
-        return {
-          text: `${streamTopic(stream.name, there.subject)} is already ${unresolve ? 'unresolved' : 'resolved'}; nothing changed.`,
-          structured: {
-            stream: stream.name,
-            stream_id: stream.stream_id,
-            topic: there.subject,
-            new_topic: there.subject,
-            resolved: !unresolve,
-            changed: false,
-            message_id: there.id,
-          },
-        };
-      }
-      // Zulip matches topics case-insensitively: keep the topic's own spelling.
-      const actual = baseName(source.subject);
-      const newTopic = unresolve ? actual : `${RESOLVED_TOPIC_PREFIX}${actual}`;
-      await services.client.updateMessage(source.id, { topic: newTopic, propagateMode: 'change_all' }, call);
+export const resolveTopicTool = defineTool({
+  name: 'resolve_topic',
+  title: 'Resolve a topic',
+  description:
+    'Mark a topic resolved, as Zulip does: every message of the topic moves to the same name prefixed with "✔ ". ' +
+    'With unresolve: true the prefix comes off again. A topic already in the state asked for is left alone and the result says so (changed: false). ' +
+    'Returns the topic name before and after.',
+  inputSchema,
+  outputSchema,
+  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
+  write: true,
+  toolset: 'manage',
+  async handler(services: ToolServices, input, context) {
+    const { signal } = context;
+    const call = callOf(signal);
+    assertWritable(services);
+    const base = baseName(checkTopic(input.topic));
+    if (base === '') {
+      throw new ToolError('TOOLS_INVALID_INPUT', 'topic is only the resolved mark; name the topic.', {
+        field: 'topic',
+      });
+    }
+    const resolvedName = `${RESOLVED_TOPIC_PREFIX}${base}`;
+    const unresolve = input.unresolve === true;
+    if (!unresolve && codePointLength(resolvedName) > MAX_TOPIC_LENGTH) {
+      throw new ToolError(
+        'TOOLS_INVALID_INPUT',
+        `"${RESOLVED_TOPIC_PREFIX}" plus the topic would be ${codePointLength(resolvedName)} characters, over Zulip's ${MAX_TOPIC_LENGTH}, and Zulip would cut it; rename the topic shorter first (edit_message with propagate_mode change_all).`,
+        { field: 'topic' },
+      );
+    }
+    const stream = await services.directory.stream(input.stream, call);
+    const lookup = await services.directory.streamLookup(call);
+    const notFound = () =>
+      new ToolError(
+        'TOOLS_NOT_FOUND',
+        `No topic ${JSON.stringify(base)} in ${streamTopic(stream.name)} is visible to this bot.`,
+        { stream: stream.name, topic: base },
+      );
+    if (isNoBotsTopic(base)) throw notFound();
+    services.policy.checkWrite({ stream: stream.stream_id }, lookup);
+    const from = unresolve ? resolvedName : base;
+    const to = unresolve ? base : resolvedName;
+    const source = await newestIn(services, stream.name, from, lookup, signal);
+    if (source === undefined) {
+      const there = await newestIn(services, stream.name, to, lookup, signal);
+      if (there === undefined) throw notFound();
       return {
-        text: `${unresolve ? 'Unresolved' : 'Resolved'} ${streamTopic(stream.name, source.subject)}: it is now ${streamTopic(stream.name, newTopic)}.`,
-        structured: {
+        text: `${streamTopic(stream.name, there.subject)} is already ${unresolve ? 'unresolved' : 'resolved'}; nothing changed.`,
+        data: {
           stream: stream.name,
           stream_id: stream.stream_id,
-          topic: source.subject,
-          new_topic: newTopic,
+          topic: there.subject,
+          new_topic: there.subject,
           resolved: !unresolve,
-          changed: true,
-          message_id: source.id,
+          changed: false,
+          message_id: there.id,
         },
       };
-    },
-  });
-}
+    }
+    // Zulip matches topics case-insensitively: keep the topic's own spelling.
+    const actual = baseName(source.subject);
+    const newTopic = unresolve ? actual : `${RESOLVED_TOPIC_PREFIX}${actual}`;
+    await services.client.updateMessage(source.id, { topic: newTopic, propagateMode: 'change_all' }, call);
+    return {
+      text: `${unresolve ? 'Unresolved' : 'Resolved'} ${streamTopic(stream.name, source.subject)}: it is now ${streamTopic(stream.name, newTopic)}.`,
+      data: {
+        stream: stream.name,
+        stream_id: stream.stream_id,
+        topic: source.subject,
+        new_topic: newTopic,
+        resolved: !unresolve,
+        changed: true,
+        message_id: source.id,
+      },
+    };
+  },
+});

@@ -1,11 +1,10 @@
 import { escapeMsgName, type User, ZmcpError } from '@zmcp/core';
 import { AttachmentsSchema } from '@zmcp/uploads';
 import { z } from 'zod';
-import { ToolInputError } from '../errors.js';
+import { ToolError } from '../errors.js';
 import { MessageOutputSchema, toMessageOutput } from '../output.js';
-import { defineTool } from '../run.js';
 import type { ToolServices } from '../services.js';
-import type { ToolDefinition } from '../tool.js';
+import { defineTool } from '../tool.js';
 import {
   assertWritable,
   attachmentsNote,
@@ -86,7 +85,7 @@ async function resolveRecipients(
       throw err;
     }
     if (deactivated) {
-      throw new ToolInputError(
+      throw new ToolError(
         'TOOLS_INVALID_INPUT',
         `to[${index}]: ${escapeMsgName(user.full_name)} (id ${user.user_id}) is deactivated and cannot receive messages.`,
         { field: `to.${index}` },
@@ -98,62 +97,61 @@ async function resolveRecipients(
 }
 
 /** `send_dm`: sends a direct message to one person or a group. */
-export function sendDmTool(services: ToolServices): ToolDefinition<typeof inputSchema, typeof outputSchema> {
-  return defineTool({
-    name: 'send_dm',
-    title: 'Send a direct message',
-    description:
-      'Send a direct (private) message to one or more people, named by user id, email or full name. ' +
-      'A name that matches several people is refused with the candidates and their ids: call again with the id. ' +
-      'Markdown is fixed up for Zulip; content longer than the realm allows is refused with its length and the limit, never cut. ' +
-      'Attachments are uploaded first, one at a time, and linked at the end. Sent once: on a failure nothing is retried, so read the conversation before sending again. ' +
-      'Returns the new message id, its permalink and the message line.',
-    inputSchema,
-    outputSchema,
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
-    write: true,
-    async handler(input, context) {
-      const { signal } = context;
-      const call = callOf(signal);
-      assertWritable(services);
-      const attachments = input.attachments ?? [];
-      const users = await resolveRecipients(services, input.to, signal);
-      const ids = users.map((u) => u.user_id);
-      // A DM target names no stream: the lookup is not consulted.
-      services.policy.checkWrite({ dm: ids }, () => undefined);
-      const prepared = prepareBody(services, input.content, attachments);
-      const uploaded = await uploadAll(services, attachments, signal);
-      const { content, length } = guardLength(services, prepared.body, uploaded, false);
-      let sent: { id: number };
-      try {
-        sent = await services.client.sendMessage(
-          { type: 'direct', to: ids, content, readBySender: true },
-          call,
-        );
-      } catch (err) {
-        return sendFailure(err);
-      }
-      const fallback = sentDirectMessage(services, sent.id, users, content);
-      // A DM's read gate needs no stream facts.
-      const message = await readBack(services, fallback, () => undefined, signal);
-      const permalink = permalinkOf(services, message);
-      const names = users.map((u) => escapeMsgName(u.full_name)).join(', ');
-      return {
-        text: [
-          `Sent direct message ${sent.id} to ${names}${attachmentsNote(uploaded.length)}${permalink === null ? '' : ` (${permalink})`}.`,
-          lineOf(services, message),
-        ].join('\n'),
-        structured: {
-          message_id: sent.id,
-          permalink,
-          recipients: users.map((u) => ({ user_id: u.user_id, full_name: u.full_name, email: u.email })),
-          attachments: uploaded.map(toUploadedOutput),
-          normalized: prepared.normalized,
-          length,
-          limit: services.maxMessageLength,
-          message: toMessageOutput(message),
-        },
-      };
-    },
-  });
-}
+export const sendDmTool = defineTool({
+  name: 'send_dm',
+  title: 'Send a direct message',
+  description:
+    'Send a direct (private) message to one or more people, named by user id, email or full name. ' +
+    'A name that matches several people is refused with the candidates and their ids: call again with the id. ' +
+    'Markdown is fixed up for Zulip; content longer than the realm allows is refused with its length and the limit, never cut. ' +
+    'Attachments are uploaded first, one at a time, and linked at the end. Sent once: on a failure nothing is retried, so read the conversation before sending again. ' +
+    'Returns the new message id, its permalink and the message line.',
+  inputSchema,
+  outputSchema,
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+  write: true,
+  toolset: 'write',
+  async handler(services: ToolServices, input, context) {
+    const { signal } = context;
+    const call = callOf(signal);
+    assertWritable(services);
+    const attachments = input.attachments ?? [];
+    const users = await resolveRecipients(services, input.to, signal);
+    const ids = users.map((u) => u.user_id);
+    // A DM target names no stream: the lookup is not consulted.
+    services.policy.checkWrite({ dm: ids }, () => undefined);
+    const prepared = prepareBody(services, input.content, attachments);
+    const uploaded = await uploadAll(services, attachments, signal);
+    const { content, length } = guardLength(services, prepared.body, uploaded, false);
+    let sent: { id: number };
+    try {
+      sent = await services.client.sendMessage(
+        { type: 'direct', to: ids, content, readBySender: true },
+        call,
+      );
+    } catch (err) {
+      return sendFailure(err);
+    }
+    const fallback = sentDirectMessage(services, sent.id, users, content);
+    // A DM's read gate needs no stream facts.
+    const message = await readBack(services, fallback, () => undefined, signal);
+    const permalink = permalinkOf(services, message);
+    const names = users.map((u) => escapeMsgName(u.full_name)).join(', ');
+    return {
+      text: [
+        `Sent direct message ${sent.id} to ${names}${attachmentsNote(uploaded.length)}${permalink === null ? '' : ` (${permalink})`}.`,
+        lineOf(services, message),
+      ].join('\n'),
+      data: {
+        message_id: sent.id,
+        permalink,
+        recipients: users.map((u) => ({ user_id: u.user_id, full_name: u.full_name, email: u.email })),
+        attachments: uploaded.map(toUploadedOutput),
+        normalized: prepared.normalized,
+        length,
+        limit: services.maxMessageLength,
+        message: toMessageOutput(message),
+      },
+    };
+  },
+});

@@ -1,11 +1,10 @@
 import { isNoBotsTopic } from '@zmcp/core';
 import { AttachmentsSchema } from '@zmcp/uploads';
 import { z } from 'zod';
-import { ToolInputError } from '../errors.js';
+import { ToolError } from '../errors.js';
 import { MessageOutputSchema, toMessageOutput } from '../output.js';
-import { defineTool } from '../run.js';
 import type { ToolServices } from '../services.js';
-import type { ToolDefinition } from '../tool.js';
+import { defineTool } from '../tool.js';
 import {
   assertWritable,
   attachmentsNote,
@@ -54,77 +53,72 @@ const outputSchema = z.object({
 });
 
 /** `send_message`: posts to a stream topic, with optional attachments. */
-export function sendMessageTool(
-  services: ToolServices,
-): ToolDefinition<typeof inputSchema, typeof outputSchema> {
-  return defineTool({
-    name: 'send_message',
-    title: 'Send a stream message',
-    description:
-      'Post a message to a Zulip stream, in a topic. Use it to answer in a conversation you read (same stream and topic) or to start a new topic. ' +
-      'Markdown is fixed up for Zulip (a table gets the blank line it needs). A message longer than the realm allows is refused with its length and the limit, never cut: shorten or split it. ' +
-      'Topics longer than 60 characters are refused (Zulip would cut them). Attachments are uploaded first, one at a time, and linked at the end of the message. ' +
-      'Sent once: on a failure nothing is retried, so check the stream before sending again. ' +
-      'Returns the new message id, its permalink and the message line as it now reads.',
-    inputSchema,
-    outputSchema,
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
-    write: true,
-    async handler(input, context) {
-      const { signal } = context;
-      const call = callOf(signal);
-      assertWritable(services);
-      const topic = checkTopic(input.topic);
-      if (isNoBotsTopic(topic)) {
-        throw new ToolInputError(
-          'TOOLS_INVALID_INPUT',
-          'topic opts out of bots (/nobots); post somewhere else.',
-          { field: 'topic' },
-        );
-      }
-      const attachments = input.attachments ?? [];
-      const stream = await services.directory.stream(input.stream, call);
-      const lookup = await services.directory.streamLookup(call);
-      services.policy.checkWrite({ stream: stream.stream_id }, lookup);
-      const prepared = prepareBody(services, input.content, attachments);
-      const uploaded = await uploadAll(services, attachments, signal);
-      const { content, length } = guardLength(services, prepared.body, uploaded, false);
-      // One POST, never repeated here: the client does not retry a send that may have arrived.
-      let sent: { id: number };
-      try {
-        // readBySender: the bot wrote it, so it is not unread for the bot.
-        sent = await services.client.sendMessage(
-          { type: 'stream', to: stream.stream_id, topic, content, readBySender: true },
-          call,
-        );
-      } catch (err) {
-        return sendFailure(err);
-      }
-      const message = await readBack(
-        services,
-        sentStreamMessage(services, sent.id, stream, topic, content),
-        lookup,
-        signal,
+export const sendMessageTool = defineTool({
+  name: 'send_message',
+  title: 'Send a stream message',
+  description:
+    'Post a message to a Zulip stream, in a topic. Use it to answer in a conversation you read (same stream and topic) or to start a new topic. ' +
+    'Markdown is fixed up for Zulip (a table gets the blank line it needs). A message longer than the realm allows is refused with its length and the limit, never cut: shorten or split it. ' +
+    'Topics longer than 60 characters are refused (Zulip would cut them). Attachments are uploaded first, one at a time, and linked at the end of the message. ' +
+    'Sent once: on a failure nothing is retried, so check the stream before sending again. ' +
+    'Returns the new message id, its permalink and the message line as it now reads.',
+  inputSchema,
+  outputSchema,
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+  write: true,
+  toolset: 'write',
+  async handler(services: ToolServices, input, context) {
+    const { signal } = context;
+    const call = callOf(signal);
+    assertWritable(services);
+    const topic = checkTopic(input.topic);
+    if (isNoBotsTopic(topic)) {
+      throw new ToolError('TOOLS_INVALID_INPUT', 'topic opts out of bots (/nobots); post somewhere else.', {
+        field: 'topic',
+      });
+    }
+    const attachments = input.attachments ?? [];
+    const stream = await services.directory.stream(input.stream, call);
+    const lookup = await services.directory.streamLookup(call);
+    services.policy.checkWrite({ stream: stream.stream_id }, lookup);
+    const prepared = prepareBody(services, input.content, attachments);
+    const uploaded = await uploadAll(services, attachments, signal);
+    const { content, length } = guardLength(services, prepared.body, uploaded, false);
+    // One POST, never repeated here: the client does not retry a send that may have arrived.
+    let sent: { id: number };
+    try {
+      // readBySender: the bot wrote it, so it is not unread for the bot.
+      sent = await services.client.sendMessage(
+        { type: 'stream', to: stream.stream_id, topic, content, readBySender: true },
+        call,
       );
-      const permalink = permalinkOf(services, message);
-      return {
-        text: [
-          `Sent message ${sent.id} to ${streamTopic(stream.name, topic)}${attachmentsNote(uploaded.length)}${permalink === null ? '' : ` (${permalink})`}.`,
-          lineOf(services, message),
-        ].join('\n'),
-        structured: {
-          message_id: sent.id,
-          permalink,
-          stream: stream.name,
-          stream_id: stream.stream_id,
-          topic,
-          attachments: uploaded.map(toUploadedOutput),
-          normalized: prepared.normalized,
-          length,
-          limit: services.maxMessageLength,
-          message: toMessageOutput(message),
-        },
-      };
-    },
-  });
-}
+    } catch (err) {
+      return sendFailure(err);
+    }
+    const message = await readBack(
+      services,
+      sentStreamMessage(services, sent.id, stream, topic, content),
+      lookup,
+      signal,
+    );
+    const permalink = permalinkOf(services, message);
+    return {
+      text: [
+        `Sent message ${sent.id} to ${streamTopic(stream.name, topic)}${attachmentsNote(uploaded.length)}${permalink === null ? '' : ` (${permalink})`}.`,
+        lineOf(services, message),
+      ].join('\n'),
+      data: {
+        message_id: sent.id,
+        permalink,
+        stream: stream.name,
+        stream_id: stream.stream_id,
+        topic,
+        attachments: uploaded.map(toUploadedOutput),
+        normalized: prepared.normalized,
+        length,
+        limit: services.maxMessageLength,
+        message: toMessageOutput(message),
+      },
+    };
+  },
+});

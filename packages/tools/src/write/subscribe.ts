@@ -1,6 +1,5 @@
-import { defineTool } from '../run.js';
 import type { ToolServices } from '../services.js';
-import type { ToolDefinition } from '../tool.js';
+import { defineTool } from '../tool.js';
 import { assertWritable, callOf } from './common.js';
 import {
   planSubscriptions,
@@ -18,57 +17,54 @@ const outputSchema = subscriptionOutputSchema([
 ] as const);
 
 /** `subscribe`: subscribes the bot to existing streams. */
-export function subscribeTool(
-  services: ToolServices,
-): ToolDefinition<typeof subscriptionInputSchema, typeof outputSchema> {
-  return defineTool({
-    name: 'subscribe',
-    title: 'Subscribe the bot to streams',
-    description:
-      'Subscribe this bot to existing streams, so their messages reach it live (Zulip delivers stream events to subscribers only). ' +
-      'Never creates a stream: a name that does not exist is reported as not_found. Private streams this session may not read are refused (unauthorized); ' +
-      'a private stream can only be joined by invitation. Reports per stream: subscribed, already_subscribed, unauthorized or not_found. ' +
-      '(Earlier servers called this listen; here listen is the tool that waits for new messages.)',
-    inputSchema: subscriptionInputSchema,
-    outputSchema,
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
-    write: true,
-    async handler(input, context) {
-      const { signal } = context;
-      assertWritable(services);
-      const state = await subscriptionState(services, signal);
-      const { results, targets: toJoin } = planSubscriptions(services, state, input.streams, {
-        subscribed: true,
-        changing: 'subscribed',
-        unchanged: 'already_subscribed',
-      });
-      if (toJoin.length > 0) {
-        try {
-          const res = await services.client.subscribe(
-            { subscriptions: toJoin.map((name) => ({ name })), authorizationErrorsFatal: false },
-            callOf(signal),
-          );
-          const refused = new Set((res.unauthorized ?? []).map((n) => n.toLowerCase()));
-          const already = new Set(
-            Object.values(res.already_subscribed)
-              .flat()
-              .map((n) => n.toLowerCase()),
-          );
-          for (const r of results) {
-            if (r.status !== 'subscribed') continue;
-            if (refused.has(r.stream.toLowerCase())) {
-              r.status = 'unauthorized';
-              r.reason = 'Zulip refused access';
-            } else if (already.has(r.stream.toLowerCase())) {
-              r.status = 'already_subscribed';
-            }
+export const subscribeTool = defineTool({
+  name: 'subscribe',
+  title: 'Subscribe the bot to streams',
+  description:
+    'Subscribe this bot to existing streams, so their messages reach it live (Zulip delivers stream events to subscribers only). ' +
+    'Never creates a stream: a name that does not exist is reported as not_found. Private streams this session may not read are refused (unauthorized); ' +
+    'a private stream can only be joined by invitation. Reports per stream: subscribed, already_subscribed, unauthorized or not_found. ' +
+    '(Earlier servers called this listen; here listen is the tool that waits for new messages.)',
+  inputSchema: subscriptionInputSchema,
+  outputSchema,
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+  write: true,
+  toolset: 'manage',
+  async handler(services: ToolServices, input, context) {
+    const { signal } = context;
+    assertWritable(services);
+    const state = await subscriptionState(services, signal);
+    const { results, targets: toJoin } = planSubscriptions(services, state, input.streams, {
+      subscribed: true,
+      changing: 'subscribed',
+      unchanged: 'already_subscribed',
+    });
+    if (toJoin.length > 0) {
+      try {
+        const res = await services.client.subscribe(
+          { subscriptions: toJoin.map((name) => ({ name })), authorizationErrorsFatal: false },
+          callOf(signal),
+        );
+        const refused = new Set((res.unauthorized ?? []).map((n) => n.toLowerCase()));
+        const already = new Set(
+          Object.values(res.already_subscribed)
+            .flat()
+            .map((n) => n.toLowerCase()),
+        );
+        for (const r of results) {
+          if (r.status !== 'subscribed') continue;
+          if (refused.has(r.stream.toLowerCase())) {
+            r.status = 'unauthorized';
+            r.reason = 'Zulip refused access';
+          } else if (already.has(r.stream.toLowerCase())) {
+            r.status = 'already_subscribed';
           }
-        } finally {
-          services.directory.invalidate('streams');
-          services.directory.invalidate('subscriptions');
         }
+      } finally {
+        services.directory.invalidate('streams');
+        services.directory.invalidate('subscriptions');
       }
-      return subscriptionReport('Subscribed to', results, 'subscribed');
-    },
-  });
-}
+    }
+    return subscriptionReport('Subscribed to', results, 'subscribed');
+  },
+});

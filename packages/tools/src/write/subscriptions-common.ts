@@ -99,7 +99,7 @@ export function subscriptionReport<S extends string>(
   verb: string,
   results: SubscriptionResult<S>[],
   changing: S,
-): { text: string; structured: { results: SubscriptionResult<S>[]; changed: number } } {
+): { text: string; data: { results: SubscriptionResult<S>[]; changed: number } } {
   const changed = results.filter((r) => r.status === changing).length;
   const lines = results.map(
     (r) =>
@@ -110,6 +110,6 @@ export function subscriptionReport<S extends string>(
       `${verb} ${changed} of ${results.length} stream${results.length === 1 ? '' : 's'}.`,
       ...lines,
     ].join('\n'),
-    structured: { results, changed },
+    data: { results, changed },
   };
 }

@@ -1,6 +1,5 @@
-import { defineTool } from '../run.js';
 import type { ToolServices } from '../services.js';
-import type { ToolDefinition } from '../tool.js';
+import { defineTool } from '../tool.js';
 import { assertWritable, callOf } from './common.js';
 import {
   planSubscriptions,
@@ -18,43 +17,40 @@ const outputSchema = subscriptionOutputSchema([
 ] as const);
 
 /** `unsubscribe`: unsubscribes the bot from streams. */
-export function unsubscribeTool(
-  services: ToolServices,
-): ToolDefinition<typeof subscriptionInputSchema, typeof outputSchema> {
-  return defineTool({
-    name: 'unsubscribe',
-    title: 'Unsubscribe the bot from streams',
-    description:
-      'Unsubscribe this bot from streams: their messages stop reaching it live (history stays readable for public streams). ' +
-      'Leaving a private stream is final for a bot: only an invitation brings it back; private streams this session may not read are refused (unauthorized). ' +
-      'Reports per stream: removed, not_subscribed, unauthorized or not_found. ' +
-      '(Earlier servers called this unlisten; here listen is the tool that waits for new messages.)',
-    inputSchema: subscriptionInputSchema,
-    outputSchema,
-    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
-    write: true,
-    async handler(input, context) {
-      const { signal } = context;
-      assertWritable(services);
-      const state = await subscriptionState(services, signal);
-      const { results, targets: toLeave } = planSubscriptions(services, state, input.streams, {
-        subscribed: false,
-        changing: 'removed',
-        unchanged: 'not_subscribed',
-      });
-      if (toLeave.length > 0) {
-        try {
-          const res = await services.client.unsubscribe({ subscriptions: toLeave }, callOf(signal));
-          const notRemoved = new Set(res.not_removed.map((n) => n.toLowerCase()));
-          for (const r of results) {
-            if (r.status === 'removed' && notRemoved.has(r.stream.toLowerCase())) r.status = 'not_subscribed';
-          }
-        } finally {
-          services.directory.invalidate('streams');
-          services.directory.invalidate('subscriptions');
+export const unsubscribeTool = defineTool({
+  name: 'unsubscribe',
+  title: 'Unsubscribe the bot from streams',
+  description:
+    'Unsubscribe this bot from streams: their messages stop reaching it live (history stays readable for public streams). ' +
+    'Leaving a private stream is final for a bot: only an invitation brings it back; private streams this session may not read are refused (unauthorized). ' +
+    'Reports per stream: removed, not_subscribed, unauthorized or not_found. ' +
+    '(Earlier servers called this unlisten; here listen is the tool that waits for new messages.)',
+  inputSchema: subscriptionInputSchema,
+  outputSchema,
+  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
+  write: true,
+  toolset: 'manage',
+  async handler(services: ToolServices, input, context) {
+    const { signal } = context;
+    assertWritable(services);
+    const state = await subscriptionState(services, signal);
+    const { results, targets: toLeave } = planSubscriptions(services, state, input.streams, {
+      subscribed: false,
+      changing: 'removed',
+      unchanged: 'not_subscribed',
+    });
+    if (toLeave.length > 0) {
+      try {
+        const res = await services.client.unsubscribe({ subscriptions: toLeave }, callOf(signal));
+        const notRemoved = new Set(res.not_removed.map((n) => n.toLowerCase()));
+        for (const r of results) {
+          if (r.status === 'removed' && notRemoved.has(r.stream.toLowerCase())) r.status = 'not_subscribed';
         }
+      } finally {
+        services.directory.invalidate('streams');
+        services.directory.invalidate('subscriptions');
       }
-      return subscriptionReport('Unsubscribed from', results, 'removed');
-    },
-  });
-}
+    }
+    return subscriptionReport('Unsubscribed from', results, 'removed');
+  },
+});

@@ -1,0 +1,63 @@
+import { z } from 'zod';
+import type { AnyToolDefinition, ToolAnnotations } from './tool.js';
+
+/** A JSON Schema object, as hosts put it on the wire. */
+export type JsonSchema = {
+  type: 'object';
+  properties?: Record<string, object>;
+  required?: string[];
+} & Record<string, unknown>;
+
+/** A tool as a host lists it: its zod schemas as JSON Schema (draft 7), converted once per schema. */
+export interface ToolListing {
+  name: string;
+  title: string;
+  description: string;
+  inputSchema: JsonSchema;
+  /** The schema of the whole structured result: `text` first, then the tool's typed fields. */
+  outputSchema: JsonSchema;
+  annotations: ToolAnnotations;
+}
+
+// Converted once per zod schema and shared by every session and host: converting some thirty
+// tools' schemas on each listing would cost a cold start dearly.
+const inputSchemas = new WeakMap<z.ZodObject, JsonSchema>();
+const outputSchemas = new WeakMap<z.ZodObject, JsonSchema>();
+
+function convert(schema: z.ZodObject, io: 'input' | 'output'): JsonSchema {
+  const json = z.toJSONSchema(schema, { target: 'draft-7', io }) as JsonSchema;
+  // The dialect is implied by the protocol; the key is bytes in every agent's context.
+  delete json.$schema;
+  return json;
+}
+
+function outputSchemaOf(schema: z.ZodObject): JsonSchema {
+  let json = outputSchemas.get(schema);
+  if (json === undefined) {
+    const fields = convert(schema, 'output');
+    json = {
+      type: 'object',
+      properties: { text: { type: 'string' }, ...fields.properties },
+      required: ['text', ...(fields.required ?? [])],
+    };
+    outputSchemas.set(schema, json);
+  }
+  return json;
+}
+
+/** Lists one tool: name, title, description, JSON schemas and annotations. */
+export function toolListing(tool: AnyToolDefinition): ToolListing {
+  let input = inputSchemas.get(tool.inputSchema);
+  if (input === undefined) {
+    input = convert(tool.inputSchema, 'input');
+    inputSchemas.set(tool.inputSchema, input);
+  }
+  return {
+    name: tool.name,
+    title: tool.title,
+    description: tool.description,
+    inputSchema: input,
+    outputSchema: outputSchemaOf(tool.outputSchema),
+    annotations: tool.annotations,
+  };
+}
