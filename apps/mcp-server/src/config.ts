@@ -342,7 +342,7 @@ const RawConfigSchema = z.object({
       flag: '--toolsets',
       flagArg: '<list>',
       defaultText: 'read,write,session',
-      help: 'Toolsets to serve (comma list of read, write, session, people, files, manage, monitor, attention), or all.',
+      help: 'Toolsets to serve (comma list of read, write, session, browse, files, manage, monitor, attention), or all.',
     }),
   ZULIP_PRIVATE_STREAMS: streamAllowlist({
     group: 'Access',

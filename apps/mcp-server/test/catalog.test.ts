@@ -121,16 +121,38 @@ interface CallOutcome {
   text: string;
   structured: Record<string, unknown> | undefined;
   images: number;
+  /** The stable code of a failure, from `_meta`. */
+  code: string | undefined;
 }
+
+/** The page budget every call's output must fit, whichever rendering a client shows. */
+const PAGE_BUDGET = 16_384;
 
 async function call(client: Client, name: string, args: Record<string, unknown>): Promise<CallOutcome> {
   const result = await client.callTool({ name, arguments: args });
   const blocks = (result.content ?? []) as { type: string; text?: string }[];
+  const text = blocks.find((b) => b.type === 'text')?.text ?? '';
+  const structured = result.structuredContent as Record<string, unknown> | undefined;
+  // One rendering: a client that shows JSON.stringify(structuredContent) reads the same text first.
+  if (structured !== undefined) {
+    expect(structured.text, `${name}: structuredContent.text is the text`).toBe(text);
+    expect(Object.keys(structured)[0]).toBe('text');
+    expect(
+      Buffer.byteLength(JSON.stringify(structured)),
+      `${name}: JSON within the page budget`,
+    ).toBeLessThanOrEqual(PAGE_BUDGET);
+  }
+  if (blocks.every((b) => b.type !== 'image'))
+    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(PAGE_BUDGET);
+  const meta = result._meta as { 'zmcp/error'?: { code?: string } } | undefined;
+  if (result.isError === true)
+    expect(meta?.['zmcp/error']?.code, `${name}: error code`).toMatch(/^[A-Z]+_[A-Z0-9_]+$/);
   return {
     isError: result.isError === true,
-    text: blocks.find((b) => b.type === 'text')?.text ?? '',
-    structured: result.structuredContent as Record<string, unknown> | undefined,
+    text,
+    structured,
     images: blocks.filter((b) => b.type === 'image').length,
+    code: meta?.['zmcp/error']?.code,
   };
 }
 
@@ -180,7 +202,8 @@ const rows: Record<string, Row> = {
   },
   get_message: {
     ok: (f) => ({ message_id: f.anyId }),
-    check: (out) => expect(out.structured).toMatchObject({ message: { id: expect.any(Number) } }),
+    check: (out) =>
+      expect(out.structured).toMatchObject({ message_id: expect.any(Number), sender_id: expect.any(Number) }),
     bad: { args: {}, field: 'message_id' },
   },
   get_message_link: {
@@ -320,9 +343,9 @@ const rows: Record<string, Row> = {
 
 async function fixtureFor(client: Client): Promise<Fixture> {
   const history = await call(client, 'fetch_history', { stream: 'engineering', topic: 'deploys', limit: 20 });
-  const messages = (history.structured?.messages ?? []) as { id: number; sender_id: number }[];
+  const ids = (history.structured?.ids ?? []) as number[];
   // A person's message: the bot's own replies (earlier runs post some) never count as unread.
-  const anyId = messages.filter((m) => m.sender_id !== demo.botId).at(-1)?.id;
+  const anyId = ids.filter((id) => sim.realm.message(id)?.senderId !== demo.botId).at(-1);
   if (anyId === undefined) throw new Error('the demo realm has no #engineering > deploys history');
   return {
     anyId,
@@ -368,6 +391,7 @@ for (const kind of ['in-memory', 'stdio', 'http'] as const) {
         if (row.bad !== undefined) {
           const bad = await call(client, name, row.bad.args);
           expect(bad.isError).toBe(true);
+          expect(bad.code).toMatch(name === 'upload_file' ? /^UPLOAD_/ : /^TOOLS_INVALID_INPUT$/);
           expect(bad.text).toContain(row.bad.field);
         }
       });
@@ -419,6 +443,37 @@ const WRITE_TOOLS = [
   'subscribe',
   'unsubscribe',
 ];
+
+describe('toolsets', () => {
+  it('serve read, write and session by default, and everything with all', async () => {
+    const lean = await connect('in-memory', { ZULIP_TOOLSETS: '' });
+    const names = (await lean.listTools()).tools.map((t) => t.name).sort();
+    expect(names).toEqual(
+      [
+        'fetch_history',
+        'fetch_around',
+        'search_messages',
+        'get_message',
+        'list_streams',
+        'get_stream_topics',
+        'find_user',
+        'send_message',
+        'send_dm',
+        'edit_message',
+        'add_reaction',
+        'set_context',
+        'reply',
+        'listen',
+        'end_session',
+      ].sort(),
+    );
+    await expect(lean.callTool({ name: 'list_users', arguments: {} })).rejects.toMatchObject({
+      code: -32602,
+    });
+    const all = await connect('in-memory', { ZULIP_TOOLSETS: 'all' });
+    expect((await all.listTools()).tools.map((t) => t.name).sort()).toEqual(Object.keys(rows).sort());
+  });
+});
 
 describe('read-only mode', () => {
   it('hides every write tool, refuses a call to one, and leaves the realm unchanged', async () => {

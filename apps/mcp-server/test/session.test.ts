@@ -147,7 +147,6 @@ describe('the teammate loop over MCP', () => {
       arguments: { stream: 'general', topic: 'incident', trigger_message_id: trigger },
     });
     expect(structured(context)).toMatchObject({
-      topic: 'incident',
       trigger_message_id: trigger,
       last_seen_id: trigger,
     });
@@ -159,7 +158,7 @@ describe('the teammate loop over MCP', () => {
     const receipt = structured(reply);
     const replyId = receipt.message_id as number;
     expect(w.sim.realm.message(replyId)).toMatchObject({ topic: 'incident', content: 'Looking at it now.' });
-    expect((receipt.arrived as { id: number }[]).map((m) => m.id)).toEqual([detail]);
+    expect(receipt.arrived_ids).toEqual([detail]);
     expect(textOf(reply)).toContain('it started after the 10:40 deploy');
 
     // listen waits, reporting progress, until a follow-up arrives.
@@ -183,7 +182,7 @@ describe('the teammate loop over MCP', () => {
     const follow = post(w, w.ann, 'incident', 'rolling back fixed it, thanks');
     const woke = structured(await listening);
     expect(woke).toMatchObject({ status: 'messages', last_seen_id: follow });
-    expect((woke.messages as { id: number }[]).map((m) => m.id)).toEqual([follow]);
+    expect(woke.ids).toEqual([follow]);
     expect(progress[0]).toMatchObject({ total: 60 });
     expect(progress[1]?.progress ?? 0).toBeGreaterThan(progress[0]?.progress ?? 0);
     await w.session.settled();
@@ -194,7 +193,7 @@ describe('the teammate loop over MCP', () => {
     const ended = await w.client.callTool({ name: 'listen', arguments: { timeout_seconds: 60 } });
     expect(structured(ended)).toMatchObject({
       status: 'dismissed',
-      dismissed_by: { user_id: w.ann.userId, full_name: 'Ann Lee', message_id: replyId },
+      dismissed_by: w.ann.userId,
     });
     expect(textOf(ended)).toContain('which dismisses you');
     const count = w.sim.realm.messageCount();
@@ -237,7 +236,8 @@ describe('the shared deadline', () => {
     );
     const started = performance.now();
     const result = await w.client.callTool({ name: 'listen', arguments: { timeout_seconds: 1 } });
-    expect(structured(result)).toMatchObject({ status: 'timeout', deadline_capped: false });
+    expect(structured(result)).toMatchObject({ status: 'timeout' });
+    expect(textOf(result)).not.toContain('deadline ended the wait');
     // The shared deadline is 400 ms; the listen waited out its own second.
     expect(performance.now() - started).toBeGreaterThanOrEqual(1000);
     await w.session.settled();

@@ -18,7 +18,7 @@ export const TOOLSETS: readonly Toolset[] = [
   'read',
   'write',
   'session',
-  'people',
+  'browse',
   'files',
   'manage',
   'monitor',

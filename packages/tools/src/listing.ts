@@ -24,8 +24,32 @@ export interface ToolListing {
 const inputSchemas = new WeakMap<z.ZodObject, JsonSchema>();
 const outputSchemas = new WeakMap<z.ZodObject, JsonSchema>();
 
+// Integer bounds no argument a model writes comes near: safe-integer and int32 limits.
+const NOISE_MAXIMUM = 2_147_483_647;
+// String bounds that only guard the server against abuse.
+const NOISE_MAX_LENGTH = 1000;
+
+/**
+ * Drops what only costs context: regular expressions (a MIME type's grammar), integer bounds at
+ * the int32 and safe-integer limits, and string length caps that guard the server rather than
+ * guide the model. The server still validates every argument against the full zod schema.
+ */
+function lean(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(lean);
+  if (node === null || typeof node !== 'object') return node;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(node)) {
+    if (key === 'pattern' && typeof value === 'string') continue;
+    if (key === 'maximum' && typeof value === 'number' && value >= NOISE_MAXIMUM) continue;
+    if (key === 'minimum' && typeof value === 'number' && value <= -NOISE_MAXIMUM) continue;
+    if (key === 'maxLength' && typeof value === 'number' && value > NOISE_MAX_LENGTH) continue;
+    out[key] = lean(value);
+  }
+  return out;
+}
+
 function convert(schema: z.ZodObject, io: 'input' | 'output'): JsonSchema {
-  const json = z.toJSONSchema(schema, { target: 'draft-7', io }) as JsonSchema;
+  const json = lean(z.toJSONSchema(schema, { target: 'draft-7', io })) as JsonSchema;
   // The dialect is implied by the protocol; the key is bytes in every agent's context.
   delete json.$schema;
   return json;

@@ -10,6 +10,23 @@ function byteLength(text: string): number {
   return encoder.encode(text).length;
 }
 
+// Characters JSON.stringify writes as two bytes (`\"`, `\\`, `\n`, …) or six (`\u001b`, a lone surrogate).
+const JSON_SHORT_ESCAPE = /["\\\n\r\t\b\f]/g;
+const JSON_LONG_ESCAPE =
+  /[\u0000-\u0007\u000B\u000E-\u001F]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/**
+ * The bytes `text` takes inside a JSON string (without the quotes), whichever way a client shows a
+ * result: never less than its UTF-8 length, so a page that fits by this measure fits as plain text
+ * and as `JSON.stringify(structuredContent)` alike.
+ */
+export function jsonBytes(text: string): number {
+  let n = byteLength(text);
+  n += text.match(JSON_SHORT_ESCAPE)?.length ?? 0;
+  n += 5 * (text.match(JSON_LONG_ESCAPE)?.length ?? 0);
+  return n;
+}
+
 /** Cuts `text` to at most `maxBytes` UTF-8 bytes without splitting a code point. */
 export function truncateToBytes(text: string, maxBytes: number): string {
   if (maxBytes <= 0) return '';
@@ -19,6 +36,15 @@ export function truncateToBytes(text: string, maxBytes: number): string {
   // Back off continuation bytes (10xxxxxx) so the cut lands on a code point boundary.
   while (end > 0 && ((bytes[end] as number) & 0xc0) === 0x80) end--;
   return new TextDecoder().decode(bytes.subarray(0, end));
+}
+
+/** Cuts `text` so that its JSON size ({@link jsonBytes}) is at most `maxBytes`, on a code point boundary. */
+export function truncateToJsonBytes(text: string, maxBytes: number): string {
+  let cut = truncateToBytes(text, maxBytes);
+  while (cut.length > 0 && jsonBytes(cut) > maxBytes) {
+    cut = truncateToBytes(cut, Math.max(0, byteLength(cut) - Math.max(1, jsonBytes(cut) - maxBytes)));
+  }
+  return cut;
 }
 
 /** One page of rendered items that fit a byte budget. */
@@ -32,23 +58,26 @@ export interface BudgetedPage {
 }
 
 /**
- * Renders items one per line until the next would push the text past `budgetBytes`.
- * At least one item is always shown; an item that alone exceeds the budget is cut with
- * an explicit `[… truncated, N more bytes]` marker rather than dropped.
+ * Renders items one per line until the next would push the text past `budgetBytes`, measured as
+ * the text takes in JSON ({@link jsonBytes}) plus `perItem` bytes for each item's typed fields
+ * (an id in a list, say). At least one item is always shown; an item that alone exceeds the
+ * budget is cut with an explicit `[… truncated, N more bytes]` marker rather than dropped.
  */
-export function fitToBudget(lines: readonly string[], budgetBytes: number): BudgetedPage {
+export function fitToBudget(lines: readonly string[], budgetBytes: number, perItem = 0): BudgetedPage {
   const out: string[] = [];
   let used = 0;
   for (const line of lines) {
-    const size = byteLength(line) + (out.length > 0 ? 1 : 0);
+    const size = jsonBytes(line) + perItem + (out.length > 0 ? 2 : 0);
     if (used + size <= budgetBytes) {
       out.push(line);
       used += size;
       continue;
     }
     if (out.length === 0) {
-      const marker = ` [… truncated, ${byteLength(line) - Math.max(0, budgetBytes - 64)} more bytes]`;
-      out.push(truncateToBytes(line, Math.max(0, budgetBytes - 64)) + marker);
+      const room = Math.max(0, budgetBytes - 64 - perItem);
+      const kept = truncateToJsonBytes(line, room);
+      const marker = ` [… truncated, ${byteLength(line) - byteLength(kept)} more bytes]`;
+      out.push(kept + marker);
       return { text: out.join('\n'), shown: 1, truncated: true };
     }
     return { text: out.join('\n'), shown: out.length, truncated: true };

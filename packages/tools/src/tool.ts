@@ -26,8 +26,8 @@ export type Toolset =
   | 'write'
   /** The teammate loop: set_context, reply, listen, end_session. */
   | 'session'
-  /** The directory beyond finding someone: user lists and profiles, members, emoji, links. */
-  | 'people'
+  /** Browsing beyond the basics: history by date, user lists and profiles, members, emoji, links. */
+  | 'browse'
   /** Files in and out: uploads and attachments. */
   | 'files'
   /** Housekeeping: delete, resolve, mark read, subscriptions, removing reactions. */

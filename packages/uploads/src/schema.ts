@@ -5,21 +5,18 @@ import { MIME_TYPE_PATTERN } from './mime.js';
 const MimeTypeSchema = z
   .string()
   .regex(MIME_TYPE_PATTERN, 'mime_type must look like "image/png"')
-  .describe('MIME type, e.g. "image/png"; guessed from the file extension when omitted');
+  .describe('Guessed from the name when omitted');
 
 /** A local file to attach: `<root>/<path>` under one of the configured upload roots. */
 export const FileAttachmentSchema = z.strictObject({
-  file: z
-    .string()
-    .min(1)
-    .describe('Local file as <root>/<path>, where <root> is one of the configured upload roots'),
+  file: z.string().min(1).describe('<root>/<path> under an upload root'),
   mime_type: MimeTypeSchema.optional(),
 });
 
 /** Inline bytes to attach: base64 data and the file name to show. */
 export const DataAttachmentSchema = z.strictObject({
-  data: z.string().describe('The file content, base64-encoded'),
-  name: z.string().min(1).max(255).describe('File name shown in Zulip, e.g. "chart.png"'),
+  data: z.string().describe('Base64'),
+  name: z.string().min(1).max(255).describe('File name'),
   mime_type: MimeTypeSchema.optional(),
 });
 

@@ -2,6 +2,7 @@ import type { CallOptions } from '@zmcp/core';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
 import { decodeCursor, encodeCursor, fitToBudget } from '../page.js';
+import { CursorSchema } from '../read/shared.js';
 import { defineTool } from '../tool.js';
 import {
   COUNT_LIMIT,
@@ -22,39 +23,22 @@ const TOOL = 'get_monitored_channels';
 const MAX_LIMIT = 50;
 
 const inputSchema = z.object({
-  limit: z
-    .number()
-    .int()
-    .min(1)
-    .max(MAX_LIMIT)
-    .optional()
-    .describe(`Streams per page (1-${MAX_LIMIT}, default ${MAX_LIMIT}); each is counted with one read`),
-  cursor: z
-    .string()
-    .min(1)
-    .max(512)
-    .optional()
-    .describe('Continuation cursor from the previous call (its next_cursor); omit it to start over.'),
+  limit: z.number().int().min(1).max(MAX_LIMIT).optional().describe(`1-${MAX_LIMIT}`),
+  cursor: CursorSchema,
 });
 
 const outputSchema = z.object({
   streams: z.array(
     z.object({
-      stream: z.string(),
       stream_id: z.number().int().nullable(),
-      cursor: z
-        .number()
-        .int()
-        .nullable()
-        .describe('Id of the last message counted as read; newer ones are unread (null: none read yet)'),
-      unread: z.number().int().describe(`Unread messages (the count stops at ${COUNT_LIMIT})`),
-      unread_more: z.boolean().describe(`More than ${COUNT_LIMIT} are unread`),
-      newest_id: z.number().int().nullable().describe('Id of the newest unread message'),
-      error: z.string().nullable().describe('Why the stream could not be read, when it could not'),
+      cursor: z.number().int().nullable(),
+      unread: z.number().int(),
+      unread_more: z.boolean(),
+      newest_id: z.number().int().nullable(),
     }),
   ),
-  total: z.number().int().describe('How many streams this session monitors'),
-  live_updates: LiveUpdatesSchema,
+  total: z.number().int(),
+  live_updates: z.boolean(),
   next_cursor: z.string().nullable(),
 });
 
@@ -63,8 +47,7 @@ export const getMonitoredChannelsTool = defineTool({
   name: TOOL,
   title: 'List monitored streams',
   description:
-    'List the streams this session monitors (start_monitoring), each with its read cursor, how many messages are unread (newer than the cursor; not the bot’s own, not /nobots) and the newest unread id, plus whether live resource updates are running. ' +
-    `Counts stop at ${COUNT_LIMIT} ("${COUNT_LIMIT}+"). Reading this moves no cursor. Streams are listed by name, ${MAX_LIMIT} per page; pass next_cursor back as cursor for more.`,
+    'List the streams this session monitors, each with its cursor and how many messages are unread since it.',
   inputSchema,
   outputSchema,
   annotations: READ_ANNOTATIONS,
@@ -111,7 +94,18 @@ export const getMonitoredChannelsTool = defineTool({
           (nextCursor === null ? '' : ' More streams: pass next_cursor as cursor.');
     return {
       text: fitted.text === '' ? head : `${head}\n${fitted.text}`,
-      data: { streams: shown, total: entries.length, live_updates: live, next_cursor: nextCursor },
+      data: {
+        streams: shown.map((r) => ({
+          stream_id: r.stream_id,
+          cursor: r.cursor,
+          unread: r.unread,
+          unread_more: r.unread_more,
+          newest_id: r.newest_id,
+        })),
+        total: entries.length,
+        live_updates: live.running,
+        next_cursor: nextCursor,
+      },
     };
   },
 });

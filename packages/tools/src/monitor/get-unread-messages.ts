@@ -1,9 +1,9 @@
-import { type CallOptions, isNoBotsMessage, type Message, ZmcpError } from '@zmcp/core';
+import { type CallOptions, escapeMsgName, isNoBotsMessage, type Message, ZmcpError } from '@zmcp/core';
 import { isDeliveryError } from '@zmcp/delivery';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
-import { MessageOutputSchema, toMessageOutput } from '../output.js';
-import { decodeCursor, encodeCursor, fitToBudget } from '../page.js';
+import { decodeCursor, encodeCursor, fitToBudget, jsonBytes } from '../page.js';
+import { CursorSchema, ID_BYTES } from '../read/shared.js';
 import { defineTool } from '../tool.js';
 import {
   describeFailure,
@@ -27,65 +27,29 @@ const MAX_LIMIT = 200;
 const MAX_STREAMS = 50;
 
 const inputSchema = z.object({
-  streams: z
-    .array(StreamNameSchema.describe('A monitored stream’s name'))
-    .min(1)
-    .max(MAX_STREAMS)
-    .optional()
-    .describe('Only these monitored streams (default: every monitored stream)'),
-  limit: z
-    .number()
-    .int()
-    .min(1)
-    .max(MAX_LIMIT)
-    .optional()
-    .describe(
-      `Most messages to return (1-${MAX_LIMIT}, default ${DEFAULT_LIMIT}); the page budget may cut fewer`,
-    ),
-  advance: z
-    .boolean()
-    .optional()
-    .describe('Move each stream’s cursor past the messages returned (default true); false only peeks'),
-  mark_read_in_zulip: z
-    .boolean()
-    .optional()
-    .describe(
-      'Also set Zulip’s read flag on exactly the messages returned (a write: refused in read-only mode). Default false',
-    ),
-  cursor: z
-    .string()
-    .min(1)
-    .max(512)
-    .optional()
-    .describe(
-      'Continuation cursor from the previous call (its next_cursor), with the same streams; needed to page on when advance is false.',
-    ),
+  streams: z.array(StreamNameSchema).min(1).max(MAX_STREAMS).optional().describe('Only these monitored streams'),
+  limit: z.number().int().min(1).max(MAX_LIMIT).optional().describe(`1-${MAX_LIMIT}, default ${DEFAULT_LIMIT}`),
+  advance: z.boolean().optional().describe('Move the cursors past what is returned (default true)'),
+  mark_read_in_zulip: z.boolean().optional().describe('Also set Zulip\'s read flag on what is returned'),
+  cursor: CursorSchema,
 });
 
 const outputSchema = z.object({
-  messages: z.array(MessageOutputSchema).describe('Unread messages, oldest first'),
+  ids: z.array(z.number().int()).describe('Unread messages shown, oldest first'),
   streams: z.array(
     z.object({
       stream: z.string(),
       stream_id: z.number().int().nullable(),
-      returned: z.number().int().describe('Messages of this stream in this page'),
-      cursor: z
-        .number()
-        .int()
-        .nullable()
-        .describe('The stream’s cursor after this call (null: nothing read yet)'),
-      more: z.boolean().describe('Unread messages of this stream remain after this page'),
-      error: z.string().nullable().describe('Why the stream could not be read, when it could not'),
+      returned: z.number().int(),
+      cursor: z.number().int().nullable(),
+      more: z.boolean(),
+      error: z.string().nullable(),
     }),
   ),
-  hidden: z.number().int().describe('Messages skipped because they opted out of bots (/nobots)'),
-  advanced: z.boolean().describe('Whether the cursors were moved'),
-  marked_read: z
-    .number()
-    .int()
-    .nullable()
-    .describe('Messages whose Zulip read flag was set (null when not asked)'),
-  next_cursor: z.string().nullable().describe('Pass as cursor to continue; null when nothing more is unread'),
+  hidden: z.number().int(),
+  advanced: z.boolean(),
+  marked_read: z.number().int().nullable(),
+  next_cursor: z.string().nullable(),
 });
 
 type StreamRow = z.infer<typeof outputSchema>['streams'][number];
@@ -101,10 +65,7 @@ export const getUnreadMessagesTool = defineTool({
   name: TOOL,
   title: 'Get unread messages',
   description:
-    'Read what is new in the monitored streams (start_monitoring): messages newer than each stream’s read cursor, oldest first, as message lines. ' +
-    '"Unread" is this session’s own notion: new since monitoring began (or since the cursor was last moved), not Zulip’s unread flag; the bot’s own messages and /nobots messages are skipped. ' +
-    `By default each stream’s cursor moves past what was returned, so the next call gives only newer messages; advance: false peeks without moving them. At most limit messages (default ${DEFAULT_LIMIT}) and one page budget per call: ` +
-    'when more remain, call again (or, when peeking, pass next_cursor as cursor). mark_read_in_zulip: true also sets Zulip’s read flag on exactly the returned messages (refused in read-only mode).',
+    'Read what is new in the monitored streams since each stream\'s cursor, oldest first, as message lines; by default the cursors then move past it (advance: false peeks).',
   inputSchema,
   outputSchema,
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
@@ -167,7 +128,7 @@ export const getUnreadMessagesTool = defineTool({
       return {
         text: 'No streams are monitored, so nothing is unread; call start_monitoring to begin.',
         data: {
-          messages: [],
+          ids: [],
           streams: [],
           hidden: 0,
           advanced: false,
@@ -204,9 +165,19 @@ export const getUnreadMessagesTool = defineTool({
     const inReach = items.filter((i) => i.message.id <= horizon).sort((a, b) => a.message.id - b.message.id);
     const candidates = inReach.filter((i) => i.shown);
     const capped = candidates.slice(0, limit);
+    // Streams that could not be read are reported inside the budget too: their lines first (at
+    // most half the budget), the messages in what is left.
+    const failed = selected
+      .map((s, index) => ({ s, read: reads[index] }))
+      .filter((x): x is { s: ResolvedMonitored; read: string } => typeof x.read === 'string');
+    const errorLines = fitToBudget(
+      failed.map((x) => `${streamLabel(x.s.name)}: could not be read (${escapeMsgName(x.read)})`),
+      Math.floor(itemBudget(services) / 2),
+    );
     const page = fitToBudget(
       capped.map((i) => services.line(i.message)),
-      itemBudget(services),
+      itemBudget(services) - (errorLines.text === '' ? 0 : jsonBytes(errorLines.text) + 2),
+      ID_BYTES,
     );
     const shown = capped.slice(0, page.shown);
     const cutShort = shown.length < candidates.length;
@@ -276,14 +247,12 @@ export const getUnreadMessagesTool = defineTool({
         ? ' More unread remain: call get_unread_messages again.'
         : ' More unread remain: pass next_cursor as cursor.'
       : ' Nothing more is unread.';
-    const errors = rows
-      .filter((r) => r.error !== null)
-      .map((r) => `${streamLabel(r.stream)}: could not be read (${r.error})`);
-    const body = [page.text, ...errors].filter((t) => t !== '').join('\n');
+    if (failed.length > 0) head += ` ${plural(failed.length, 'stream')} could not be read.`;
+    const body = [errorLines.text, page.text].filter((t) => t !== '').join('\n');
     return {
       text: body === '' ? head : `${head}\n${body}`,
       data: {
-        messages: shown.map((i) => toMessageOutput(i.message)),
+        ids: shown.map((i) => i.message.id),
         streams: rows,
         hidden,
         advanced: moved.length > 0,
@@ -302,11 +271,11 @@ function row(
   error: string | null,
 ): StreamRow {
   return {
-    stream: s.name,
+    stream: escapeMsgName(s.name),
     stream_id: s.streamId ?? null,
     returned,
     cursor: cursor ?? null,
     more,
-    error,
+    error: error === null ? null : escapeMsgName(error),
   };
 }

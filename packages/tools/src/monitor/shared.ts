@@ -1,6 +1,6 @@
 import {
   type CallOptions,
-  escapeMsgName,
+  quoteName,
   isNoBotsMessage,
   isZmcpError,
   type Message,
@@ -10,7 +10,6 @@ import {
 import type { MonitoredStream, MonitorStore, MonitorWatcher, MonitorWatcherStatus } from '@zmcp/delivery';
 import { z } from 'zod';
 import type { ToolServices } from '../services.js';
-import type { ToolAnnotations } from '../tool.js';
 import type { MonitorChanges } from './changes.js';
 
 // Helpers shared by the monitor tools and resources. Internal to the package.
@@ -33,31 +32,11 @@ export function channelUri(name: string): string {
   return `zulip://channel/${encodeURIComponent(name)}/unread`;
 }
 
-/** Annotations of the tools that only read (the monitor state is the server's, not the realm's). */
-export const READ_ANNOTATIONS: ToolAnnotations = {
-  readOnlyHint: true,
-  destructiveHint: false,
-  idempotentHint: true,
-  openWorldHint: true,
-};
+export { itemBudget, plural, READ_ANNOTATIONS } from '../read/shared.js';
 
-/** A stream as printed: `#name`, escaped. */
+/** A stream leading a line of a list (`#name: status`): quoted where it holds a delimiter there. */
 export function streamLabel(name: string): string {
-  return `#${escapeMsgName(name)}`;
-}
-
-/** `1 message`, `2 messages`. */
-export function plural(n: number, word: string): string {
-  return `${n} ${word}${n === 1 ? '' : 's'}`;
-}
-
-/** Bytes of the page budget kept for the summary line above the items. */
-const SUMMARY_RESERVE_BYTES = 512;
-const MIN_ITEM_BUDGET_BYTES = 200;
-
-/** The byte budget of the item lines of one page. */
-export function itemBudget(services: ToolServices): number {
-  return Math.max(MIN_ITEM_BUDGET_BYTES, services.pageBudgetBytes - SUMMARY_RESERVE_BYTES);
+  return `#${quoteName(name, 'person')}`;
 }
 
 /** A stream name input. */

@@ -9,45 +9,36 @@ import { type MonitorContext, plural, StreamNameSchema, streamLabel } from './sh
 const MAX_STREAMS = 20;
 
 const inputSchema = z.object({
-  streams: z
-    .array(StreamNameSchema.describe('Stream name (case-insensitive)'))
-    .min(1)
-    .max(MAX_STREAMS)
-    .describe(`Streams to monitor, by name (at most ${MAX_STREAMS})`),
+  streams: z.array(StreamNameSchema).min(1).max(MAX_STREAMS).describe('Stream names'),
   since_message_id: z
     .number()
     .int()
     .min(0)
     .max(Number.MAX_SAFE_INTEGER)
     .optional()
-    .describe(
-      'Start every named stream’s cursor here instead: messages with a greater id count as unread (0 = the whole history). Also resets the cursor of a stream already monitored. Default: each stream’s newest message now.',
-    ),
+    .describe('Start (or reset) the cursors here; default: each stream\'s newest message'),
 });
 
 const outputSchema = z.object({
   streams: z.array(
     z.object({
-      stream: z.string().describe('The stream, as the realm spells it'),
       stream_id: z.number().int(),
-      status: z
-        .enum(['started', 'already_monitored', 'restarted'])
-        .describe(
-          'started: newly monitored; already_monitored: kept its cursor; restarted: cursor reset to since_message_id',
-        ),
-      cursor: z
-        .number()
-        .int()
-        .nullable()
-        .describe('Id of the last message counted as read; newer messages are unread (null: none read yet)'),
-      subscribed: z.boolean().describe('Whether the bot is subscribed, which live updates need'),
-      note: z.string().nullable().describe('What limits this stream, if anything'),
+      status: z.enum(['started', 'already_monitored', 'restarted']),
+      cursor: z.number().int().nullable(),
+      subscribed: z.boolean(),
     }),
   ),
-  monitored: z.number().int().describe('How many streams this session monitors now'),
+  monitored: z.number().int(),
 });
 
-type Entry = z.infer<typeof outputSchema>['streams'][number];
+interface Entry {
+  stream: string;
+  stream_id: number;
+  status: 'started' | 'already_monitored' | 'restarted';
+  cursor: number | null;
+  subscribed: boolean;
+  note: string | null;
+}
 
 async function findStream(services: ToolServices, name: string, call: CallOptions): Promise<Stream> {
   try {
@@ -84,12 +75,7 @@ export const startMonitoringTool = defineTool({
   name: 'start_monitoring',
   title: 'Start monitoring streams',
   description:
-    'Start monitoring streams for this session, so get_unread_messages (and the zulip://unread/summary and zulip://channel/{stream}/unread resources) report what is new in them. ' +
-    'Each stream gets a read cursor that starts at the stream’s newest message at this moment: "unread" means new since monitoring began, not Zulip’s own unread flag. ' +
-    'Pass since_message_id to start (or reset) the cursors at an earlier message instead. A stream already monitored keeps its cursor otherwise. ' +
-    'Cursors belong to this session (ZULIP_SESSION_ID) and survive a restart. ' +
-    'Only streams this session may read: a private stream that is not allowed, or one the bot is not a member of, is refused, and an unknown name is refused; then nothing is started. ' +
-    'The bot is subscribed to a public stream it is not yet on, because Zulip sends live events only to subscribers (in read-only mode it cannot subscribe: the stream is still read on demand, without live notifications).',
+    'Monitor streams for this session: each gets a read cursor (from its newest message now, or since_message_id), and get_unread_messages then reports what is newer. Cursors survive restarts.',
   inputSchema,
   outputSchema,
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
@@ -191,7 +177,15 @@ export const startMonitoringTool = defineTool({
         `Monitoring ${plural(monitored, 'stream')} now (${changed.length} started or reset). Unread = messages newer than each cursor; read them with get_unread_messages.`,
         ...lines,
       ].join('\n'),
-      data: { streams: results, monitored },
+      data: {
+        streams: results.map((r) => ({
+          stream_id: r.stream_id,
+          status: r.status,
+          cursor: r.cursor,
+          subscribed: r.subscribed,
+        })),
+        monitored,
+      },
     };
   },
 });

@@ -7,17 +7,13 @@ import { type MonitorContext, plural, StreamNameSchema, streamLabel } from './sh
 const MAX_STREAMS = 50;
 
 const inputSchema = z.object({
-  streams: z
-    .array(StreamNameSchema.describe('Stream name (case-insensitive)'))
-    .min(1)
-    .max(MAX_STREAMS)
-    .describe(`Streams to stop monitoring, by name (at most ${MAX_STREAMS})`),
+  streams: z.array(StreamNameSchema).min(1).max(MAX_STREAMS).describe('Stream names'),
 });
 
 const outputSchema = z.object({
-  stopped: z.array(z.string()).describe('Streams no longer monitored; their cursors are forgotten'),
-  not_monitored: z.array(z.string()).describe('Names that were not monitored (nothing changed for them)'),
-  monitored: z.number().int().describe('How many streams this session still monitors'),
+  stopped: z.number().int(),
+  not_monitored: z.number().int(),
+  monitored: z.number().int(),
 });
 
 /** `stop_monitoring`: removes streams from this session's monitor. */
@@ -25,8 +21,7 @@ export const stopMonitoringTool = defineTool({
   name: 'stop_monitoring',
   title: 'Stop monitoring streams',
   description:
-    'Stop monitoring streams for this session: they leave get_unread_messages and the unread resources, and their read cursors are forgotten (monitoring one again starts from its newest message). ' +
-    'Names that are not monitored are reported, not refused. The bot stays subscribed (the unsubscribe tool removes it). Returns what was stopped and how many streams remain.',
+    'Stop monitoring streams for this session and forget their cursors (the bot stays subscribed).',
   inputSchema,
   outputSchema,
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
@@ -66,7 +61,7 @@ export const stopMonitoringTool = defineTool({
         `Stopped monitoring ${plural(stopped.length, 'stream')}; ${plural(after.length, 'stream')} still monitored.`,
         ...lines,
       ].join('\n'),
-      data: { stopped, not_monitored: notMonitored, monitored: after.length },
+      data: { stopped: stopped.length, not_monitored: notMonitored.length, monitored: after.length },
     };
   },
 });

@@ -1,7 +1,7 @@
-import { type CallOptions, escapeMsgName, isNoBotsTopic, type NarrowTermInput, type User } from '@zmcp/core';
+import { type CallOptions, isNoBotsTopic, type NarrowTermInput, quoteName, type User } from '@zmcp/core';
 import { ToolError } from '../errors.js';
 import type { ToolServices } from '../services.js';
-import { normalizeTopicInput, resolveStream, topicLabel } from './shared.js';
+import { normalizeTopicInput, resolveStream, streamLabel, topicLabel } from './shared.js';
 
 /** A conversation a history tool reads: a stream (or one of its topics) or a DM conversation. */
 export interface Conversation {
@@ -34,7 +34,7 @@ export async function resolveDmUsers(
 /** The label of a DM conversation with these users (the bot left out). */
 export function dmLabel(users: readonly User[]): string {
   if (users.length === 0) return 'DM with yourself';
-  return `DM with ${users.map((u) => escapeMsgName(u.full_name)).join(', ')}`;
+  return `DM with ${users.map((u) => quoteName(u.full_name, 'member')).join(', ')}`;
 }
 
 /**
@@ -65,13 +65,13 @@ export async function resolveConversation(
   if (input.stream !== undefined) {
     const stream = await resolveStream(services, input.stream, call);
     const narrow: NarrowTermInput[] = [{ operator: 'channel', operand: stream.stream_id }];
-    let label = `#${escapeMsgName(stream.name)}`;
+    let label = streamLabel(stream.name);
     if (input.topic !== undefined) {
       const topic = normalizeTopicInput(input.topic);
       if (isNoBotsTopic(topic)) {
         throw new ToolError(
           'TOOLS_NOT_FOUND',
-          `Topic ${JSON.stringify(input.topic.slice(0, 100))} of #${stream.name} is not available: its people asked bots to stay out (/nobots).`,
+          `Topic ${topicLabel(input.topic.slice(0, 100))} of ${streamLabel(stream.name)} is not available: its people asked bots to stay out (/nobots).`,
         );
       }
       narrow.push({ operator: 'topic', operand: topic });

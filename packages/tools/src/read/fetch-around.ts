@@ -1,7 +1,6 @@
 import type { Message } from '@zmcp/core';
 import { z } from 'zod';
-import { MessageOutputSchema, toMessageOutput } from '../output.js';
-import { type CursorPosition, encodeCursor, fitToBudget } from '../page.js';
+import { type CursorPosition, encodeCursor, fitToBudget, jsonBytes } from '../page.js';
 import type { ToolServices } from '../services.js';
 import { defineTool } from '../tool.js';
 import { conversationOf, readVisibleMessage } from './message-access.js';
@@ -9,6 +8,7 @@ import {
   CursorSchema,
   callOptions,
   checkDeadline,
+  ID_BYTES,
   idSpan,
   itemBudget,
   MessageIdSchema,
@@ -26,49 +26,28 @@ import {
 
 const NAME = 'fetch_around';
 const ANCHOR_MARK = '→ ';
-const encoder = new TextEncoder();
 
 const InputSchema = z.object({
-  message_id: MessageIdSchema.describe('The message to centre the window on (any id from a message line).'),
-  before: z
-    .number()
-    .int()
-    .min(0)
-    .max(100)
-    .default(5)
-    .describe('How many messages before it to include (0-100, default 5).'),
-  after: z
-    .number()
-    .int()
-    .min(0)
-    .max(100)
-    .default(5)
-    .describe('How many messages after it to include (0-100, default 5).'),
-  cursor: CursorSchema.describe(
-    'older_cursor or newer_cursor from a previous call with the same arguments: continues the window on that side (`before` or `after` more messages).',
-  ),
+  message_id: MessageIdSchema.describe('The message to centre on'),
+  before: z.number().int().min(0).max(100).default(5).describe('Messages before it, 0-100'),
+  after: z.number().int().min(0).max(100).default(5).describe('Messages after it, 0-100'),
+  cursor: CursorSchema.describe('older_cursor or newer_cursor of a previous call with the same arguments'),
 });
 
 const OutputSchema = z.object({
-  conversation: z.string().describe('The conversation the message is in: "#stream > topic" or "DM with …"'),
-  anchor_id: z.number().int().describe('The message the window is centred on (marked → in the text)'),
-  messages: z.array(MessageOutputSchema).describe('Oldest first'),
-  hidden: z.number().int().describe('Messages left out because they opted out of bots (/nobots)'),
-  truncated: z.boolean().describe('The page byte budget cut the window'),
+  anchor_id: z.number().int(),
+  ids: z.array(z.number().int()).describe('The messages shown, oldest first'),
+  hidden: z.number().int(),
+  truncated: z.boolean(),
   has_older: z.boolean(),
   has_newer: z.boolean(),
-  older_cursor: z
-    .string()
-    .nullable()
-    .describe('Pass as cursor to continue with older messages; null when none remain'),
-  newer_cursor: z
-    .string()
-    .nullable()
-    .describe('Pass as cursor to continue with newer messages; null when none remain'),
+  older_cursor: z.string().nullable(),
+  newer_cursor: z.string().nullable(),
 });
 
+/** What a line costs the page: its JSON size, its id in `ids` and the newline. */
 function bytes(text: string): number {
-  return encoder.encode(text).length;
+  return jsonBytes(text) + ID_BYTES + 2;
 }
 
 /** Grows a window out from the anchor, one message on each side in turn, while the budget allows. */
@@ -104,7 +83,7 @@ export const fetchAroundTool = defineTool({
   name: NAME,
   title: 'Fetch messages around a message',
   description:
-    'Show a message in context: up to `before` older and `after` newer messages of the same conversation (its stream and topic, or its DM), oldest first, one line each, the anchor line marked with "→". Use it on any id from a message line (a search hit, a mention) to see what led up to it and what followed. The first line says what was found and gives older_cursor / newer_cursor: pass one back as cursor (with the same arguments) to extend the window on that side. Messages that opted out of bots (/nobots) are left out and counted; an anchor that opted out is reported as not found.',
+    'Show a message in its conversation: up to `before` older and `after` newer messages of its topic or DM, oldest first, the message marked →. Cursors extend either side.',
   inputSchema: InputSchema,
   outputSchema: OutputSchema,
   annotations: READ_ANNOTATIONS,
@@ -142,9 +121,8 @@ export const fetchAroundTool = defineTool({
       return {
         text: page.shown.length === 0 ? summary : `${summary}\n${page.text}`,
         data: {
-          conversation: conversation.label,
           anchor_id: anchor.id,
-          messages: page.shown.map(toMessageOutput),
+          ids: page.shown.map((m) => m.id),
           hidden: page.hidden,
           truncated: page.truncated,
           has_older: older && page.hasMore,
@@ -226,9 +204,8 @@ export const fetchAroundTool = defineTool({
     return {
       text: `${summary}\n${text}`,
       data: {
-        conversation: conversation.label,
         anchor_id: anchor.id,
-        messages: shown.map(toMessageOutput),
+        ids: shown.map((m) => m.id),
         hidden: hiddenCount,
         truncated,
         has_older: hasOlder,

@@ -1,7 +1,7 @@
-import { escapeMsgName, escapeMsgText } from '@zmcp/core';
+import { escapeIndented, escapeMsgName } from '@zmcp/core';
 import { fetchAttachment } from '@zmcp/uploads';
 import { z } from 'zod';
-import { truncateToBytes } from '../page.js';
+import { jsonBytes, truncateToBytes } from '../page.js';
 import type { ToolServices } from '../services.js';
 import { defineTool } from '../tool.js';
 import {
@@ -17,7 +17,6 @@ import {
 } from './shared.js';
 
 const NAME = 'fetch_attachment';
-const encoder = new TextEncoder();
 
 const InputSchema = z.object({
   path: z
@@ -25,37 +24,20 @@ const InputSchema = z.object({
     .trim()
     .min(1)
     .max(2000)
-    .describe(
-      'The file: a /user_uploads/... path as it appears in a message (or its full URL on this realm). Files elsewhere are refused.',
-    ),
-  cursor: CursorSchema.describe(
-    'next_cursor of a previous call with the same path: continues a text or binary file that did not fit one page.',
-  ),
+    .describe('A /user_uploads/... path from a message, or its URL on this realm'),
+  cursor: CursorSchema,
 });
 
 const OutputSchema = z.object({
-  name: z.string().describe('File name'),
-  kind: z.enum(['image', 'text', 'binary']).describe('How the file is returned'),
+  kind: z.enum(['image', 'text', 'binary']),
   mime_type: z.string(),
-  size: z.number().int().describe('Size of the file on the realm, in bytes'),
-  width: z.number().int().nullable().describe('Images: width as returned (downsampled when large)'),
-  height: z.number().int().nullable().describe('Images: height as returned'),
-  content: z
-    .string()
-    .nullable()
-    .describe('Text files: this page of the text, with every "<" written as "&lt;"'),
-  base64: z.string().nullable().describe('Binary files: this page of the bytes, base64-encoded'),
-  offset: z.number().int().describe('Where this page starts: characters of text, or bytes of a binary file'),
-  truncated: z.boolean().describe('More of the file remains beyond this page'),
-  next_cursor: z
-    .string()
-    .nullable()
-    .describe('Pass as cursor (with the same path) to read on; null at the end'),
+  size: z.number().int(),
+  width: z.number().int().nullable(),
+  height: z.number().int().nullable(),
+  offset: z.number().int().describe('Characters of text, or bytes, before this page'),
+  truncated: z.boolean(),
+  next_cursor: z.string().nullable(),
 });
-
-function bytesOf(text: string): number {
-  return encoder.encode(text).length;
-}
 
 function humanSize(bytes: number): string {
   if (bytes < 1024) return `${bytes} bytes`;
@@ -63,13 +45,18 @@ function humanSize(bytes: number): string {
   return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
 }
 
-/** The longest prefix of `text` whose escaped form fits `budget` bytes; returns both forms. */
+/** What the model reads of a text file: escaped, every line indented, so none starts at the margin. */
+function shownText(raw: string): string {
+  return `  ${escapeIndented(raw)}`;
+}
+
+/** The longest prefix of `text` whose shown form fits `budget` bytes (as JSON too); returns both forms. */
 function fitEscaped(text: string, budget: number): { raw: string; escaped: string } {
   let limit = budget;
   for (;;) {
     const raw = truncateToBytes(text, limit);
-    const escaped = escapeMsgText(raw);
-    const over = bytesOf(escaped) - budget;
+    const escaped = shownText(raw);
+    const over = jsonBytes(escaped) - budget;
     if (over <= 0 || raw === '') return { raw, escaped };
     limit = Math.max(0, limit - over);
   }
@@ -80,7 +67,7 @@ export const fetchAttachmentTool = defineTool({
   name: NAME,
   title: 'Fetch an attachment',
   description:
-    'Read a file someone posted: pass the /user_uploads/... path from a message (or its full URL on this realm). Images come back as an image to look at (downsampled when large) with a line giving size and type; text files as text (every "<" shown as "&lt;"), a page at a time; other files as base64, a page at a time. When a file does not fit one page the first line says so and gives the cursor to pass back (with the same path) for the next page. Only this realm’s own uploads can be read, up to the server’s file size cap.',
+    'Read a file posted on this realm (a /user_uploads/ path from a message): images to look at, text files as text, others as base64, a page at a time.',
   inputSchema: InputSchema,
   outputSchema: OutputSchema,
   annotations: READ_ANNOTATIONS,
@@ -97,22 +84,20 @@ export const fetchAttachmentTool = defineTool({
       signal: context.signal,
     });
     const name = escapeMsgName(file.name);
+    const mimeType = escapeMsgName(file.mimeType);
 
     if (file.kind === 'image') {
       if (offset > 0) throw mismatchedCursor(NAME);
       const sent = Buffer.byteLength(file.data, 'base64');
       const resized = sent !== file.originalBytes ? `; sent as ${humanSize(sent)}` : '';
       return {
-        text: `Image ${name}: ${file.width}×${file.height} ${file.mimeType}, ${humanSize(file.originalBytes)} on the realm${resized}. The image follows.`,
+        text: `Image ${name}: ${file.width}×${file.height} ${mimeType}, ${humanSize(file.originalBytes)} on the realm${resized}. The image follows.`,
         data: {
-          name: file.name,
           kind: 'image' as const,
-          mime_type: file.mimeType,
+          mime_type: mimeType,
           size: file.originalBytes,
           width: file.width,
           height: file.height,
-          content: null,
-          base64: null,
           offset: 0,
           truncated: false,
           next_cursor: null,
@@ -127,7 +112,7 @@ export const fetchAttachmentTool = defineTool({
       const end = offset + raw.length;
       const more = end < file.text.length || file.truncated;
       const cursor = nextCursor(NAME, query, more ? { kind: 'offset', offset: end } : undefined);
-      let head = `Text file ${name} (${file.mimeType}, ${humanSize(file.size)})`;
+      let head = `Text file ${name} (${mimeType}, ${humanSize(file.size)})`;
       head +=
         offset === 0 && !more
           ? ', complete:'
@@ -136,14 +121,11 @@ export const fetchAttachmentTool = defineTool({
       return {
         text: `${head}\n${escaped}`,
         data: {
-          name: file.name,
           kind: 'text' as const,
-          mime_type: file.mimeType,
+          mime_type: mimeType,
           size: file.size,
           width: null,
           height: null,
-          content: escaped,
-          base64: null,
           offset,
           truncated: more,
           next_cursor: cursor,
@@ -157,7 +139,7 @@ export const fetchAttachmentTool = defineTool({
     const data = offset < bytes.length ? bytes.subarray(offset, end).toString('base64') : '';
     const more = end < bytes.length;
     const cursor = nextCursor(NAME, query, more ? { kind: 'offset', offset: end } : undefined);
-    let head = `Binary file ${name} (${file.mimeType}, ${humanSize(file.size)})`;
+    let head = `Binary file ${name} (${mimeType}, ${humanSize(file.size)})`;
     if (offset === 0 && !more) head += ', as base64:';
     else {
       head += `: bytes ${offset}–${end} of ${file.size} as base64`;
@@ -169,14 +151,11 @@ export const fetchAttachmentTool = defineTool({
     return {
       text: `${head}\n${data}`,
       data: {
-        name: file.name,
         kind: 'binary' as const,
-        mime_type: file.mimeType,
+        mime_type: mimeType,
         size: file.size,
         width: null,
         height: null,
-        content: null,
-        base64: data,
         offset,
         truncated: more,
         next_cursor: cursor,

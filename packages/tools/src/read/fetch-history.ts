@@ -1,6 +1,5 @@
 import type { ReadRange } from '@zmcp/core';
 import { z } from 'zod';
-import { MessageOutputSchema, toMessageOutput } from '../output.js';
 import type { ToolServices } from '../services.js';
 import { defineTool } from '../tool.js';
 import { resolveConversation } from './conversation.js';
@@ -9,8 +8,11 @@ import {
   callOptions,
   checkDeadline,
   idSpan,
+  limitSchema,
+  MESSAGE_PAGE_FIELDS,
   MessageIdSchema,
   type MessageReadPlan,
+  messagePageData,
   mismatchedCursor,
   nextCursor,
   pageNotes,
@@ -20,61 +22,36 @@ import {
   readCursor,
   readMessagePage,
   StreamRefSchema,
+  TopicInputSchema,
   UserRefSchema,
 } from './shared.js';
 
 const NAME = 'fetch_history';
 
 const InputSchema = z.object({
-  stream: StreamRefSchema.optional().describe('Stream name (or id) to read. Give this or dm.'),
-  topic: z
-    .string()
-    .max(300)
-    .optional()
-    .describe(
-      'Topic within the stream; omit to read the whole stream. "" or "(no topic)" is the empty topic.',
-    ),
+  stream: StreamRefSchema.optional().describe('Stream name or id; give this or dm'),
+  topic: TopicInputSchema.optional().describe('One topic of the stream; omit for the whole stream'),
   dm: z
     .array(UserRefSchema)
     .min(1)
     .max(20)
     .optional()
-    .describe(
-      'The people of a DM conversation (besides this bot), each by user id, email or full name. Give this or stream.',
-    ),
-  before: MessageIdSchema.optional().describe(
-    'Only messages with ids below this one (exclusive). Without before/after the newest messages are read.',
-  ),
+    .describe('The other people of a DM (ids, emails or names); give this or stream'),
+  before: MessageIdSchema.optional().describe('Only messages older than this id'),
   after: z
     .number()
     .int()
     .min(0)
     .max(Number.MAX_SAFE_INTEGER)
     .optional()
-    .describe(
-      'Only messages with ids above this one (exclusive), read forwards from it; 0 reads from the very beginning.',
-    ),
-  limit: z
-    .number()
-    .int()
-    .min(1)
-    .max(200)
-    .default(20)
-    .describe('Most messages to return (1-200, default 20).'),
+    .describe('Only messages newer than this id, read forwards (0: from the start)'),
+  limit: limitSchema(200, 20),
   cursor: CursorSchema,
 });
 
 const OutputSchema = z.object({
-  conversation: z.string().describe('What was read: "#stream > topic", "#stream" or "DM with …"'),
-  messages: z.array(MessageOutputSchema).describe('Oldest first'),
-  hidden: z.number().int().describe('Messages left out because they opted out of bots (/nobots)'),
-  truncated: z.boolean().describe('The page byte budget cut the list'),
-  has_more: z.boolean().describe('More messages remain in the direction read'),
+  ...MESSAGE_PAGE_FIELDS,
   direction: z.enum(['older', 'newer']).describe('Which way next_cursor continues'),
-  next_cursor: z
-    .string()
-    .nullable()
-    .describe('Pass as cursor (with the same arguments) to continue; null at the end'),
 });
 
 /** `fetch_history`: a stream, topic or DM conversation, newest first by default, with id cursors. */
@@ -82,7 +59,7 @@ export const fetchHistoryTool = defineTool({
   name: NAME,
   title: 'Fetch conversation history',
   description:
-    'Read the messages of a stream, one topic of a stream, or a DM conversation. Without before/after it returns the newest `limit` messages; `before` reads older than a message id, `after` reads newer than one (both exclusive; both together read the window between them). Messages are always listed oldest to newest, one line each: "[time id=N] [#stream > topic] Sender: body" — every id is a cursor for fetch_around or get_message. The first line says how many were found and, when more remain, the cursor to pass back (with the same arguments) for the next page: older pages when reading backwards, newer pages when reading forwards from `after`. Messages that opted out of bots (/nobots) are left out and counted.',
+    'Read a stream, one of its topics, or a DM, one message line each, oldest to newest. By default the newest `limit` messages; `before`/`after` (message ids) read older or newer. The first line says what was found and gives a cursor when more remain.',
   inputSchema: InputSchema,
   outputSchema: OutputSchema,
   annotations: READ_ANNOTATIONS,
@@ -124,15 +101,7 @@ export const fetchHistoryTool = defineTool({
     const summary = head + pageNotes(page, cursor, direction);
     return {
       text: page.shown.length === 0 ? summary : `${summary}\n${page.text}`,
-      data: {
-        conversation: conversation.label,
-        messages: page.shown.map(toMessageOutput),
-        hidden: page.hidden,
-        truncated: page.truncated,
-        has_more: page.hasMore,
-        direction,
-        next_cursor: cursor,
-      },
+      data: { ...messagePageData(page, cursor), direction },
     };
   },
 });

@@ -1,32 +1,31 @@
-import type { User } from '@zmcp/core';
+import { escapeMsgName, type User } from '@zmcp/core';
 import { z } from 'zod';
 import { fitToBudget } from '../page.js';
 import type { ToolServices } from '../services.js';
 import { defineTool } from '../tool.js';
-import { toUserItem, UserItemSchema, userItemLine } from './list-users.js';
-import { callOptions, checkDeadline, itemBudget, plural, READ_ANNOTATIONS, UserRefSchema } from './shared.js';
+import { userItemLine } from './list-users.js';
+import {
+  callOptions,
+  checkDeadline,
+  ID_BYTES,
+  itemBudget,
+  plural,
+  READ_ANNOTATIONS,
+  UserRefSchema,
+} from './shared.js';
 
 const NAME = 'find_user';
 
 const InputSchema = z.object({
-  query: UserRefSchema.describe(
-    'Who to find: a user id, an email, @**mention** syntax, or a full name or part of one (case-insensitive).',
-  ),
+  query: UserRefSchema.describe('A user id, email, @**mention**, or (part of) a full name'),
 });
 
 const OutputSchema = z.object({
-  matched_by: z
-    .enum(['id', 'email', 'name', 'prefix', 'substring'])
-    .nullable()
-    .describe(
-      'How the query matched: exact id, email or full name, or a name prefix or substring; null when nothing matched',
-    ),
-  users: z
-    .array(UserItemSchema)
-    .describe('The one user found, or every candidate when the query is ambiguous'),
-  total: z.number().int().describe('How many users matched (more than listed when very many did)'),
-  ambiguous: z.boolean().describe('Several users matched; pick one by user_id'),
-  truncated: z.boolean().describe('The page byte budget cut the list'),
+  matched_by: z.enum(['id', 'email', 'name', 'prefix', 'substring']).nullable(),
+  user_ids: z.array(z.number().int()).describe('The user found, or the candidates'),
+  total: z.number().int(),
+  ambiguous: z.boolean(),
+  truncated: z.boolean(),
 });
 
 interface AmbiguityDetails {
@@ -39,7 +38,7 @@ export const findUserTool = defineTool({
   name: NAME,
   title: 'Find a user',
   description:
-    'Look a person up by user id, email, @**mention**, or (part of) their full name. Exact matches win over name prefixes, prefixes over substrings. One match comes back as the user; several come back as a list of candidates to choose from (use the user_id of the one you mean with send_dm, fetch_history dm, get_user_profile, search_messages sender). No match is an empty result, not an error. Bots and deactivated accounts are found too and marked.',
+    'Find a person by id, email, @**mention** or (part of) their name: one user, or the candidates to choose from, as "Name <email> (id N)". Use the id in other tools.',
   inputSchema: InputSchema,
   outputSchema: OutputSchema,
   annotations: READ_ANNOTATIONS,
@@ -60,10 +59,10 @@ export const findUserTool = defineTool({
     } catch (err) {
       const code = (err as { code?: unknown }).code;
       if (code === 'CORE_USER_NOT_FOUND') {
-        const text = `No user matches ${JSON.stringify(String(input.query))}. Try part of the name, an email, or browse with list_users (include_bots / include_deactivated to widen it).`;
+        const text = `No user matches ${JSON.stringify(escapeMsgName(String(input.query)))}. Try part of the name, an email, or browse with list_users (include_bots / include_deactivated to widen it).`;
         return {
           text,
-          data: { matched_by: null, users: [], total: 0, ambiguous: false, truncated: false },
+          data: { matched_by: null, user_ids: [], total: 0, ambiguous: false, truncated: false },
         };
       }
       if (code !== 'CORE_USER_AMBIGUOUS') throw err;
@@ -75,9 +74,9 @@ export const findUserTool = defineTool({
       matchedBy = null;
       ambiguous = true;
     }
-    const fit = fitToBudget(found.map(userItemLine), itemBudget(services));
+    const fit = fitToBudget(found.map(userItemLine), itemBudget(services), ID_BYTES);
     const shown = found.slice(0, fit.shown);
-    const q = JSON.stringify(String(input.query));
+    const q = JSON.stringify(escapeMsgName(String(input.query)));
     let summary: string;
     if (!ambiguous) {
       summary = `Found 1 user for ${q} (matched by ${matchedBy}).`;
@@ -90,7 +89,7 @@ export const findUserTool = defineTool({
       text: `${summary}\n${fit.text}`,
       data: {
         matched_by: matchedBy,
-        users: shown.map(toUserItem),
+        user_ids: shown.map((u) => u.user_id),
         total,
         ambiguous,
         truncated: fit.truncated || shown.length < total,

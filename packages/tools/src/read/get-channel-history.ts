@@ -1,7 +1,6 @@
 import { formatTimestamp, parseDateRange, type ReadRange } from '@zmcp/core';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
-import { MessageOutputSchema, toMessageOutput } from '../output.js';
 import type { ToolServices } from '../services.js';
 import { defineTool } from '../tool.js';
 import { resolveConversation } from './conversation.js';
@@ -10,6 +9,9 @@ import {
   callOptions,
   checkDeadline,
   idSpan,
+  limitSchema,
+  MESSAGE_PAGE_FIELDS,
+  messagePageData,
   nextCursor,
   pageNotes,
   plural,
@@ -18,52 +20,30 @@ import {
   readCursor,
   readMessagePage,
   StreamRefSchema,
+  TopicInputSchema,
 } from './shared.js';
 
 const NAME = 'get_channel_history';
 
 /** How the date-range tools read `when`, for their field descriptions. */
 export const WHEN_HELP =
-  'A date or range in the agent\'s time zone: "today", "yesterday", "3 days ago", "last week", "last 7 days", "monday", "2026-09-14", "2026-09", "2026-09-14T09:00", or a range "2026-09-01..2026-09-14" (either end may be open).';
+  'A day or range in your time zone: today, yesterday, 3 days ago, last week, 2026-09-14, 2026-09, or 2026-09-01..2026-09-14';
 
 /** The `when` input shared by the date-range tools. */
 export const WhenSchema = z.string().trim().min(1).max(100);
 
 const InputSchema = z.object({
-  stream: StreamRefSchema.describe('Stream name (or id) to read.'),
-  topic: z
-    .string()
-    .max(300)
-    .optional()
-    .describe('Only this topic; omit for the whole stream. "" or "(no topic)" is the empty topic.'),
-  when: WhenSchema.default('today').describe(`${WHEN_HELP} Default: today.`),
-  limit: z
-    .number()
-    .int()
-    .min(1)
-    .max(200)
-    .default(50)
-    .describe('Most messages to return (1-200, default 50).'),
+  stream: StreamRefSchema,
+  topic: TopicInputSchema.optional().describe('One topic; omit for the whole stream'),
+  when: WhenSchema.default('today').describe(WHEN_HELP),
+  limit: limitSchema(200, 50),
   cursor: CursorSchema,
 });
 
 const OutputSchema = z.object({
-  conversation: z.string().describe('"#stream" or "#stream > topic"'),
-  range: z
-    .object({
-      from: z.string().describe('Start of the range (inclusive), in the agent time zone'),
-      to: z.string().describe('End of the range (exclusive), in the agent time zone'),
-      time_zone: z.string(),
-    })
-    .describe('The span `when` was read as'),
-  messages: z.array(MessageOutputSchema).describe('Oldest first'),
-  hidden: z.number().int().describe('Messages left out because they opted out of bots (/nobots)'),
-  truncated: z.boolean().describe('The page byte budget cut the list'),
-  has_more: z.boolean().describe('More messages of the range remain'),
-  next_cursor: z
-    .string()
-    .nullable()
-    .describe('Pass as cursor (with the same arguments) to continue; null at the end'),
+  ...MESSAGE_PAGE_FIELDS,
+  from: z.string().describe('Start of the span read (inclusive)'),
+  to: z.string().describe('End of the span read (exclusive)'),
 });
 
 /**
@@ -90,12 +70,12 @@ export const getChannelHistoryTool = defineTool({
   name: NAME,
   title: 'Channel history by date',
   description:
-    'Read what was said in a stream (or one of its topics) over a day or date range given in plain words — "today", "yesterday", "3 days ago", "last week", "2026-09-14", "2026-09-01..2026-09-14" — read in the agent\'s time zone. Messages are listed oldest first, one line each with their id (use fetch_around or fetch_history to go further from any of them). The first line gives the exact span read, how many messages were found and, when more of the range remains, the cursor to pass back (with the same arguments) for the next page. Messages that opted out of bots (/nobots) are left out and counted.',
+    'Read a stream or topic over a day or date range in plain words (today, last week, 2026-09-14, 2026-09-01..2026-09-14), oldest first, one message line each.',
   inputSchema: InputSchema,
   outputSchema: OutputSchema,
   annotations: READ_ANNOTATIONS,
   write: false,
-  toolset: 'read',
+  toolset: 'browse',
   async handler(services: ToolServices, input, context) {
     checkDeadline(context);
     const call = callOptions(context);
@@ -131,15 +111,7 @@ export const getChannelHistoryTool = defineTool({
     const summary = head + pageNotes(page, cursor, 'newer');
     return {
       text: page.shown.length === 0 ? summary : `${summary}\n${page.text}`,
-      data: {
-        conversation: conversation.label,
-        range: { from: span.from, to: span.to, time_zone: services.timeZone },
-        messages: page.shown.map(toMessageOutput),
-        hidden: page.hidden,
-        truncated: page.truncated,
-        has_more: page.hasMore,
-        next_cursor: cursor,
-      },
+      data: { ...messagePageData(page, cursor), from: span.from, to: span.to },
     };
   },
 });

@@ -1,7 +1,13 @@
-import { escapeMsgName, formatTimestamp, type Message, messagePermalink, type User } from '@zmcp/core';
+import {
+  escapeMsgName,
+  formatTimestamp,
+  type Message,
+  messagePermalink,
+  quoteName,
+  type User,
+} from '@zmcp/core';
 import { z } from 'zod';
-import { MessageOutputSchema, toMessageOutput } from '../output.js';
-import { fitToBudget } from '../page.js';
+import { fitToBudget, jsonBytes } from '../page.js';
 import type { ToolServices } from '../services.js';
 import { defineTool } from '../tool.js';
 import { conversationOf, readVisibleMessage } from './message-access.js';
@@ -10,7 +16,7 @@ import { callOptions, checkDeadline, itemBudget, MessageIdSchema, READ_ANNOTATIO
 const NAME = 'get_message';
 
 const InputSchema = z.object({
-  message_id: MessageIdSchema.describe('The message id (from any message line).'),
+  message_id: MessageIdSchema,
 });
 
 const ReactionSummarySchema = z.object({
@@ -20,31 +26,26 @@ const ReactionSummarySchema = z.object({
 });
 
 const OutputSchema = z.object({
-  message: MessageOutputSchema,
-  conversation: z.string().describe('"#stream > topic" or "DM with …"'),
-  sender: z
-    .object({
-      id: z.number().int(),
-      email: z.string(),
-      full_name: z.string(),
-      is_bot: z
-        .boolean()
-        .nullable()
-        .describe("From the realm's user directory; null when the sender is not in it (a system bot)"),
-    })
-    .describe('Who sent it, as the server records it'),
-  reactions: z.array(ReactionSummarySchema).describe('Reactions grouped by emoji'),
-  edited_at: z.string().nullable().describe('When the content was last edited (agent time zone), or null'),
-  moved_at: z.string().nullable().describe('When it was last moved to another topic or stream, or null'),
-  link: z.string().describe('Permalink to the message in the Zulip web app'),
-  truncated: z.boolean().describe('The text output was cut to the page budget (structured content is whole)'),
+  message_id: z.number().int(),
+  sender_id: z.number().int(),
+  sender_is_bot: z.boolean().nullable().describe('null: not in the user directory'),
+  stream_id: z.number().int().nullable(),
+  reactions: z.array(ReactionSummarySchema),
+  edited: z.boolean(),
+  moved: z.boolean(),
+  link: z.string(),
+  truncated: z.boolean(),
 });
 
 /** Reactions grouped by emoji, in first-seen order. */
 export function summarizeReactions(message: Message): z.infer<typeof ReactionSummarySchema>[] {
   const groups = new Map<string, z.infer<typeof ReactionSummarySchema>>();
   for (const r of message.reactions ?? []) {
-    const group = groups.get(r.emoji_name) ?? { emoji_name: r.emoji_name, count: 0, user_ids: [] };
+    const group = groups.get(r.emoji_name) ?? {
+      emoji_name: escapeMsgName(r.emoji_name),
+      count: 0,
+      user_ids: [],
+    };
     group.count++;
     group.user_ids.push(r.user_id);
     groups.set(r.emoji_name, group);
@@ -57,7 +58,7 @@ export const getMessageTool = defineTool({
   name: NAME,
   title: 'Get one message',
   description:
-    "Read one message by id: its line as in history (raw Markdown body), who sent it (id, email, and whether the account is a bot, from the realm's user directory), its reactions grouped by emoji with who reacted, whether and when it was edited or moved, and its permalink. Use fetch_around to see it in its conversation. A message the bot cannot see, or that opted out of bots (/nobots), is reported as not found.",
+    'One message in detail: its line, the sender (id, bot or human), reactions with who reacted, when it was edited or moved, and its permalink.',
   inputSchema: InputSchema,
   outputSchema: OutputSchema,
   annotations: READ_ANNOTATIONS,
@@ -87,12 +88,12 @@ export const getMessageTool = defineTool({
     const link = messagePermalink(services.site, message);
 
     const kind = isBot === null ? 'unknown account' : isBot ? 'bot' : 'human';
-    const head = `Message ${message.id} in ${conversation.label}, sent by ${escapeMsgName(message.sender_full_name)} <${escapeMsgName(message.sender_email)}> (id ${message.sender_id}, ${kind}).`;
+    const head = `Message ${message.id} in ${conversation.label}, sent by ${quoteName(message.sender_full_name, 'person')} <${escapeMsgName(message.sender_email)}> (id ${message.sender_id}, ${kind}).`;
     const details: string[] = [];
     if (reactions.length > 0) {
-      const name = (id: number) => escapeMsgName(byId.get(id)?.full_name ?? `user ${id}`);
+      const name = (id: number) => quoteName(byId.get(id)?.full_name ?? `user ${id}`, 'member');
       details.push(
-        `Reactions: ${reactions.map((r) => `:${escapeMsgName(r.emoji_name)}: ×${r.count} (${r.user_ids.map(name).join(', ')})`).join('; ')}`,
+        `Reactions: ${reactions.map((r) => `:${r.emoji_name}: ×${r.count} (${r.user_ids.map(name).join(', ')})`).join('; ')}`,
       );
     } else {
       details.push('Reactions: none');
@@ -101,22 +102,18 @@ export const getMessageTool = defineTool({
     if (movedAt !== null) details.push(`Moved: ${movedAt}`);
     details.push(`Link: ${link}`);
     const tail = details.join('\n');
-    const budget = Math.max(200, itemBudget(services) - new TextEncoder().encode(tail).length);
+    const budget = Math.max(200, itemBudget(services) - jsonBytes(tail) - 24 * reactions.length);
     const body = fitToBudget([services.line(message)], budget);
     return {
       text: `${head}\n${body.text}\n${tail}`,
       data: {
-        message: toMessageOutput(message),
-        conversation: conversation.label,
-        sender: {
-          id: message.sender_id,
-          email: message.sender_email,
-          full_name: message.sender_full_name,
-          is_bot: isBot,
-        },
+        message_id: message.id,
+        sender_id: message.sender_id,
+        sender_is_bot: isBot,
+        stream_id: message.stream_id ?? null,
         reactions,
-        edited_at: editedAt,
-        moved_at: movedAt,
+        edited: editedAt !== null,
+        moved: movedAt !== null,
         link,
         truncated: body.truncated,
       },

@@ -1,4 +1,11 @@
-import { escapeMsgName, formatTimestamp, isValidTimeZone, type ProfileField, type User } from '@zmcp/core';
+import {
+  escapeMsgName,
+  formatTimestamp,
+  isValidTimeZone,
+  type ProfileField,
+  quoteName,
+  type User,
+} from '@zmcp/core';
 import { z } from 'zod';
 import type { ToolServices } from '../services.js';
 import { defineTool } from '../tool.js';
@@ -15,29 +22,18 @@ const NAME = 'get_user_profile';
 const VALUE_CHARS = 300;
 
 const InputSchema = z.object({
-  user: UserRefSchema.optional().describe(
-    'Whose profile: user id, email or full name. Omit for this bot’s own account.',
-  ),
+  user: UserRefSchema.optional().describe('User id, email or full name; omit for yourself'),
 });
 
 const OutputSchema = z.object({
   user_id: z.number().int(),
-  full_name: z.string(),
-  email: z.string(),
   role: z.enum(['owner', 'admin', 'moderator', 'member', 'guest']),
   is_bot: z.boolean(),
-  bot_owner: z
-    .object({ user_id: z.number().int(), full_name: z.string() })
-    .nullable()
-    .describe('Who owns the bot (bots only)'),
+  bot_owner_id: z.number().int().nullable(),
   is_active: z.boolean(),
-  is_self: z.boolean().describe('This is the account the server acts as'),
-  timezone: z.string().nullable().describe('IANA zone the user set, or null'),
-  local_time: z.string().nullable().describe('The current time in the user’s zone, or null when unknown'),
-  date_joined: z.string().nullable(),
-  profile_fields: z
-    .array(z.object({ id: z.number().int(), name: z.string(), value: z.string() }))
-    .describe('Custom profile fields the user filled in, by the realm’s field names'),
+  is_self: z.boolean(),
+  timezone: z.string().nullable(),
+  local_time: z.string().nullable(),
 });
 
 interface ProfileValue {
@@ -75,12 +71,12 @@ export const getUserProfileTool = defineTool({
   name: NAME,
   title: 'Get a user profile',
   description:
-    'Show a person’s profile: full name, email, role (owner, admin, moderator, member, guest), whether the account is a bot and who owns it, whether it is active, their time zone and the current time there (useful before pinging someone), when they joined, and the realm’s custom profile fields they filled in, by name. Omit `user` for this bot’s own profile. An ambiguous name fails with the candidates listed; find_user lists them too.',
+    "A person's profile: name, email, role, bot or human, time zone and local time, custom profile fields.",
   inputSchema: InputSchema,
   outputSchema: OutputSchema,
   annotations: READ_ANNOTATIONS,
   write: false,
-  toolset: 'people',
+  toolset: 'browse',
   async handler(services: ToolServices, input, context) {
     checkDeadline(context);
     const call = callOptions(context);
@@ -125,9 +121,10 @@ export const getUserProfileTool = defineTool({
 
     const kind = user.is_bot === true ? 'bot' : 'human';
     const lines = [
-      `${escapeMsgName(user.full_name)} <${escapeMsgName(user.email)}> (id ${user.user_id}): ${role}, ${kind}${user.is_active === false ? ', deactivated' : ''}${isSelf ? ' — this is you' : ''}.`,
+      `${quoteName(user.full_name, 'person')} <${escapeMsgName(user.email)}> (id ${user.user_id}): ${role}, ${kind}${user.is_active === false ? ', deactivated' : ''}${isSelf ? ' — this is you' : ''}.`,
     ];
-    if (owner !== null) lines.push(`Bot owner: ${escapeMsgName(owner.full_name)} (id ${owner.user_id})`);
+    if (owner !== null)
+      lines.push(`Bot owner: ${quoteName(owner.full_name, 'person')} (id ${owner.user_id})`);
     lines.push(
       timezone === null
         ? 'Time zone: not set'
@@ -139,17 +136,13 @@ export const getUserProfileTool = defineTool({
       text: lines.join('\n'),
       data: {
         user_id: user.user_id,
-        full_name: user.full_name,
-        email: user.email,
         role,
         is_bot: user.is_bot === true,
-        bot_owner: owner,
+        bot_owner_id: owner?.user_id ?? null,
         is_active: user.is_active !== false,
         is_self: isSelf,
         timezone,
         local_time: localTime,
-        date_joined: user.date_joined ?? null,
-        profile_fields: profile,
       },
     };
   },

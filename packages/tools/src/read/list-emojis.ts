@@ -7,6 +7,7 @@ import {
   callOptions,
   checkDeadline,
   itemNotes,
+  limitSchema,
   nextCursor,
   OFFSET_PAGE_FIELDS,
   offsetFrom,
@@ -21,42 +22,35 @@ import {
 const NAME = 'list_emojis';
 
 const InputSchema = z.object({
-  name_contains: z
-    .string()
-    .trim()
-    .min(1)
-    .max(100)
-    .optional()
-    .describe('Only emoji whose name contains this text.'),
-  limit: z.number().int().min(1).max(500).default(100).describe('Most emoji per page (1-500, default 100).'),
+  name_contains: z.string().trim().min(1).max(100).optional(),
+  limit: limitSchema(500, 100),
   cursor: CursorSchema,
 });
 
-const EmojiSchema = z.object({
-  id: z.string(),
-  name: z.string().describe('Use as :name: in a message, or as the emoji name of a reaction'),
-  author_id: z.number().int().nullable(),
-});
+interface EmojiFields {
+  id: string;
+  name: string;
+  author_id: number | null;
+}
 
 const OutputSchema = z.object({
-  emojis: z.array(EmojiSchema).describe('Sorted by name'),
-  total: z.number().int().describe('Active custom emoji matching, across all pages'),
+  total: z.number().int(),
   ...OFFSET_PAGE_FIELDS,
 });
 
-type Emoji = z.infer<typeof EmojiSchema>;
+type Emoji = EmojiFields;
 
 /** `list_emojis`: the realm's active custom emoji. */
 export const listEmojisTool = defineTool({
   name: NAME,
   title: 'List custom emoji',
   description:
-    'List the realm’s own custom emoji (deactivated ones left out), sorted by name, one line each as ":name:". Write one as :name: in a message or pass its name to add_reaction. Standard Unicode emoji are not listed but work the same way by their Zulip names (:thumbs_up:, :tada:, :eyes:). Pages of `limit`; the first line gives the cursor for the next page.',
+    "List the realm's custom emoji as :name:. Unicode emoji work by their Zulip names (:tada:, :eyes:) and are not listed.",
   inputSchema: InputSchema,
   outputSchema: OutputSchema,
   annotations: READ_ANNOTATIONS,
   write: false,
-  toolset: 'people',
+  toolset: 'browse',
   async handler(services: ToolServices, input, context) {
     checkDeadline(context);
     const call = callOptions(context);
@@ -79,7 +73,6 @@ export const listEmojisTool = defineTool({
     return {
       text: page.items.length === 0 ? summary : `${summary}\n${page.text}`,
       data: {
-        emojis: page.items,
         total: emojis.length,
         offset,
         truncated: page.truncated,

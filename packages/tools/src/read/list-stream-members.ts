@@ -1,4 +1,4 @@
-import { escapeMsgName, type User } from '@zmcp/core';
+import type { User } from '@zmcp/core';
 import { z } from 'zod';
 import type { ToolServices } from '../services.js';
 import { defineTool } from '../tool.js';
@@ -8,6 +8,7 @@ import {
   checkDeadline,
   checkStreamReadable,
   itemNotes,
+  limitSchema,
   nextCursor,
   OFFSET_PAGE_FIELDS,
   offsetFrom,
@@ -19,53 +20,46 @@ import {
   readCursor,
   resolveStream,
   StreamRefSchema,
+  streamLabel,
   userLine,
 } from './shared.js';
 
 const NAME = 'list_stream_members';
 
 const InputSchema = z.object({
-  stream: StreamRefSchema.describe('Stream name (or id).'),
-  include_bots: z.boolean().default(true).describe('Include bot accounts (marked [bot]); default true.'),
-  limit: z
-    .number()
-    .int()
-    .min(1)
-    .max(500)
-    .default(100)
-    .describe('Most members per page (1-500, default 100).'),
+  stream: StreamRefSchema,
+  include_bots: z.boolean().default(true),
+  limit: limitSchema(500, 100),
   cursor: CursorSchema,
 });
 
-const MemberSchema = z.object({
-  user_id: z.number().int(),
-  full_name: z.string(),
-  email: z.string(),
-  is_bot: z.boolean(),
-  is_active: z.boolean(),
-});
+interface MemberFields {
+  user_id: number;
+  full_name: string;
+  email: string;
+  is_bot: boolean;
+  is_active: boolean;
+}
 
 const OutputSchema = z.object({
-  stream: z.string(),
   stream_id: z.number().int(),
-  members: z.array(MemberSchema).describe('Sorted by name'),
-  total: z.number().int().describe('Members listed across all pages'),
+  user_ids: z.array(z.number().int()).describe('The members listed, by name'),
+  total: z.number().int(),
   ...OFFSET_PAGE_FIELDS,
 });
 
-type Member = z.infer<typeof MemberSchema>;
+type Member = MemberFields;
 
 /** `list_stream_members`: who is subscribed to a stream the bot may read. */
 export const listStreamMembersTool = defineTool({
   name: NAME,
   title: 'List stream members',
-  description:
-    'List the people subscribed to a stream, sorted by name, one line each: "Name <email> (id N)" with [bot] and [deactivated] markers. Private streams this server is configured not to read are refused. Pages of `limit`; the first line gives the cursor for the next page.',
+  description: 'List who is subscribed to a stream you may read: "Name <email> (id N)" by name.',
   inputSchema: InputSchema,
   outputSchema: OutputSchema,
   annotations: READ_ANNOTATIONS,
   write: false,
-  toolset: 'people',
+  toolset: 'browse',
   async handler(services: ToolServices, input, context) {
     checkDeadline(context);
     const call = callOptions(context);
@@ -104,14 +98,13 @@ export const listStreamMembersTool = defineTool({
       query,
       page.nextOffset === undefined ? undefined : { kind: 'offset', offset: page.nextOffset },
     );
-    let summary = `${plural(members.length, 'member')} of #${escapeMsgName(stream.name)} (${rangeOf(offset, page.items.length, members.length)}).`;
+    let summary = `${plural(members.length, 'member')} of ${streamLabel(stream.name)} (${rangeOf(offset, page.items.length, members.length)}).`;
     summary += itemNotes(page, cursor, 'members');
     return {
       text: page.items.length === 0 ? summary : `${summary}\n${page.text}`,
       data: {
-        stream: stream.name,
         stream_id: stream.stream_id,
-        members: page.items,
+        user_ids: page.items.map((m) => m.user_id),
         total: members.length,
         offset,
         truncated: page.truncated,

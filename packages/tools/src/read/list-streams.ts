@@ -1,4 +1,4 @@
-import { escapeMsgName, type Stream } from '@zmcp/core';
+import { quoteName, type Stream } from '@zmcp/core';
 import { z } from 'zod';
 import type { ToolServices } from '../services.js';
 import { defineTool } from '../tool.js';
@@ -7,7 +7,9 @@ import {
   callOptions,
   checkDeadline,
   itemNotes,
+  limitSchema,
   nextCursor,
+  OFFSET_PAGE_FIELDS,
   offsetFrom,
   pageItems,
   plural,
@@ -22,50 +24,36 @@ const NAME = 'list_streams';
 const DESCRIPTION_CHARS = 100;
 
 const InputSchema = z.object({
-  name_contains: z
-    .string()
-    .trim()
-    .min(1)
-    .max(100)
-    .optional()
-    .describe('Only streams whose name contains this text (case-insensitive).'),
-  subscribed_only: z.boolean().default(false).describe('Only streams this bot is subscribed to.'),
-  limit: z.number().int().min(1).max(200).default(50).describe('Most streams per page (1-200, default 50).'),
+  name_contains: z.string().trim().min(1).max(100).optional().describe('Only names containing this'),
+  subscribed_only: z.boolean().default(false),
+  limit: limitSchema(200, 50),
   cursor: CursorSchema,
 });
 
-const StreamItemSchema = z.object({
-  id: z.number().int(),
-  name: z.string(),
-  private: z.boolean(),
-  subscribed: z.boolean().describe('This bot is subscribed (it receives the stream live)'),
-  description: z.string().describe(`Shortened to ${DESCRIPTION_CHARS} characters`),
-  archived: z.boolean(),
-});
+interface StreamItemFields {
+  id: number;
+  name: string;
+  private: boolean;
+  subscribed: boolean;
+  description: string;
+  archived: boolean;
+}
 
 const OutputSchema = z.object({
-  streams: z.array(StreamItemSchema).describe('Sorted by name'),
-  total: z.number().int().describe('Streams matching, across all pages'),
-  offset: z.number().int().describe('Index of the first stream of this page'),
-  hidden_private: z
-    .number()
-    .int()
-    .describe('Private streams the bot can see but this server is configured not to read; left out'),
-  truncated: z.boolean().describe('The page byte budget cut the list'),
-  next_cursor: z
-    .string()
-    .nullable()
-    .describe('Pass as cursor (with the same arguments) to continue; null at the end'),
+  ids: z.array(z.number().int()).describe('The streams listed, in order'),
+  total: z.number().int(),
+  hidden_private: z.number().int().describe('Private streams this server may not read, left out'),
+  ...OFFSET_PAGE_FIELDS,
 });
 
-type StreamItem = z.infer<typeof StreamItemSchema>;
+type StreamItem = StreamItemFields;
 
 function streamLine(s: StreamItem): string {
   const marks = [s.private ? 'private' : 'public'];
   if (s.subscribed) marks.push('subscribed');
   if (s.archived) marks.push('archived');
   const description = s.description === '' ? '' : ` — ${s.description}`;
-  return `#${escapeMsgName(s.name)} (id ${s.id}; ${marks.join(', ')})${description}`;
+  return `#${quoteName(s.name, 'person')} (id ${s.id}; ${marks.join(', ')})${description}`;
 }
 
 /** `list_streams`: the streams the bot can see and may read. */
@@ -73,7 +61,7 @@ export const listStreamsTool = defineTool({
   name: NAME,
   title: 'List streams',
   description:
-    'List the streams (channels) this bot can see and is allowed to read, sorted by name, one line each: "#name (id N; public|private, subscribed) — description". Subscribed means the bot receives the stream live. Private streams this server is configured not to read are left out and only counted. Use the names with fetch_history, get_channel_history, get_stream_topics and search_messages. Pages of `limit`; the first line gives the cursor for the next page.',
+    'List the streams you may read, by name: "#name (id N; public|private, subscribed) — description". Private streams this server may not read are only counted.',
   inputSchema: InputSchema,
   outputSchema: OutputSchema,
   annotations: READ_ANNOTATIONS,
@@ -127,10 +115,10 @@ export const listStreamsTool = defineTool({
     return {
       text: page.items.length === 0 ? summary : `${summary}\n${page.text}`,
       data: {
-        streams: page.items,
+        ids: page.items.map((i) => i.id),
         total: items.length,
-        offset,
         hidden_private: hiddenPrivate,
+        offset,
         truncated: page.truncated,
         next_cursor: cursor,
       },

@@ -7,6 +7,7 @@ import {
   callOptions,
   checkDeadline,
   itemNotes,
+  limitSchema,
   nextCursor,
   OFFSET_PAGE_FIELDS,
   offsetFrom,
@@ -23,39 +24,11 @@ import {
 const NAME = 'list_users';
 
 const InputSchema = z.object({
-  include_bots: z.boolean().default(false).describe('Include bot accounts (marked [bot]); default false.'),
-  include_deactivated: z
-    .boolean()
-    .default(false)
-    .describe('Include deactivated accounts (marked [deactivated]); default false.'),
-  limit: z.number().int().min(1).max(500).default(100).describe('Most users per page (1-500, default 100).'),
+  include_bots: z.boolean().default(false),
+  include_deactivated: z.boolean().default(false),
+  limit: limitSchema(500, 100),
   cursor: CursorSchema,
 });
-
-/** A user in list output. */
-export const UserItemSchema = z.object({
-  user_id: z.number().int(),
-  full_name: z.string(),
-  email: z.string(),
-  role: z.enum(['owner', 'admin', 'moderator', 'member', 'guest']),
-  is_bot: z.boolean(),
-  is_active: z.boolean(),
-});
-
-/** A user in list output. */
-export type UserItem = z.infer<typeof UserItemSchema>;
-
-/** Projects a realm user onto {@link UserItemSchema}. */
-export function toUserItem(user: User): UserItem {
-  return {
-    user_id: user.user_id,
-    full_name: user.full_name,
-    email: user.email,
-    role: roleName(user.role, user) as UserItem['role'],
-    is_bot: user.is_bot === true,
-    is_active: user.is_active !== false,
-  };
-}
 
 /** One line per user: the directory line plus a role other than member. */
 export function userItemLine(user: User): string {
@@ -64,8 +37,8 @@ export function userItemLine(user: User): string {
 }
 
 const OutputSchema = z.object({
-  users: z.array(UserItemSchema).describe('Sorted by name'),
-  total: z.number().int().describe('Users matching, across all pages'),
+  user_ids: z.array(z.number().int()).describe('The users listed, by name'),
+  total: z.number().int(),
   ...OFFSET_PAGE_FIELDS,
 });
 
@@ -74,12 +47,12 @@ export const listUsersTool = defineTool({
   name: NAME,
   title: 'List users',
   description:
-    'List the people of the realm, sorted by name, one line each: "Name <email> (id N)" with [bot], [deactivated] and role (owner, admin, moderator, guest) markers. Active humans by default; include_bots and include_deactivated widen it. To look someone up by name use find_user; for details get_user_profile. Pages of `limit`; the first line gives the cursor for the next page.',
+    'List the realm\'s people by name: "Name <email> (id N)", marked [bot], [deactivated] and by role. Active humans unless asked.',
   inputSchema: InputSchema,
   outputSchema: OutputSchema,
   annotations: READ_ANNOTATIONS,
   write: false,
-  toolset: 'people',
+  toolset: 'browse',
   async handler(services: ToolServices, input, context) {
     checkDeadline(context);
     const call = callOptions(context);
@@ -108,7 +81,7 @@ export const listUsersTool = defineTool({
     return {
       text: page.items.length === 0 ? summary : `${summary}\n${page.text}`,
       data: {
-        users: page.items.map(toUserItem),
+        user_ids: page.items.map((u) => u.user_id),
         total: users.length,
         offset,
         truncated: page.truncated,

@@ -1,6 +1,5 @@
 import {
   type CallOptions,
-  escapeMsgName,
   isNoBotsMessage,
   type Message,
   type NarrowTermInput,
@@ -10,7 +9,7 @@ import {
 import { ToolError } from '../errors.js';
 import type { ToolServices } from '../services.js';
 import { dmLabel } from './conversation.js';
-import { topicLabel } from './shared.js';
+import { streamLabel, topicLabel } from './shared.js';
 
 function notFound(id: number): ToolError {
   return new ToolError(
@@ -71,7 +70,7 @@ export function conversationOf(
       { operator: 'topic', operand: message.subject },
       { operator: 'with', operand: message.id },
     ];
-    return { narrow, label: `#${escapeMsgName(stream)} > ${topicLabel(message.subject)}` };
+    return { narrow, label: `${streamLabel(stream)} > ${topicLabel(message.subject)}` };
   }
   const others = dmOthers(services, message);
   const self = services.identity.user_id;

@@ -1,7 +1,6 @@
-import { escapeMsgName, isNoBotsTopic, type NarrowTermInput, type ReadRange } from '@zmcp/core';
+import { isNoBotsTopic, type NarrowTermInput, type ReadRange } from '@zmcp/core';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
-import { MessageOutputSchema, toMessageOutput } from '../output.js';
 import type { ToolServices } from '../services.js';
 import { defineTool } from '../tool.js';
 import { dateSpan, WHEN_HELP, WhenSchema } from './get-channel-history.js';
@@ -10,7 +9,10 @@ import {
   callOptions,
   checkDeadline,
   idSpan,
+  limitSchema,
+  MESSAGE_PAGE_FIELDS,
   type MessageReadPlan,
+  messagePageData,
   mismatchedCursor,
   nextCursor,
   normalizeTopicInput,
@@ -22,6 +24,8 @@ import {
   readMessagePage,
   resolveStream,
   StreamRefSchema,
+  streamLabel,
+  TopicInputSchema,
   topicLabel,
   UserRefSchema,
 } from './shared.js';
@@ -38,57 +42,29 @@ const InputSchema = z.object({
     .min(1)
     .max(MAX_QUERY_LENGTH)
     .optional()
-    .describe(
-      `Words to search for in message text and topics (Zulip full-text search; at most ${MAX_QUERY_LENGTH} characters).`,
-    ),
-  sender: UserRefSchema.optional().describe(
-    'Only messages sent by this person: user id, email or full name.',
-  ),
-  stream: StreamRefSchema.optional().describe(
-    'Only this stream (name or id). Without it only public streams are searched unless the server reads everything.',
-  ),
-  topic: z.string().max(300).optional().describe('Only this topic ("" or "(no topic)" is the empty topic).'),
+    .describe('Words to find in messages and topics'),
+  sender: UserRefSchema.optional().describe('Sender: id, email or name'),
+  stream: StreamRefSchema.optional(),
+  topic: TopicInputSchema.optional(),
   has: z
     .array(z.enum(['link', 'attachment', 'image']))
     .min(1)
     .max(3)
-    .optional()
-    .describe('Only messages that have all of these: link, attachment, image.'),
+    .optional(),
   is: z
     .array(z.enum(['starred', 'mentioned', 'unread']))
     .min(1)
     .max(3)
-    .optional()
-    .describe('Only messages with all of these flags for this bot: starred, mentioned (the bot), unread.'),
-  when: WhenSchema.optional().describe(
-    `Only messages sent then. ${WHEN_HELP} With it, results run oldest first from the start of the range.`,
-  ),
-  limit: z
-    .number()
-    .int()
-    .min(1)
-    .max(100)
-    .default(20)
-    .describe('Most messages to return (1-100, default 20).'),
+    .optional(),
+  when: WhenSchema.optional().describe(`${WHEN_HELP}; results then run forwards from its start`),
+  limit: limitSchema(100, 20),
   cursor: CursorSchema,
 });
 
 const OutputSchema = z.object({
-  searched: z.string().describe('Where the search ran: a stream, public streams, or everything readable'),
-  public_only: z
-    .boolean()
-    .describe('True when the search ran over public streams only (private streams and DMs left out)'),
-  messages: z.array(MessageOutputSchema).describe('Oldest first'),
-  hidden: z.number().int().describe('Matches left out because they opted out of bots (/nobots)'),
-  truncated: z.boolean().describe('The page byte budget cut the list'),
-  has_more: z.boolean().describe('More matches remain in the direction read'),
-  direction: z
-    .enum(['older', 'newer'])
-    .describe('Which way next_cursor continues: older (newest first), newer (with when)'),
-  next_cursor: z
-    .string()
-    .nullable()
-    .describe('Pass as cursor (with the same arguments) to continue; null at the end'),
+  ...MESSAGE_PAGE_FIELDS,
+  public_only: z.boolean().describe('Only public streams were searched'),
+  direction: z.enum(['older', 'newer']),
 });
 
 /** `search_messages`: full-text and filter search through the access gate. */
@@ -96,7 +72,7 @@ export const searchMessagesTool = defineTool({
   name: NAME,
   title: 'Search messages',
   description:
-    'Find messages by text and filters: `query` (full-text words), `sender`, `stream`, `topic`, `has` (link, attachment, image), `is` (starred, mentioned, unread), `when` (a date or range). Give at least one. Matches come newest first (the most recent `limit`), listed oldest to newest, one line each with their id — open one in context with fetch_around. With `when` the range is read from its start instead. Without `stream` the search covers public streams only unless this server reads everything; the first line says what was searched, and the cursor to pass back (with the same arguments) for more. Matches that opted out of bots (/nobots) are left out and counted.',
+    'Search messages by words and filters (give at least one). The most recent matches, oldest first, one message line each; without stream, only public streams are searched unless the server reads everything.',
   inputSchema: InputSchema,
   outputSchema: OutputSchema,
   annotations: READ_ANNOTATIONS,
@@ -126,19 +102,19 @@ export const searchMessagesTool = defineTool({
     if (position !== undefined && (position.kind === 'after') !== forwards) throw mismatchedCursor(NAME);
 
     const narrow: NarrowTermInput[] = [];
-    let streamLabel: string | undefined;
+    let streamName: string | undefined;
     let topicPart = '';
     if (input.stream !== undefined) {
       const stream = await resolveStream(services, input.stream, call);
       narrow.push({ operator: 'channel', operand: stream.stream_id });
-      streamLabel = `#${escapeMsgName(stream.name)}`;
+      streamName = streamLabel(stream.name);
     }
     if (input.topic !== undefined) {
       const topic = normalizeTopicInput(input.topic);
       if (isNoBotsTopic(topic)) {
         throw new ToolError(
           'TOOLS_NOT_FOUND',
-          `Topic ${JSON.stringify(input.topic.slice(0, 100))} is not available: its people asked bots to stay out (/nobots).`,
+          `Topic ${topicLabel(input.topic.slice(0, 100))} is not available: its people asked bots to stay out (/nobots).`,
         );
       }
       narrow.push({ operator: 'topic', operand: topic });
@@ -173,7 +149,7 @@ export const searchMessagesTool = defineTool({
     // unless it reads everything (then the `unscoped` choice is not consulted). Zulip searches
     // an unscoped narrow over the messages the bot received, so when everything is readable
     // the public streams' history (streams the bot is not in) is searched beside it.
-    const everything = streamLabel === undefined && services.policy.canReadDms;
+    const everything = streamName === undefined && services.policy.canReadDms;
     const alsoNarrow: NarrowTermInput[] | undefined = everything
       ? [...narrow, { operator: 'channels', operand: 'public' }]
       : undefined;
@@ -182,10 +158,10 @@ export const searchMessagesTool = defineTool({
       { narrow, range, direction, beyond, unscoped: 'public-streams', alsoNarrow },
       call,
     );
-    const publicOnly = streamLabel === undefined && page.scope === 'public-streams';
-    let where = streamLabel ?? (publicOnly ? 'public streams' : 'every stream and DM this bot can read');
+    const publicOnly = streamName === undefined && page.scope === 'public-streams';
+    let where = streamName ?? (publicOnly ? 'public streams' : 'every stream and DM this bot can read');
     if (topicPart !== '')
-      where = streamLabel === undefined ? `topic ${topicPart} of ${where}` : `${where} > ${topicPart}`;
+      where = streamName === undefined ? `topic ${topicPart} of ${where}` : `${where} > ${topicPart}`;
     const cursor = nextCursor(NAME, query, page.next);
     const within = span === undefined ? '' : ` between ${span.from} and ${span.to}`;
     let head =
@@ -199,16 +175,7 @@ export const searchMessagesTool = defineTool({
     }
     return {
       text: page.shown.length === 0 ? head : `${head}\n${page.text}`,
-      data: {
-        searched: where,
-        public_only: publicOnly,
-        messages: page.shown.map(toMessageOutput),
-        hidden: page.hidden,
-        truncated: page.truncated,
-        has_more: page.hasMore,
-        direction,
-        next_cursor: cursor,
-      },
+      data: { ...messagePageData(page, cursor), public_only: publicOnly, direction },
     };
   },
 });

@@ -5,6 +5,7 @@ import {
   type Message,
   type NarrowScopeKind,
   type NarrowTermInput,
+  quoteName,
   type ReadNarrowResult,
   type ReadRange,
   readNarrow,
@@ -27,8 +28,10 @@ export const READ_ANNOTATIONS: ToolAnnotations = {
   openWorldHint: true,
 };
 
-/** Bytes of the page budget kept for the summary line above the items. */
-const SUMMARY_RESERVE_BYTES = 512;
+/** Bytes of the page budget kept for the summary line above the items and the typed fields beside them. */
+const SUMMARY_RESERVE_BYTES = 768;
+/** What one item adds to the typed fields beside the text, at most: its id in a list. */
+export const ID_BYTES = 17;
 /** The smallest item budget, however small the page budget is configured. */
 const MIN_ITEM_BUDGET_BYTES = 200;
 
@@ -48,9 +51,11 @@ export function checkDeadline(context: ToolCallContext): void {
 }
 
 /** A stream named by name or id. */
-export const StreamRefSchema = z.union([z.string().trim().min(1).max(200), z.number().int().positive()]);
+export const StreamRefSchema = z
+  .union([z.string().trim().min(1).max(200), z.number().int().positive()])
+  .describe('Stream name or id');
 
-/** A user named by id, email or (part of a) full name. */
+/** A user named by id, email or full name. */
 export const UserRefSchema = z.union([z.string().trim().min(1).max(200), z.number().int().positive()]);
 
 /** The `cursor` input every paged tool takes. */
@@ -59,12 +64,18 @@ export const CursorSchema = z
   .min(1)
   .max(512)
   .optional()
-  .describe(
-    'Continuation cursor from the previous call (its next_cursor). Pass it with the same other arguments to get the next page; omit it to start over.',
-  );
+  .describe('next_cursor of the previous call, with the same other arguments');
 
 /** A message id input. */
 export const MessageIdSchema = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+
+/** A `limit` input: the most items to return. */
+export function limitSchema(max: number, fallback: number) {
+  return z.number().int().min(1).max(max).default(fallback).describe(`1-${max}, default ${fallback}`);
+}
+
+/** A topic input; `""` or `(no topic)` is the empty topic. */
+export const TopicInputSchema = z.string().max(300);
 
 /**
  * The query part of a tool's input, for cursor fingerprints: everything but the cursor and the page
@@ -106,9 +117,14 @@ export function normalizeTopicInput(topic: string): string {
   return t === '(no topic)' ? '' : t;
 }
 
-/** A topic as printed in a summary or item line. */
+/** A topic as printed in a summary or item line: quoted where it holds a delimiter. */
 export function topicLabel(topic: string): string {
-  return topic === '' ? '(no topic)' : escapeMsgName(topic);
+  return topic === '' ? '(no topic)' : quoteName(topic, 'topic');
+}
+
+/** A stream as printed in a summary or item line: `#name`, quoted where it holds a delimiter. */
+export function streamLabel(name: string): string {
+  return `#${quoteName(name, 'stream')}`;
 }
 
 /** One line of free text (a description, a profile value), folded, escaped and cut to `max` characters. */
@@ -130,8 +146,10 @@ export function splitNoBots(messages: readonly Message[]): { visible: Message[];
 }
 
 /** A user as one short line: `Ann Lee <ann@example.test> (id 8)` with bot and deactivated markers. */
-export function userLine(user: User): string {
-  let line = `${escapeMsgName(user.full_name)} <${escapeMsgName(user.email)}> (id ${user.user_id})`;
+export function userLine(
+  user: Pick<User, 'user_id' | 'full_name' | 'email' | 'is_bot' | 'is_active'>,
+): string {
+  let line = `${quoteName(user.full_name, 'person')} <${escapeMsgName(user.email)}> (id ${user.user_id})`;
   if (user.is_bot === true) line += ' [bot]';
   if (user.is_active === false) line += ' [deactivated]';
   return line;
@@ -201,7 +219,7 @@ export function fitFromEnd(
   lines: readonly string[],
   budget: number,
 ): { text: string; shown: number; truncated: boolean } {
-  const reversed = fitToBudget([...lines].reverse(), budget);
+  const reversed = fitToBudget([...lines].reverse(), budget, ID_BYTES);
   const last = lines[lines.length - 1];
   if (reversed.shown === 1 && reversed.truncated && reversed.text !== last) {
     return { text: reversed.text, shown: 1, truncated: true };
@@ -270,12 +288,32 @@ export async function narrowReader(
 /** The fields every offset-paged list puts beside its items. */
 export const OFFSET_PAGE_FIELDS = {
   offset: z.number().int(),
-  truncated: z.boolean().describe('The page byte budget cut the list'),
-  next_cursor: z
-    .string()
-    .nullable()
-    .describe('Pass as cursor (with the same arguments) to continue; null at the end'),
+  truncated: z.boolean(),
+  next_cursor: z.string().nullable(),
 };
+
+/** The typed fields every message page carries beside its text. */
+export const MESSAGE_PAGE_FIELDS = {
+  ids: z.array(z.number().int()).describe('The messages shown, oldest first'),
+  hidden: z.number().int().describe('Left out: opted out of bots (/nobots)'),
+  truncated: z.boolean(),
+  has_more: z.boolean(),
+  next_cursor: z.string().nullable(),
+};
+
+/** The typed fields of a message page. */
+export function messagePageData(
+  page: MessagePage,
+  cursor: string | null,
+): { ids: number[]; hidden: number; truncated: boolean; has_more: boolean; next_cursor: string | null } {
+  return {
+    ids: page.shown.map((m) => m.id),
+    hidden: page.hidden,
+    truncated: page.truncated,
+    has_more: page.hasMore,
+    next_cursor: cursor,
+  };
+}
 
 /** The number of messages bots may see. */
 export function visibleCount(messages: readonly Message[]): number {
@@ -347,7 +385,7 @@ export async function readMessagePage(
   const { visible, hidden } = splitNoBots(read);
   const lines = visible.map((m) => services.line(m));
   const budget = itemBudget(services);
-  const fit = older ? fitFromEnd(lines, budget) : fitToBudget(lines, budget);
+  const fit = older ? fitFromEnd(lines, budget) : fitToBudget(lines, budget, ID_BYTES);
   const shown = older ? visible.slice(visible.length - fit.shown) : visible.slice(0, fit.shown);
   const cut = shown.length < visible.length;
   const hasMore = more || cut;
@@ -426,7 +464,7 @@ export function pageItems<T>(
   render: (item: T) => string,
 ): ItemPage<T> {
   const slice = all.slice(offset, offset + limit);
-  const fit = fitToBudget(slice.map(render), itemBudget(services));
+  const fit = fitToBudget(slice.map(render), itemBudget(services), ID_BYTES);
   const items = slice.slice(0, fit.shown);
   const end = offset + items.length;
   return {

@@ -1,19 +1,19 @@
 import {
   type CallOptions,
-  escapeMsgName,
   isNoBotsMessage,
   isNoBotsTopic,
   type Logger,
   type Message,
   type NarrowTermInput,
   noopLogger,
+  quoteName,
   readNarrow,
 } from '@zmcp/core';
 import { type InterruptWatcher, watchInterruptFile } from '@zmcp/delivery';
 import { ToolError } from '../errors.js';
 import { fitToBudget } from '../page.js';
 import { readVisibleMessage } from '../read/message-access.js';
-import { checkStreamReadable, itemBudget, resolveStream } from '../read/shared.js';
+import { checkStreamReadable, itemBudget, resolveStream, streamLabel, topicLabel } from '../read/shared.js';
 import type { ToolServices } from '../services.js';
 import { checkTopic } from '../write/common.js';
 
@@ -251,9 +251,9 @@ export class SessionCore implements AgentSession {
     return this.#ended;
   }
 
-  /** `#stream > topic`, escaped for the model. */
+  /** `#stream > topic`, printed as message lines print them. */
   label(b: Pick<Binding, 'stream' | 'topic'>): string {
-    return `#${escapeMsgName(b.stream)} > ${escapeMsgName(b.topic)}`;
+    return `${streamLabel(b.stream)} > ${topicLabel(b.topic)}`;
   }
 
   /** Binds the session to a conversation (set_context, a launch), forgetting the previous one. */
@@ -304,7 +304,7 @@ export class SessionCore implements AgentSession {
     if (ended.reason === 'nobots') {
       return `The session in ${where} is over: the topic was renamed to opt out of bots (/nobots). Do not post there.`;
     }
-    return `The session in ${where} is over: ${escapeMsgName(ended.byName ?? 'someone')} reacted :${this.dismissEmoji}: to your message ${ended.messageId ?? '?'}, which dismisses you. Do not post there again; call set_context only if someone asks for you again.`;
+    return `The session in ${where} is over: ${quoteName(ended.byName ?? 'someone', 'person')} reacted :${this.dismissEmoji}: to your message ${ended.messageId ?? '?'}, which dismisses you. Do not post there again; call set_context only if someone asks for you again.`;
   }
 
   /**
@@ -404,7 +404,7 @@ export class SessionCore implements AgentSession {
       ) {
         throw new ToolError(
           'TOOLS_INVALID_INPUT',
-          `trigger_message_id ${triggerId} is not in #${escapeMsgName(stream.name)} > ${escapeMsgName(topic)}; pass the stream and topic the message is in.`,
+          `trigger_message_id ${triggerId} is not in ${streamLabel(stream.name)} > ${topicLabel(topic)}; pass the stream and topic the message is in.`,
           { field: 'trigger_message_id' },
         );
       }

@@ -6,9 +6,7 @@ import type { SessionCore } from './agent-session.js';
 const inputSchema = z.object({});
 
 const outputSchema = z.object({
-  ended: z.boolean().describe('False when no conversation was bound'),
-  stream: z.string().nullable(),
-  topic: z.string().nullable(),
+  ended: z.boolean().describe('false: no conversation was bound'),
   last_seen_id: z.number().int(),
 });
 
@@ -17,8 +15,7 @@ export const endSessionTool = defineTool({
   name: 'end_session',
   title: 'Leave the conversation',
   description:
-    'End your session in the conversation: the binding is cleared, the listening reaction removed and the typing indicator stopped. ' +
-    'Call it when the work is done or you were told to stop; post a closing reply first if one is due. Nothing is posted. Calling it with no session bound does nothing.',
+    'End your session in the bound conversation (removes your listening indicator). Call it when done or dismissed.',
   inputSchema,
   outputSchema,
   // Clears the typing indicator and the bot's own listening reaction; in read-only mode there are none.
@@ -35,17 +32,12 @@ export const endSessionTool = defineTool({
     if (where === undefined) {
       return {
         text: 'No session was bound; nothing to end.',
-        data: { ended: false, stream: null, topic: null, last_seen_id: lastSeen },
+        data: { ended: false, last_seen_id: lastSeen },
       };
     }
     return {
       text: `Session in ${session.label(where)} ended${was === undefined ? ' (it had already been ended from the conversation)' : ''}. Call set_context to start another.`,
-      data: {
-        ended: was !== undefined,
-        stream: where.stream,
-        topic: where.topic,
-        last_seen_id: lastSeen,
-      },
+      data: { ended: was !== undefined, last_seen_id: lastSeen },
     };
   },
 });

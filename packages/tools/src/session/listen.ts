@@ -1,7 +1,7 @@
 import {
   type CallOptions,
   EventQueue,
-  escapeMsgText,
+  escapeIndented,
   isNoBotsMessage,
   isNoBotsTopic,
   type Message,
@@ -9,7 +9,6 @@ import {
   readMessage,
 } from '@zmcp/core';
 import { z } from 'zod';
-import { MessageOutputSchema, toMessageOutput } from '../output.js';
 import { truncateToBytes } from '../page.js';
 import { idSpan, plural } from '../read/shared.js';
 import type { ToolCallContext } from '../tool.js';
@@ -21,6 +20,11 @@ import { type Binding, type Dismissal, SessionCore } from './agent-session.js';
 const MAX_INTERRUPT_BYTES = 4_096;
 /** Beyond timeout_seconds, how long a listen call may take: the catch-up reads and the clean-up. */
 const LISTEN_DEADLINE_MARGIN_MS = 30_000;
+/**
+ * The default wait: under the 60 s most clients give a tool call (they cancel, or fail, a longer
+ * one), with progress reported meanwhile. A longer wait is one argument away.
+ */
+const DEFAULT_LISTEN_SECONDS = 50;
 
 const inputSchema = z.object({
   timeout_seconds: z
@@ -28,31 +32,19 @@ const inputSchema = z.object({
     .int()
     .min(1)
     .max(3600)
-    .default(300)
-    .describe(
-      "How long to wait for a follow-up, in seconds (1-3600, default 300). The server's per-call tool deadline may end the wait sooner; that is reported as a timeout",
-    ),
+    .default(DEFAULT_LISTEN_SECONDS)
+    .describe(`Seconds to wait, 1-3600 (default ${DEFAULT_LISTEN_SECONDS}); then call listen again`),
 });
 
 const outputSchema = z.object({
-  status: z
-    .enum(['messages', 'interrupt', 'dismissed', 'ended', 'timeout', 'cancelled'])
-    .describe(
-      'messages: new messages arrived; interrupt: the operator dropped an interrupt file; dismissed / ended: the session is over; timeout: nothing arrived; cancelled: the call was cancelled or the session moved',
-    ),
-  stream: z.string(),
+  status: z.enum(['messages', 'interrupt', 'dismissed', 'ended', 'timeout', 'cancelled']),
   stream_id: z.number().int(),
-  topic: z.string().describe('The topic now (a renamed or resolved topic is followed)'),
-  messages: z.array(MessageOutputSchema).describe('New messages, oldest first'),
-  hidden: z.number().int().describe('New messages left out because they opted out of bots (/nobots)'),
-  more_waiting: z.boolean().describe('More arrived than shown: listen again returns them at once'),
-  interrupts: z.array(z.string()).describe('Interrupt-file texts, escaped as untrusted text'),
-  dismissed_by: z
-    .object({ user_id: z.number().int(), full_name: z.string(), message_id: z.number().int() })
-    .nullable()
-    .describe('Who dismissed the session, and on which of your messages'),
+  ids: z.array(z.number().int()).describe('New messages shown, oldest first'),
+  hidden: z.number().int(),
+  more_waiting: z.boolean(),
+  interrupts: z.number().int().describe('Operator interrupt notes shown'),
+  dismissed_by: z.number().int().nullable().describe('User id of who dismissed you'),
   waited_seconds: z.number(),
-  deadline_capped: z.boolean().describe("The server's tool deadline ended the wait before timeout_seconds"),
   last_seen_id: z.number().int(),
 });
 
@@ -340,7 +332,7 @@ class Listening {
     if (interrupts.length > 0) {
       parts.push(
         `The operator interrupted your listen (interrupt file; untrusted text, ${plural(interrupts.length, 'note')}):`,
-        ...interrupts.map((t) => `Interrupt: ${t}`),
+        ...interrupts.map((t) => `  Interrupt: ${t}`),
       );
     }
     if (status === 'dismissed' || status === 'ended') {
@@ -360,17 +352,13 @@ class Listening {
       text: parts.join('\n'),
       data: {
         status,
-        stream: b.stream,
         stream_id: b.streamId,
-        topic: b.topic,
-        messages: presented.shown.map(toMessageOutput),
+        ids: presented.shown.map((m) => m.id),
         hidden,
         more_waiting: presented.moreWaiting,
-        interrupts,
-        dismissed_by:
-          d === undefined ? null : { user_id: d.userId, full_name: d.name, message_id: d.messageId },
+        interrupts: interrupts.length,
+        dismissed_by: d === undefined ? null : d.userId,
         waited_seconds: waited,
-        deadline_capped: capped,
         last_seen_id: session.lastSeenId,
       },
     };
@@ -387,8 +375,9 @@ function afterThisTurn(work: () => void): Promise<void> {
   });
 }
 
+/** An interrupt note as the model reads it: escaped, and every line after its first indented. */
 function escapeInterrupt(text: string): string {
-  const escaped = escapeMsgText(text.trim());
+  const escaped = escapeIndented(text.trim(), '    ');
   const cut = truncateToBytes(escaped, MAX_INTERRUPT_BYTES);
   return cut === escaped ? cut : `${cut} [… truncated]`;
 }
@@ -398,10 +387,7 @@ export const listenTool = defineTool({
   name: 'listen',
   title: 'Wait for follow-ups',
   description:
-    'Wait for new messages in the conversation your session is bound to (set_context first), after you have replied. ' +
-    'Returns at once with anything that arrived since you last read it; otherwise shows a listening reaction and waits until a message arrives, you are dismissed (a person reacts with the dismiss emoji to one of your messages: the session is over), the operator interrupts you, or timeout_seconds pass. ' +
-    'A timeout is a normal, empty result, not an error: just call listen again. ' +
-    'Progress is reported while waiting. New messages come as message lines, oldest first; your own messages and /nobots ones are left out. Message bodies and interrupt texts are untrusted text.',
+    'Wait for follow-ups in your bound conversation after you replied: returns new messages, a dismissal, an operator interrupt, or a timeout (normal: call listen again).',
   inputSchema,
   outputSchema,
   // Registers an event queue (a POST): not available in read-only mode.

@@ -1,10 +1,10 @@
 import { AttachmentsSchema } from '@zmcp/uploads';
 import { z } from 'zod';
 import { toolFailure } from '../failure.js';
-import { MessageOutputSchema, toMessageOutput } from '../output.js';
 import { idSpan, plural } from '../read/shared.js';
 import { defineTool } from '../tool.js';
 import {
+  ATTACHMENTS_HELP,
   assertWritable,
   attachmentsNote,
   ContentArgSchema,
@@ -16,8 +16,6 @@ import {
   readBack,
   sendFailure,
   sentStreamMessage,
-  toUploadedOutput,
-  UploadedOutputSchema,
   uploadAll,
 } from '../write/common.js';
 import type { SessionCore } from './agent-session.js';
@@ -25,32 +23,17 @@ import type { SessionCore } from './agent-session.js';
 const encoder = new TextEncoder();
 
 const inputSchema = z.object({
-  content: ContentArgSchema.optional().describe(
-    'Your message in Zulip Markdown. Mention someone with @**Full Name|id**. May be omitted when attachments are given. Refused, never cut, when longer than the realm allows',
-  ),
-  attachments: AttachmentsSchema.optional().describe(
-    'Files to attach (at most 10): { file: "<root>/<path>" } for a file under an upload root, or { data: "<base64>", name: "chart.png" } for inline bytes; optional mime_type. Linked at the end of the message',
-  ),
+  content: ContentArgSchema.optional().describe('Zulip Markdown; mention with @**Full Name|id**'),
+  attachments: AttachmentsSchema.optional().describe(ATTACHMENTS_HELP),
 });
 
 const outputSchema = z.object({
-  message_id: z.number().int().describe('Id of your new message'),
+  message_id: z.number().int(),
   permalink: z.string().nullable(),
-  stream: z.string(),
-  stream_id: z.number().int(),
-  topic: z.string(),
-  attachments: z.array(UploadedOutputSchema),
-  normalized: z.boolean().describe('Whether the Markdown fixes changed the text'),
-  length: z.number().int().describe('Length sent, in code points'),
-  limit: z.number().int().describe("The realm's message length limit"),
-  message: MessageOutputSchema.describe('Your message as sent'),
-  arrived: z
-    .array(MessageOutputSchema)
-    .describe(
-      'Messages that arrived in the conversation since you last read it (up to just after your reply), oldest first',
-    ),
-  hidden: z.number().int().describe('Arrived messages left out because they opted out of bots (/nobots)'),
-  more_waiting: z.boolean().describe('More arrived than shown: listen returns them at once'),
+  attachments: z.number().int(),
+  arrived_ids: z.array(z.number().int()).describe('Messages that arrived since you last read, shown'),
+  hidden: z.number().int(),
+  more_waiting: z.boolean().describe('More arrived: listen returns them at once'),
   last_seen_id: z.number().int(),
 });
 
@@ -59,10 +42,7 @@ export const replyTool = defineTool({
   name: 'reply',
   title: 'Reply in the conversation',
   description:
-    'Post a message in the conversation your session is bound to (set_context first). ' +
-    'Before sending it checks whether you were dismissed (a person reacted with the dismiss emoji to one of your messages here): then nothing is sent and the session is over. ' +
-    'Returns the receipt (id, permalink, your message line) and the messages that arrived since you last read the conversation, so you can tell whether your answer still fits; read them before replying again. ' +
-    'Markdown is fixed up for Zulip; over-long messages are refused, never cut; attachments are uploaded first and linked at the end. Sent once: after a failure, check the conversation (fetch_history) before sending again.',
+    'Post in the conversation your session is bound to. Refused if you were dismissed. Returns your message and what arrived since you last read; sent once, so after a failure read the conversation before sending again.',
   inputSchema,
   outputSchema,
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
@@ -93,7 +73,7 @@ export const replyTool = defineTool({
     }
 
     const uploaded = await uploadAll(services, attachments, signal);
-    const { content, length } = guardLength(services, prepared.body, uploaded, false);
+    const { content } = guardLength(services, prepared.body, uploaded, false);
     let sent: { id: number };
     try {
       sent = await services.client.sendMessage(
@@ -138,15 +118,8 @@ export const replyTool = defineTool({
       data: {
         message_id: sent.id,
         permalink,
-        stream: b.stream,
-        stream_id: b.streamId,
-        topic: b.topic,
-        attachments: uploaded.map(toUploadedOutput),
-        normalized: prepared.normalized,
-        length,
-        limit: services.maxMessageLength,
-        message: toMessageOutput(message),
-        arrived: shown.shown.map(toMessageOutput),
+        attachments: uploaded.length,
+        arrived_ids: shown.shown.map((m) => m.id),
         hidden: arrived.hidden,
         more_waiting: shown.moreWaiting,
         last_seen_id: session.lastSeenId,

@@ -1,6 +1,5 @@
 import { isNoBotsMessage, type Message, readNarrow } from '@zmcp/core';
 import { z } from 'zod';
-import { MessageOutputSchema, toMessageOutput } from '../output.js';
 import { callOptions, checkDeadline, fitFromEnd, idSpan, itemBudget, plural } from '../read/shared.js';
 import { defineTool } from '../tool.js';
 import { MessageIdSchema, StreamRefSchema, TopicArgSchema } from '../write/common.js';
@@ -9,39 +8,21 @@ import type { SessionCore } from './agent-session.js';
 const ANCHOR_MARK = '→ ';
 
 const inputSchema = z.object({
-  stream: StreamRefSchema.describe('The stream you were called to: its name (e.g. "general") or its id'),
-  topic: TopicArgSchema.describe('The topic (thread) you were called to, as shown in the message line'),
-  trigger_message_id: MessageIdSchema.optional().describe(
-    'Id of the message that called you (the @-mention). The history is then centred on it, and only your messages after it count for dismissal',
-  ),
-  history: z
-    .number()
-    .int()
-    .min(1)
-    .max(100)
-    .default(20)
-    .describe(
-      'How many messages of history to return (1-100, default 20): the newest ones, or this many on each side of the trigger',
-    ),
+  stream: StreamRefSchema,
+  topic: TopicArgSchema.describe('The topic you were called to'),
+  trigger_message_id: MessageIdSchema.optional().describe('The message that mentioned you'),
+  history: z.number().int().min(1).max(100).default(20).describe('Messages of history, 1-100'),
 });
 
 const outputSchema = z.object({
-  stream: z.string(),
   stream_id: z.number().int(),
-  topic: z.string().describe('The topic as spelled in the conversation; replies go there'),
   trigger_message_id: z.number().int().nullable(),
-  messages: z.array(MessageOutputSchema).describe('Recent history, oldest first'),
-  hidden: z.number().int().describe('Messages left out because they opted out of bots (/nobots)'),
-  truncated: z.boolean().describe('The page byte budget cut older history'),
-  has_older: z.boolean().describe('Older messages exist (read them with fetch_history)'),
-  has_newer: z.boolean().describe('Newer messages than those shown exist; reply and listen hand them over'),
-  last_seen_id: z
-    .number()
-    .int()
-    .describe('Newest message id you have now seen here; reply and listen continue after it'),
-  dismiss_emoji: z
-    .string()
-    .describe('A person reacting with this emoji to one of your messages here ends the session'),
+  ids: z.array(z.number().int()).describe('The history shown, oldest first'),
+  hidden: z.number().int(),
+  truncated: z.boolean(),
+  has_older: z.boolean(),
+  has_newer: z.boolean(),
+  last_seen_id: z.number().int(),
 });
 
 /** `set_context`: binds the session to the conversation the agent was called to. */
@@ -49,10 +30,7 @@ export const setContextTool = defineTool({
   name: 'set_context',
   title: 'Join a conversation',
   description:
-    'Start (or move) your session in the Zulip conversation you were called to: a stream and topic, plus the id of the message that mentioned you. ' +
-    'Returns the recent history there, one message line each, oldest first (centred on the trigger, marked →, when given), and binds the session: reply then posts there, and listen waits for follow-ups there. ' +
-    'Call it first, once per conversation; calling it again moves the session. Only reads: allowed in read-only mode. Topics that opt out of bots (/nobots) are refused, and /nobots messages are left out and counted. ' +
-    'Message bodies are untrusted text written by people.',
+    'Join the conversation you were called to (stream, topic, the message that mentioned you): returns its recent history and binds reply and listen to it. Call it first.',
   inputSchema,
   outputSchema,
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
@@ -115,17 +93,14 @@ export const setContextTool = defineTool({
     return {
       text: shown.length === 0 ? head : `${head}\n${fit.text}`,
       data: {
-        stream: target.stream,
         stream_id: target.streamId,
-        topic: target.topic,
         trigger_message_id: triggerId ?? null,
-        messages: shown.map(toMessageOutput),
+        ids: shown.map((m) => m.id),
         hidden,
         truncated: fit.truncated,
         has_older: hasOlder,
         has_newer: hasNewer,
         last_seen_id: session.lastSeenId,
-        dismiss_emoji: session.dismissEmoji,
       },
     };
   },

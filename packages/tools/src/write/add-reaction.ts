@@ -9,9 +9,7 @@ export const addReactionTool = defineTool({
   name: 'add_reaction',
   title: 'React to a message',
   description:
-    'Add an emoji reaction from this bot to a message: a quick acknowledgement (eyes = looking, check = done, +1 = agree) without a new message. ' +
-    'The emoji is a name ("thumbs_up", "+1", "tada", "eyes", "check", or a custom emoji name) or a common glyph. ' +
-    'Idempotent: when the bot already reacted with that emoji, nothing changes and the result says so (changed: false).',
+    'React to a message with an emoji (a name such as eyes, check, +1, tada, a custom emoji, or a glyph). Already there: nothing changes.',
   inputSchema: reactionInputSchema,
   outputSchema: reactionOutputSchema,
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },

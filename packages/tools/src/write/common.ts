@@ -7,6 +7,7 @@ import {
   type Message,
   messagePermalink,
   normalizeMarkdown,
+  quoteName,
   readMessage,
   type Stream,
   type StreamInfoLookup,
@@ -24,6 +25,7 @@ import { z } from 'zod';
 import { ToolError } from '../errors.js';
 import { toolFailure } from '../failure.js';
 import { fitToBudget } from '../page.js';
+import { streamLabel, topicLabel } from '../read/shared.js';
 import type { ToolServices } from '../services.js';
 import type { ToolFailure } from '../tool.js';
 
@@ -34,10 +36,15 @@ import type { ToolFailure } from '../tool.js';
 const MAX_CONTENT_INPUT = 200_000;
 
 /** A stream by name or id, as every write tool takes it. */
-export const StreamRefSchema = z.union([
-  z.string().min(1).max(200).describe('Stream name, e.g. "general" (case-insensitive)'),
-  z.number().int().positive().max(2_147_483_647).describe('Stream id'),
-]);
+export { StreamRefSchema } from '../read/shared.js';
+
+/** How a model attaches files to a message. */
+export const ATTACHMENTS_HELP =
+  'Up to 10 files, linked at the end: { file: "<root>/<path>" } under an upload root, or { data: "<base64>", name }';
+
+/** How a model names one file to upload. */
+export const ATTACHMENT_HELP =
+  '{ file: "<root>/<path>" } under an upload root, or { data: "<base64>", name }';
 
 /** A topic argument; {@link checkTopic} applies Zulip's rules on top. */
 export const TopicArgSchema = z.string().max(500);
@@ -46,12 +53,7 @@ export const TopicArgSchema = z.string().max(500);
 export const ContentArgSchema = z.string().max(MAX_CONTENT_INPUT);
 
 /** A message id argument. */
-export const MessageIdSchema = z
-  .number()
-  .int()
-  .positive()
-  .max(Number.MAX_SAFE_INTEGER)
-  .describe('Id of the message, as shown after "id=" in message lines');
+export const MessageIdSchema = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
 
 /** One uploaded attachment in tool output. */
 export const UploadedOutputSchema = z.object({
@@ -65,14 +67,14 @@ export const UploadedOutputSchema = z.object({
 /** One uploaded attachment in tool output. */
 export type UploadedOutput = z.infer<typeof UploadedOutputSchema>;
 
-/** Projects an upload onto {@link UploadedOutputSchema}. */
+/** Projects an upload onto {@link UploadedOutputSchema}, escaped for the model like every name. */
 export function toUploadedOutput(u: UploadedAttachment): UploadedOutput {
   return {
-    name: u.name,
+    name: escapeMsgName(u.name),
     path: u.path,
     url: u.url,
-    markdown: u.markdown,
-    content_type: u.contentType,
+    markdown: escapeMsgName(u.markdown),
+    content_type: escapeMsgName(u.contentType),
     size: u.size,
   };
 }
@@ -302,16 +304,14 @@ export function writeTargetOf(
 export function whereOf(message: Message): string {
   if (message.type === 'stream') return streamTopic(String(message.display_recipient), message.subject);
   const names = Array.isArray(message.display_recipient)
-    ? message.display_recipient.map((r) => escapeMsgName(r.full_name)).join(', ')
+    ? message.display_recipient.map((r) => quoteName(r.full_name, 'member')).join(', ')
     : '';
   return `DM with ${names}`;
 }
 
-/** `#stream > topic` with both names escaped for the model. */
+/** `#stream > topic` with both names printed as message lines print them. */
 export function streamTopic(stream: string, topic?: string): string {
-  return topic === undefined
-    ? `#${escapeMsgName(stream)}`
-    : `#${escapeMsgName(stream)} > ${escapeMsgName(topic)}`;
+  return topic === undefined ? streamLabel(stream) : `${streamLabel(stream)} > ${topicLabel(topic)}`;
 }
 
 /** A permalink, or null when the message lacks what one needs. */

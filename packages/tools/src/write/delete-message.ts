@@ -12,15 +12,12 @@ import {
 } from './common.js';
 
 const inputSchema = z.object({
-  message_id: MessageIdSchema.describe('Id of the message to delete, as shown after "id=" in message lines'),
+  message_id: MessageIdSchema,
 });
 
 const outputSchema = z.object({
   message_id: z.number().int(),
   deleted: z.literal(true),
-  type: z.enum(['stream', 'private']),
-  stream: z.string().nullable(),
-  topic: z.string().nullable(),
 });
 
 /** `delete_message`: deletes one message for everyone. */
@@ -28,8 +25,7 @@ export const deleteMessageTool = defineTool({
   name: 'delete_message',
   title: 'Delete a message',
   description:
-    'Delete one message for everyone, permanently. Usually only your own messages, within the realm’s time limit; Zulip’s refusal comes back with its message. ' +
-    'Returns what was deleted, as its message line. Deleting again reports the message as not found.',
+    'Delete a message (usually your own) for everyone, permanently. Returns the line of what was deleted.',
   inputSchema,
   outputSchema,
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
@@ -43,19 +39,12 @@ export const deleteMessageTool = defineTool({
     const message = await readTarget(services, input.message_id, lookup, signal);
     services.policy.checkWrite(writeTargetOf(services, message), lookup);
     await services.client.deleteMessage(message.id, call);
-    const isStream = message.type === 'stream';
     return {
       text: [
         `Deleted message ${message.id} in ${whereOf(message)}. It read:`,
         lineOf(services, message),
       ].join('\n'),
-      data: {
-        message_id: message.id,
-        deleted: true as const,
-        type: message.type,
-        stream: isStream ? String(message.display_recipient) : null,
-        topic: isStream ? message.subject : null,
-      },
+      data: { message_id: message.id, deleted: true as const },
     };
   },
 });

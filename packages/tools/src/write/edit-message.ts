@@ -1,7 +1,6 @@
 import { isNoBotsTopic, type Message, type Stream } from '@zmcp/core';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
-import { MessageOutputSchema, toMessageOutput } from '../output.js';
 import type { ToolServices } from '../services.js';
 import { defineTool } from '../tool.js';
 import {
@@ -24,34 +23,20 @@ import {
 
 const inputSchema = z.object({
   message_id: MessageIdSchema,
-  content: ContentArgSchema.optional().describe(
-    'New text in Zulip Markdown, replacing the old (only your own messages, within the realm’s edit time limit). Refused, never cut, when too long',
-  ),
-  topic: TopicArgSchema.optional().describe('Move the message to this topic (at most 60 characters)'),
-  stream: StreamRefSchema.optional().describe(
-    'Move the message to this stream (name or id); not combinable with content',
-  ),
+  content: ContentArgSchema.optional().describe('New Markdown text (your own messages)'),
+  topic: TopicArgSchema.optional().describe('Move it to this topic'),
+  stream: StreamRefSchema.optional().describe('Move it to this stream (not with content)'),
   propagate_mode: z
     .enum(['change_one', 'change_later', 'change_all'])
     .optional()
-    .describe(
-      'For a move: change_one (default) moves this message only, change_later this one and the later ones of its topic, change_all the whole topic',
-    ),
+    .describe('For a move: this message (default), it and later ones, or the whole topic'),
 });
 
 const outputSchema = z.object({
   message_id: z.number().int(),
   permalink: z.string().nullable(),
-  changed: z.object({
-    content: z.boolean(),
-    topic: z.boolean(),
-    stream: z.boolean(),
-  }),
-  propagate_mode: z.enum(['change_one', 'change_later', 'change_all']).nullable().describe('Set for moves'),
-  previous: z
-    .object({ stream: z.string().nullable(), topic: z.string().nullable() })
-    .describe('Where the message was before a move'),
-  message: MessageOutputSchema,
+  changed: z.object({ content: z.boolean(), topic: z.boolean(), stream: z.boolean() }),
+  propagate_mode: z.enum(['change_one', 'change_later', 'change_all']).nullable(),
 });
 
 /** `edit_message`: edits a message's content, or moves it to another topic or stream. */
@@ -59,10 +44,7 @@ export const editMessageTool = defineTool({
   name: 'edit_message',
   title: 'Edit or move a message',
   description:
-    'Change a message: replace its content (your own messages, within the realm’s edit time limit), move it to another topic, or move it to another stream ' +
-    '(propagate_mode change_later / change_all moves the rest of its topic along). Give at least one of content, topic, stream; a call that changes nothing is refused. ' +
-    'New content gets the Markdown fixes and is refused, never cut, when longer than the realm allows. Zulip’s own refusals (time limit, permission) come back with its message. ' +
-    'Returns the message line as it now reads and its permalink.',
+    "Edit a message's content (your own), or move it (and optionally the rest of its topic) to another topic or stream. Returns its line as it now reads.",
   inputSchema,
   outputSchema,
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
@@ -171,7 +153,6 @@ export const editMessageTool = defineTool({
         : propagateMode === 'change_later'
           ? ' (with the later messages of its topic)'
           : '';
-    const previousStream = original.type === 'stream' ? String(original.display_recipient) : null;
     return {
       text: [
         `Message ${original.id}: ${what}${scope}${permalink === null ? '' : ` (${permalink})`}.`,
@@ -186,11 +167,6 @@ export const editMessageTool = defineTool({
           stream: moveStream !== undefined,
         },
         propagate_mode: propagateMode ?? null,
-        previous: {
-          stream: previousStream,
-          topic: original.type === 'stream' ? original.subject : null,
-        },
-        message: toMessageOutput(message),
       },
     };
   },

@@ -24,22 +24,15 @@ const MAX_BATCHES = 10;
 const PARALLEL_READS = 8;
 
 const inputSchema = z.object({
-  message_ids: z
-    .array(MessageIdSchema)
-    .min(1)
-    .max(MAX_IDS)
-    .optional()
-    .describe(`Messages to mark read, by id (at most ${MAX_IDS}); or give stream (and topic) instead`),
-  stream: StreamRefSchema.optional().describe('Mark every unread message of this stream read (name or id)'),
+  message_ids: z.array(MessageIdSchema).min(1).max(MAX_IDS).optional().describe('Messages to mark read'),
+  stream: StreamRefSchema.optional().describe('Or every unread message of this stream'),
   topic: TopicArgSchema.optional().describe('With stream: only this topic'),
 });
 
 const outputSchema = z.object({
-  updated: z.number().int().describe('Messages that were unread and are now read'),
-  processed: z.number().int().describe('Messages looked at'),
-  complete: z.boolean().describe('False when unread messages remain (call again)'),
-  stream: z.string().nullable(),
-  topic: z.string().nullable(),
+  updated: z.number().int().describe('Messages that became read'),
+  processed: z.number().int(),
+  complete: z.boolean().describe('false: unread messages remain, call again'),
 });
 
 async function gateAll(
@@ -60,10 +53,7 @@ async function gateAll(
 export const markReadTool = defineTool({
   name: 'mark_read',
   title: 'Mark messages read',
-  description:
-    'Mark messages read for this bot: a list of message ids, or every unread message of a stream, or of one topic of it. ' +
-    'Only where this session may read. This changes the bot’s own unread state (and its read receipts), nothing else. ' +
-    `A stream with more than ${BATCH * MAX_BATCHES} unread messages needs another call (complete: false). Returns how many messages became read.`,
+  description: 'Mark messages read for this bot: by id, or all of a stream or topic you may read.',
   inputSchema,
   outputSchema,
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
@@ -91,7 +81,7 @@ export const markReadTool = defineTool({
       await services.client.updateMessageFlags({ messages: ids, op: 'add', flag: 'read' }, call);
       return {
         text: `Marked ${ids.length} message${ids.length === 1 ? '' : 's'} read (${unread} were unread).`,
-        data: { updated: unread, processed: ids.length, complete: true, stream: null, topic: null },
+        data: { updated: unread, processed: ids.length, complete: true },
       };
     }
 
@@ -138,7 +128,7 @@ export const markReadTool = defineTool({
       text: complete
         ? `Marked ${updated} message${updated === 1 ? '' : 's'} read in ${where}.`
         : `Marked ${updated} messages read in ${where}; more unread messages remain: call mark_read again.`,
-      data: { updated, processed, complete, stream: stream.name, topic: topic ?? null },
+      data: { updated, processed, complete },
     };
   },
 });

@@ -8,9 +8,7 @@ import { EmojiArgSchema, ReactionTypeSchema } from './emoji.js';
 export const reactionInputSchema = z.object({
   message_id: MessageIdSchema,
   emoji: EmojiArgSchema,
-  reaction_type: ReactionTypeSchema.optional().describe(
-    'Only to disambiguate: unicode_emoji, realm_emoji (a custom emoji) or zulip_extra_emoji. Worked out from the name when omitted',
-  ),
+  reaction_type: ReactionTypeSchema.optional().describe('Only to disambiguate a name'),
 });
 
 /** Output of both reaction tools. */
@@ -18,7 +16,7 @@ export const reactionOutputSchema = z.object({
   message_id: z.number().int(),
   emoji_name: z.string(),
   reaction_type: ReactionTypeSchema,
-  changed: z.boolean().describe('False when the reaction was already there (add) or already gone (remove)'),
+  changed: z.boolean(),
 });
 
 /** The bot's own reactions on a message. */

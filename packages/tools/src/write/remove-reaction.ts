@@ -8,10 +8,7 @@ import { ownReactions, reactionInputSchema, reactionOutputSchema, zulipCodeOf } 
 export const removeReactionTool = defineTool({
   name: 'remove_reaction',
   title: 'Remove a reaction',
-  description:
-    'Remove one of this bot’s emoji reactions from a message (other people’s reactions cannot be removed). ' +
-    'The emoji is named as for add_reaction; custom (realm) emoji work too: the reaction type is taken from the bot’s existing reaction, or from the realm’s custom emoji. ' +
-    'Idempotent: when the bot has no such reaction there, nothing changes and the result says so (changed: false).',
+  description: 'Remove one of your own emoji reactions from a message. Already gone: nothing changes.',
   inputSchema: reactionInputSchema,
   outputSchema: reactionOutputSchema,
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },

@@ -21,25 +21,16 @@ import {
 } from './common.js';
 
 const inputSchema = z.object({
-  stream: StreamRefSchema.describe('Stream of the topic: its name or id'),
-  topic: TopicArgSchema.describe('The topic, with or without the "✔ " prefix'),
-  unresolve: z
-    .boolean()
-    .optional()
-    .describe('true to mark a resolved topic unresolved again (strips the "✔ " prefix); default false'),
+  stream: StreamRefSchema,
+  topic: TopicArgSchema.describe('The topic, with or without its "✔ " prefix'),
+  unresolve: z.boolean().optional().describe('Take the "✔ " prefix off again'),
 });
 
 const outputSchema = z.object({
-  stream: z.string(),
   stream_id: z.number().int(),
-  topic: z.string().describe('The topic name before the call'),
-  new_topic: z.string().describe('The topic name after the call'),
-  resolved: z.boolean().describe('Whether the topic is resolved now'),
-  changed: z.boolean().describe('False when it already was in the state asked for'),
-  message_id: z
-    .number()
-    .int()
-    .describe('The newest message of the topic, through which the topic was renamed'),
+  message_id: z.number().int().describe('The newest message of the topic'),
+  resolved: z.boolean(),
+  changed: z.boolean(),
 });
 
 /** The topic without any resolved prefix (Zulip strips repeated ones too). */
@@ -70,10 +61,7 @@ async function newestIn(
 export const resolveTopicTool = defineTool({
   name: 'resolve_topic',
   title: 'Resolve a topic',
-  description:
-    'Mark a topic resolved, as Zulip does: every message of the topic moves to the same name prefixed with "✔ ". ' +
-    'With unresolve: true the prefix comes off again. A topic already in the state asked for is left alone and the result says so (changed: false). ' +
-    'Returns the topic name before and after.',
+  description: 'Mark a topic resolved (renamed with a "✔ " prefix, as Zulip does), or unresolved again.',
   inputSchema,
   outputSchema,
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
@@ -117,13 +105,10 @@ export const resolveTopicTool = defineTool({
       return {
         text: `${streamTopic(stream.name, there.subject)} is already ${unresolve ? 'unresolved' : 'resolved'}; nothing changed.`,
         data: {
-          stream: stream.name,
           stream_id: stream.stream_id,
-          topic: there.subject,
-          new_topic: there.subject,
+          message_id: there.id,
           resolved: !unresolve,
           changed: false,
-          message_id: there.id,
         },
       };
     }
@@ -134,13 +119,10 @@ export const resolveTopicTool = defineTool({
     return {
       text: `${unresolve ? 'Unresolved' : 'Resolved'} ${streamTopic(stream.name, source.subject)}: it is now ${streamTopic(stream.name, newTopic)}.`,
       data: {
-        stream: stream.name,
         stream_id: stream.stream_id,
-        topic: source.subject,
-        new_topic: newTopic,
+        message_id: source.id,
         resolved: !unresolve,
         changed: true,
-        message_id: source.id,
       },
     };
   },

@@ -2,10 +2,10 @@ import { escapeMsgName, type User, ZmcpError } from '@zmcp/core';
 import { AttachmentsSchema } from '@zmcp/uploads';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
-import { MessageOutputSchema, toMessageOutput } from '../output.js';
 import type { ToolServices } from '../services.js';
 import { defineTool } from '../tool.js';
 import {
+  ATTACHMENTS_HELP,
   assertWritable,
   attachmentsNote,
   ContentArgSchema,
@@ -17,8 +17,6 @@ import {
   readBack,
   sendFailure,
   sentDirectMessage,
-  toUploadedOutput,
-  UploadedOutputSchema,
   uploadAll,
 } from './common.js';
 
@@ -35,28 +33,19 @@ const inputSchema = z.object({
     .array(RecipientSchema)
     .min(1)
     .max(MAX_RECIPIENTS)
-    .describe(
-      'Who gets the message: users by id, email or full name. Several people make a group DM. A name that matches several users is refused with the candidates; then pass the id',
-    ),
-  content: ContentArgSchema.optional().describe(
-    'Message text in Zulip Markdown. May be omitted when attachments are given. Refused, never cut, when longer than the realm allows',
-  ),
-  attachments: AttachmentsSchema.optional().describe(
-    'Files to attach (at most 10): { file: "<root>/<path>" } for a file under an upload root, or { data: "<base64>", name: "chart.png" } for inline bytes; optional mime_type. Linked at the end of the message',
-  ),
+    .describe('Recipients by user id, email or exact full name; several make a group DM'),
+  content: ContentArgSchema.optional().describe('Zulip Markdown; refused, never cut, when too long'),
+  attachments: AttachmentsSchema.optional().describe(ATTACHMENTS_HELP),
 });
 
 const outputSchema = z.object({
-  message_id: z.number().int().describe('Id of the new message'),
-  permalink: z.string().nullable().describe('Link to the conversation at this message in the Zulip web app'),
-  recipients: z.array(
-    z.object({ user_id: z.number().int(), full_name: z.string(), email: z.string() }).describe('A recipient'),
-  ),
-  attachments: z.array(UploadedOutputSchema),
-  normalized: z.boolean().describe('Whether the Markdown fixes changed the text'),
-  length: z.number().int().describe('Length sent, in code points'),
-  limit: z.number().int().describe("The realm's message length limit"),
-  message: MessageOutputSchema,
+  message_id: z.number().int(),
+  permalink: z.string().nullable(),
+  recipient_ids: z.array(z.number().int()),
+  attachments: z.number().int().describe('Files uploaded and linked'),
+  normalized: z.boolean().describe('The Markdown fixes changed the text'),
+  length: z.number().int().describe('Code points sent'),
+  limit: z.number().int().describe("The realm's limit"),
 });
 
 async function resolveRecipients(
@@ -101,11 +90,7 @@ export const sendDmTool = defineTool({
   name: 'send_dm',
   title: 'Send a direct message',
   description:
-    'Send a direct (private) message to one or more people, named by user id, email or full name. ' +
-    'A name that matches several people is refused with the candidates and their ids: call again with the id. ' +
-    'Markdown is fixed up for Zulip; content longer than the realm allows is refused with its length and the limit, never cut. ' +
-    'Attachments are uploaded first, one at a time, and linked at the end. Sent once: on a failure nothing is retried, so read the conversation before sending again. ' +
-    'Returns the new message id, its permalink and the message line.',
+    'Send a direct message to one or more people (by id, email or exact full name). Markdown is fixed up; too long is refused, never cut. Sent once: after a failure, read the DM before sending again.',
   inputSchema,
   outputSchema,
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
@@ -145,12 +130,11 @@ export const sendDmTool = defineTool({
       data: {
         message_id: sent.id,
         permalink,
-        recipients: users.map((u) => ({ user_id: u.user_id, full_name: u.full_name, email: u.email })),
-        attachments: uploaded.map(toUploadedOutput),
+        recipient_ids: users.map((u) => u.user_id),
+        attachments: uploaded.length,
         normalized: prepared.normalized,
         length,
         limit: services.maxMessageLength,
-        message: toMessageOutput(message),
       },
     };
   },

@@ -2,10 +2,10 @@ import { isNoBotsTopic } from '@zmcp/core';
 import { AttachmentsSchema } from '@zmcp/uploads';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
-import { MessageOutputSchema, toMessageOutput } from '../output.js';
 import type { ToolServices } from '../services.js';
 import { defineTool } from '../tool.js';
 import {
+  ATTACHMENTS_HELP,
   assertWritable,
   attachmentsNote,
   ContentArgSchema,
@@ -21,35 +21,24 @@ import {
   sentStreamMessage,
   streamTopic,
   TopicArgSchema,
-  toUploadedOutput,
-  UploadedOutputSchema,
   uploadAll,
 } from './common.js';
 
 const inputSchema = z.object({
-  stream: StreamRefSchema.describe('Stream to post in: its name (e.g. "general") or its id'),
-  topic: TopicArgSchema.describe(
-    'Topic (thread) to post in, at most 60 characters; an existing topic continues it, a new name starts one',
-  ),
-  content: ContentArgSchema.optional().describe(
-    'Message text in Zulip Markdown. May be omitted when attachments are given. Refused, never cut, when longer than the realm allows',
-  ),
-  attachments: AttachmentsSchema.optional().describe(
-    'Files to attach (at most 10): { file: "<root>/<path>" } for a file under an upload root, or { data: "<base64>", name: "chart.png" } for inline bytes; optional mime_type. Linked at the end of the message',
-  ),
+  stream: StreamRefSchema,
+  topic: TopicArgSchema.describe('Topic to post in (at most 60 characters); a new name starts one'),
+  content: ContentArgSchema.optional().describe('Zulip Markdown; refused, never cut, when too long'),
+  attachments: AttachmentsSchema.optional().describe(ATTACHMENTS_HELP),
 });
 
 const outputSchema = z.object({
-  message_id: z.number().int().describe('Id of the new message'),
-  permalink: z.string().nullable().describe('Link to the message in the Zulip web app'),
-  stream: z.string(),
+  message_id: z.number().int(),
+  permalink: z.string().nullable(),
   stream_id: z.number().int(),
-  topic: z.string(),
-  attachments: z.array(UploadedOutputSchema),
-  normalized: z.boolean().describe('Whether the Markdown fixes changed the text'),
-  length: z.number().int().describe('Length sent, in code points'),
-  limit: z.number().int().describe("The realm's message length limit"),
-  message: MessageOutputSchema,
+  attachments: z.number().int().describe('Files uploaded and linked'),
+  normalized: z.boolean().describe('The Markdown fixes changed the text'),
+  length: z.number().int().describe('Code points sent'),
+  limit: z.number().int().describe("The realm's limit"),
 });
 
 /** `send_message`: posts to a stream topic, with optional attachments. */
@@ -57,11 +46,7 @@ export const sendMessageTool = defineTool({
   name: 'send_message',
   title: 'Send a stream message',
   description:
-    'Post a message to a Zulip stream, in a topic. Use it to answer in a conversation you read (same stream and topic) or to start a new topic. ' +
-    'Markdown is fixed up for Zulip (a table gets the blank line it needs). A message longer than the realm allows is refused with its length and the limit, never cut: shorten or split it. ' +
-    'Topics longer than 60 characters are refused (Zulip would cut them). Attachments are uploaded first, one at a time, and linked at the end of the message. ' +
-    'Sent once: on a failure nothing is retried, so check the stream before sending again. ' +
-    'Returns the new message id, its permalink and the message line as it now reads.',
+    'Post to a stream topic. Markdown is fixed up for Zulip; too long is refused, never cut; attachments are uploaded and linked. Sent once: after a failure, read the topic before sending again.',
   inputSchema,
   outputSchema,
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
@@ -110,14 +95,11 @@ export const sendMessageTool = defineTool({
       data: {
         message_id: sent.id,
         permalink,
-        stream: stream.name,
         stream_id: stream.stream_id,
-        topic,
-        attachments: uploaded.map(toUploadedOutput),
+        attachments: uploaded.length,
         normalized: prepared.normalized,
         length,
         limit: services.maxMessageLength,
-        message: toMessageOutput(message),
       },
     };
   },

@@ -21,10 +21,7 @@ export const subscribeTool = defineTool({
   name: 'subscribe',
   title: 'Subscribe the bot to streams',
   description:
-    'Subscribe this bot to existing streams, so their messages reach it live (Zulip delivers stream events to subscribers only). ' +
-    'Never creates a stream: a name that does not exist is reported as not_found. Private streams this session may not read are refused (unauthorized); ' +
-    'a private stream can only be joined by invitation. Reports per stream: subscribed, already_subscribed, unauthorized or not_found. ' +
-    '(Earlier servers called this listen; here listen is the tool that waits for new messages.)',
+    'Subscribe this bot to existing streams so their messages reach it live; never creates one. Reports each: subscribed, already_subscribed, unauthorized or not_found.',
   inputSchema: subscriptionInputSchema,
   outputSchema,
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },

@@ -8,24 +8,14 @@ const MAX_STREAMS = 20;
 
 /** Input of both subscription tools. */
 export const subscriptionInputSchema = z.object({
-  streams: z
-    .array(z.string().min(1).max(200).describe('Stream name'))
-    .min(1)
-    .max(MAX_STREAMS)
-    .describe(`Stream names (case-insensitive), at most ${MAX_STREAMS}`),
+  streams: z.array(z.string().min(1).max(200)).min(1).max(MAX_STREAMS).describe('Stream names'),
 });
 
 /** One stream's outcome in a subscription tool's output. */
 export function subscriptionOutputSchema<S extends readonly [string, ...string[]]>(statuses: S) {
   return z.object({
-    results: z.array(
-      z.object({
-        stream: z.string().describe('The stream, as the realm spells it (as given when not found)'),
-        status: z.enum(statuses),
-        reason: z.string().nullable().describe('Why nothing changed, when it did not'),
-      }),
-    ),
-    changed: z.number().int().describe('How many streams changed'),
+    results: z.array(z.object({ stream_id: z.number().int().nullable(), status: z.enum(statuses) })),
+    changed: z.number().int(),
   });
 }
 
@@ -52,6 +42,7 @@ export async function subscriptionState(
 /** One stream's outcome. */
 export interface SubscriptionResult<S extends string> {
   stream: string;
+  stream_id: number | null;
   status: S | 'unauthorized' | 'not_found';
   reason: string | null;
 }
@@ -73,7 +64,12 @@ export function planSubscriptions<S extends string>(
   for (const name of names) {
     const stream = state.find(name);
     if (stream === undefined) {
-      results.push({ stream: name, status: 'not_found', reason: 'no such stream is visible to this bot' });
+      results.push({
+        stream: name,
+        stream_id: null,
+        status: 'not_found',
+        reason: 'no such stream is visible to this bot',
+      });
       continue;
     }
     if (seen.has(stream.name)) continue;
@@ -81,13 +77,19 @@ export function planSubscriptions<S extends string>(
     if (!services.policy.canReadStream(stream.stream_id, createStreamLookup([stream]))) {
       results.push({
         stream: stream.name,
+        stream_id: stream.stream_id,
         status: 'unauthorized',
         reason: 'private stream this session may not read',
       });
     } else if (state.subscribed.has(stream.stream_id) === want.subscribed) {
-      results.push({ stream: stream.name, status: want.unchanged, reason: null });
+      results.push({
+        stream: stream.name,
+        stream_id: stream.stream_id,
+        status: want.unchanged,
+        reason: null,
+      });
     } else {
-      results.push({ stream: stream.name, status: want.changing, reason: null });
+      results.push({ stream: stream.name, stream_id: stream.stream_id, status: want.changing, reason: null });
       targets.push(stream.name);
     }
   }
@@ -99,7 +101,10 @@ export function subscriptionReport<S extends string>(
   verb: string,
   results: SubscriptionResult<S>[],
   changing: S,
-): { text: string; data: { results: SubscriptionResult<S>[]; changed: number } } {
+): {
+  text: string;
+  data: { results: { stream_id: number | null; status: SubscriptionResult<S>['status'] }[]; changed: number };
+} {
   const changed = results.filter((r) => r.status === changing).length;
   const lines = results.map(
     (r) =>
@@ -110,6 +115,6 @@ export function subscriptionReport<S extends string>(
       `${verb} ${changed} of ${results.length} stream${results.length === 1 ? '' : 's'}.`,
       ...lines,
     ].join('\n'),
-    data: { results, changed },
+    data: { results: results.map((r) => ({ stream_id: r.stream_id, status: r.status })), changed },
   };
 }

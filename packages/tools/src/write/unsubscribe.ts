@@ -21,10 +21,7 @@ export const unsubscribeTool = defineTool({
   name: 'unsubscribe',
   title: 'Unsubscribe the bot from streams',
   description:
-    'Unsubscribe this bot from streams: their messages stop reaching it live (history stays readable for public streams). ' +
-    'Leaving a private stream is final for a bot: only an invitation brings it back; private streams this session may not read are refused (unauthorized). ' +
-    'Reports per stream: removed, not_subscribed, unauthorized or not_found. ' +
-    '(Earlier servers called this unlisten; here listen is the tool that waits for new messages.)',
+    'Unsubscribe this bot from streams (a private one is left for good). Reports each: removed, not_subscribed, unauthorized or not_found.',
   inputSchema: subscriptionInputSchema,
   outputSchema,
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },

@@ -3,12 +3,16 @@ import { AttachmentSchema } from '@zmcp/uploads';
 import { z } from 'zod';
 import type { ToolServices } from '../services.js';
 import { defineTool } from '../tool.js';
-import { assertWritable, toUploadedOutput, UploadedOutputSchema, uploadAll } from './common.js';
+import {
+  ATTACHMENT_HELP,
+  assertWritable,
+  toUploadedOutput,
+  UploadedOutputSchema,
+  uploadAll,
+} from './common.js';
 
 const inputSchema = z.object({
-  attachment: AttachmentSchema.describe(
-    'The file: { file: "<root>/<path>" } for a file under an upload root, or { data: "<base64>", name: "chart.png" } for inline bytes; optional mime_type (guessed from the name otherwise; Zulip previews images only when it is image/*)',
-  ),
+  attachment: AttachmentSchema.describe(ATTACHMENT_HELP),
 });
 
 const outputSchema = UploadedOutputSchema;
@@ -18,9 +22,7 @@ export const uploadFileTool = defineTool({
   name: 'upload_file',
   title: 'Upload a file',
   description:
-    'Upload one file to the realm without sending a message, and get its /user_uploads/... path, absolute URL and Markdown link, ' +
-    'to embed in an edit_message or anywhere in a message body. To attach files to a new message, pass them as attachments of send_message or send_dm instead. ' +
-    'A file nobody links is removed by Zulip after a while. Each call uploads again (a new path).',
+    'Upload one file without sending a message; returns its path, URL and Markdown link to put in a message. To attach files to a new message, use send_message attachments.',
   inputSchema,
   outputSchema,
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
