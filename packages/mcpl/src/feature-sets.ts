@@ -1,4 +1,4 @@
-import { type CapabilityGrant, isCapabilityPath, patternMatches } from './capabilities.js';
+import { isCapabilityPath, patternMatches } from './capabilities.js';
 import type { JsonValue } from './json.js';
 
 /** A producer's tag ontology on a feature set (§16.4): a hint catalog, never authority. */
@@ -85,6 +85,11 @@ export function featureSetSelected(selector: string, name: string, subtree: bool
   return subtree && selector.endsWith('.*') && name.startsWith(selector.slice(0, -1));
 }
 
+/** Anything that answers whether a capability path is granted, such as a `CapabilityGrant`. */
+export interface GrantLike {
+  has(path: string): boolean;
+}
+
 /** The selection half of a policy: the optional `enabled` allowlist and the `disabled` list. */
 export interface FeatureSetSelection {
   /** Absent: derivation alone governs. Present: an allowlist (§5.3). */
@@ -99,7 +104,7 @@ export interface FeatureSetSelection {
  */
 export function deriveFeatureSets(
   declarations: Readonly<Record<string, { uses?: unknown }>>,
-  grant: CapabilityGrant | undefined,
+  grant: GrantLike | undefined,
   selection: FeatureSetSelection,
 ): FeatureSetStatus[] {
   return Object.entries(declarations).map(([name, declaration]): FeatureSetStatus => {
