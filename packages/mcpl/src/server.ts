@@ -377,7 +377,7 @@ export class McplSession {
 
   /** True once the initial policy is established: capability-dependent behaviour may begin. */
   get isReady(): boolean {
-    return this.#ready && this.#mode === 'mcpl';
+    return this.#ready && this.#mode === 'mcpl' && !this.#closed;
   }
 
   /** True once the connection closed. */
@@ -1178,8 +1178,9 @@ export class McplSession {
     return this.#options.timeouts?.requestMs ?? 30_000;
   }
 
-  /** Throws unless MCPL is negotiated, ready, and `path` granted now. */
+  /** Throws unless the connection is open, MCPL negotiated, ready, and `path` granted now. */
   #require(path: string): void {
+    if (this.#closed) throw new McplError('MCPL_CLOSED', 'the connection is closed');
     if (this.#mode !== 'mcpl') {
       throw new McplError('MCPL_NOT_NEGOTIATED', 'the host did not negotiate MCPL on this connection');
     }
@@ -1293,7 +1294,7 @@ export class McplSession {
    * goes out (so an open that races the answer succeeds), then marked as the host itemized it.
    * A failed request leaves them pending and is reported in `error`, not thrown.
    *
-   * @throws McplError `MCPL_NOT_NEGOTIATED`, `MCPL_NOT_READY`, `MCPL_CAPABILITY_DENIED`
+   * @throws McplError `MCPL_CLOSED`, `MCPL_NOT_NEGOTIATED`, `MCPL_NOT_READY`, `MCPL_CAPABILITY_DENIED`
    * (`channels.register`), `MCPL_INVALID_ARGUMENT` for a bad descriptor.
    */
   async registerChannels(descriptors: readonly ChannelDescriptor[]): Promise<RegistrationOutcome> {
@@ -1370,7 +1371,7 @@ export class McplSession {
    * answer. Messages for a channel not registered here (or refused) are refused locally and not
    * sent; a failed request leaves every sent item `unanswered`.
    *
-   * @throws McplError `MCPL_NOT_NEGOTIATED`, `MCPL_NOT_READY`, `MCPL_CAPABILITY_DENIED`
+   * @throws McplError `MCPL_CLOSED`, `MCPL_NOT_NEGOTIATED`, `MCPL_NOT_READY`, `MCPL_CAPABILITY_DENIED`
    * (`channels.incoming`), `MCPL_INVALID_ARGUMENT` for a malformed message or tag.
    */
   async incoming(messages: readonly ChannelMessage[]): Promise<IncomingOutcome[]> {
@@ -1440,7 +1441,7 @@ export class McplSession {
    * Sends a `push/event` under a feature set and reads the host's verdict (an error object and
    * an `{accepted: false}` result are both refusals; agent-framework's `duplicate` is a delivery).
    *
-   * @throws McplError `MCPL_NOT_NEGOTIATED`, `MCPL_NOT_READY`, `MCPL_CAPABILITY_DENIED`
+   * @throws McplError `MCPL_CLOSED`, `MCPL_NOT_NEGOTIATED`, `MCPL_NOT_READY`, `MCPL_CAPABILITY_DENIED`
    * (`pushEvents`), `MCPL_UNKNOWN_FEATURE_SET`, `MCPL_DECLARATION_MISMATCH`,
    * `MCPL_FEATURE_SET_DISABLED`, `MCPL_INVALID_ARGUMENT` (content or tags).
    */
