@@ -23,9 +23,9 @@ import { type McplLogger, silentMcplLogger } from './logger.js';
 import { changedDomains, type ManifestDomain, MCPL_VERSION, type McplCapabilities } from './manifest.js';
 import type { DegradationReceipt, PolicyUpdate } from './policy.js';
 import { PolicyMalformed, parsePolicyUpdate } from './policy.js';
-import { methodSchema, notify, request } from './rpc.js';
+import { MethodTable, notify, request } from './rpc.js';
 import type { BeforeInferenceParams, ContextInjection } from './server-types.js';
-import { closeTags } from './tags.js';
+import { closeTags, isTag } from './tags.js';
 import {
   type ChannelDescriptor,
   type ChannelHistoryRequest,
@@ -149,6 +149,7 @@ const grantOf = (a: GrantLike, b?: GrantLike): GrantLike => ({
 export class McplHost {
   /** The SDK client under the host, for plain MCP calls the host makes itself. */
   readonly client: Client;
+  readonly #methods: MethodTable;
   readonly #options: McplHostOptions;
   readonly #logger: McplLogger;
   #manifest: JsonObject | undefined;
@@ -175,6 +176,7 @@ export class McplHost {
       { name: options.name, version: options.version },
       { capabilities: advertised === null ? {} : { experimental: { mcpl: advertised as JsonObject } } },
     );
+    this.#methods = new MethodTable(this.client);
     this.#install();
   }
 
@@ -620,11 +622,11 @@ export class McplHost {
   // ---- server → host -----------------------------------------------------------------------
 
   #serve(method: string, capability: string, handler: (params: Record<string, unknown>) => unknown): void {
-    this.client.setRequestHandler(methodSchema(method), async (message) => {
+    this.#methods.request(method, async (raw) => {
       if (this.#manifest === undefined) throw rpcError(McplRpcCode.MethodNotFound, 'Method not found');
       // Before the policy, and outside it, privileged methods are refused (§5.3, §5.4).
       if (!this.#established || !this.#grant.has(capability)) throw capabilityDenied(capability);
-      const params = message.params === undefined ? {} : message.params;
+      const params = raw === undefined ? {} : raw;
       if (!isPlainObject(params))
         throw rpcError(McplRpcCode.InvalidParams, `${method}: params must be an object`);
       try {
@@ -734,12 +736,12 @@ export class McplHost {
       this.#emit('channels');
       return { results };
     });
-    this.client.setNotificationHandler(methodSchema('channels/changed'), (message) => {
-      if (!this.#established || !this.#grant.has('channels.register') || !isPlainObject(message.params)) {
+    this.#methods.notification('channels/changed', (params) => {
+      if (!this.#established || !this.#grant.has('channels.register') || !isPlainObject(params)) {
         this.#logger.warn('dropped channels/changed: channels.register is not granted');
         return;
       }
-      const refused = this.#applyChange(message.params).filter((result) => !result.accepted);
+      const refused = this.#applyChange(params).filter((result) => !result.accepted);
       if (refused.length > 0) {
         this.#logger.warn('filtered descriptors from a channels/changed notification', {
           refused: refused.map((result) => result.id).join(','),
@@ -799,8 +801,7 @@ export class McplHost {
       return handler(params as JsonObject);
     });
 
-    this.client.setNotificationHandler(methodSchema('mcpl/manifestChanged'), (message) => {
-      const params = message.params;
+    this.#methods.notification('mcpl/manifestChanged', (params) => {
       if (!isPlainObject(params) || typeof params.revision !== 'string' || !Array.isArray(params.domains)) {
         this.#logger.warn('dropped a malformed mcpl/manifestChanged');
         return;
@@ -816,15 +817,6 @@ export class McplHost {
 
 /** The closure of §16.3 over tags a producer sent; un-namespaced ones are dropped, not fatal. */
 function closeTagsLeniently(tags: unknown[]): string[] {
-  const valid: string[] = [];
-  for (const tag of tags) {
-    if (typeof tag !== 'string') continue;
-    try {
-      closeTags([tag]);
-      valid.push(tag);
-    } catch {
-      // A producer must namespace its tags; a bare one is ignored.
-    }
-  }
-  return closeTags(valid);
+  // A producer must namespace its tags; a bare one is ignored rather than fatal.
+  return closeTags(tags.filter(isTag));
 }

@@ -1,4 +1,4 @@
-import type { Protocol } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { Protocol, RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   ErrorCode,
@@ -8,21 +8,56 @@ import {
   type Notification,
   type Request,
   type Result,
-  ResultSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { McplError } from './errors.js';
+import { isPlainObject } from './json.js';
+
+// Results are checked by hand (an object, then each method's fields): a schema parse per
+// message is the SDK's largest cost on this path.
+const anyResult = z.unknown();
 
 // biome-ignore lint/suspicious/noExplicitAny: the SDK's Protocol is generic over its own unions.
 export type AnyProtocol = Protocol<any, any, any>;
 
-/** A request schema for a method the SDK does not know: the method literal and any params. */
-export function methodSchema<M extends string>(method: M) {
-  return z.object({ method: z.literal(method), params: z.unknown().optional() });
-}
+type RequestExtra = RequestHandlerExtra<Request, Notification>;
 
-/** setTimeout's ceiling: the SDK's own timer is disarmed, the library keeps its own. */
-const NO_SDK_TIMEOUT = 2_147_483_647;
+/**
+ * Dispatches the methods the SDK does not know through its public fallback handlers, one
+ * table lookup per message instead of one schema parse; an unknown method is `-32601`.
+ */
+export class MethodTable {
+  readonly #requests = new Map<string, (params: unknown, extra: RequestExtra) => unknown>();
+  readonly #notifications = new Map<string, (params: unknown) => unknown>();
+
+  constructor(protocol: AnyProtocol) {
+    protocol.fallbackRequestHandler = async (
+      message: { method: string; params?: unknown },
+      extra: RequestExtra,
+    ) => {
+      const handler = this.#requests.get(message.method);
+      if (handler === undefined) {
+        const error = new McpError(ErrorCode.MethodNotFound, 'Method not found');
+        error.message = 'Method not found';
+        throw error;
+      }
+      return handler(message.params, extra);
+    };
+    protocol.fallbackNotificationHandler = async (message: { method: string; params?: unknown }) => {
+      await this.#notifications.get(message.method)?.(message.params);
+    };
+  }
+
+  /** Serves requests of `method`. */
+  request(method: string, handler: (params: unknown, extra: RequestExtra) => unknown): void {
+    this.#requests.set(method, handler);
+  }
+
+  /** Hears notifications of `method`. */
+  notification(method: string, handler: (params: unknown) => unknown): void {
+    this.#notifications.set(method, handler);
+  }
+}
 
 function rpcMessage(err: McpError): string {
   const prefix = `MCP error ${err.code}: `;
@@ -31,9 +66,9 @@ function rpcMessage(err: McpError): string {
 
 /**
  * Sends a request through the SDK and maps every way it can fail onto one {@link McplError}:
- * the library's own timeout (`MCPL_TIMEOUT`, after which the SDK sends `notifications/cancelled`),
- * a closed connection (`MCPL_CLOSED`), an error object from the peer (`MCPL_PEER_ERROR`, with
- * its `rpcCode`), a result that is not an object (`MCPL_BAD_RESPONSE`).
+ * the timeout (`MCPL_TIMEOUT`, after which the SDK sends `notifications/cancelled`), a closed
+ * connection (`MCPL_CLOSED`), an error object from the peer (`MCPL_PEER_ERROR`, with its
+ * `rpcCode`), a result that is not an object (`MCPL_BAD_RESPONSE`).
  */
 export async function request(
   protocol: AnyProtocol,
@@ -41,18 +76,22 @@ export async function request(
   params: Record<string, unknown> | undefined,
   timeoutMs: number,
 ): Promise<Record<string, unknown>> {
-  const timeout = new AbortController();
-  const timer = setTimeout(() => timeout.abort(), timeoutMs);
+  const started = performance.now();
   try {
     const message: Request = params === undefined ? { method } : { method, params };
-    return (await protocol.request(message, ResultSchema, {
-      signal: timeout.signal,
-      timeout: NO_SDK_TIMEOUT,
-    })) as Record<string, unknown>;
+    const result: unknown = await protocol.request(message, anyResult, { timeout: timeoutMs });
+    if (!isPlainObject(result))
+      throw new McplError('MCPL_BAD_RESPONSE', `${method}: the result is not an object`);
+    return result;
   } catch (err) {
-    throw requestFailure(err, protocol, method, timeout.signal.aborted, timeoutMs);
-  } finally {
-    clearTimeout(timer);
+    // The SDK's own timeout is an McpError -32001, the code a peer uses for a disabled feature
+    // set: it is ours only when the full timeout has passed and it carries the SDK's data.
+    const timedOut =
+      err instanceof McpError &&
+      err.code === ErrorCode.RequestTimeout &&
+      (err.data as { timeout?: unknown } | undefined)?.timeout === timeoutMs &&
+      performance.now() - started >= timeoutMs - 1;
+    throw requestFailure(err, protocol, method, timedOut, timeoutMs);
   }
 }
 
@@ -77,9 +116,6 @@ function requestFailure(
       cause: err,
       details: { method, rpcCode: err.code, rpcMessage: rpcMessage(err), data: err.data },
     });
-  }
-  if (err instanceof z.ZodError) {
-    return new McplError('MCPL_BAD_RESPONSE', `${method}: the result is not an object`, { cause: err });
   }
   if (protocol.transport === undefined) {
     return new McplError('MCPL_CLOSED', `${method}: the connection is closed`, { cause: err });

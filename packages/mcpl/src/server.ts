@@ -36,7 +36,7 @@ import {
   policyFromNotification,
   policyFromRequest,
 } from './policy.js';
-import { methodSchema, notify, request, SequencedTransport } from './rpc.js';
+import { MethodTable, notify, request, SequencedTransport } from './rpc.js';
 import type {
   BeforeInferenceParams,
   ContextInjection,
@@ -313,6 +313,7 @@ export class McplSession {
   readonly #logger: McplLogger;
   readonly #wire: SequencedTransport;
   readonly #sdk: Server;
+  readonly #methods: MethodTable;
   #mode: 'pending' | 'mcp' | 'mcpl' | 'mcp-only' = 'pending';
   #dialect: HostDialect | undefined;
   #hostAdvertisement: unknown;
@@ -325,6 +326,8 @@ export class McplSession {
   #closed = false;
   #statuses: FeatureSetStatus[] = [];
   #toolsBasis: string | undefined;
+  #advertisedFor: JsonObject | undefined;
+  #advertisedPaths = new Set<string>();
   readonly #channels = new Map<string, ChannelRecord>();
   readonly #streams = new Map<string, { chunks: Map<number, string>; bytes: number }>();
   readonly #completed = new RecentSet();
@@ -355,6 +358,7 @@ export class McplSession {
       },
     );
     this.#wire.rewrite = (message) => this.#withManifest(message);
+    this.#methods = new MethodTable(this.#sdk);
     this.#statuses = this.#derive();
     this.#install();
     this.#options.mcp?.setup?.(this.#sdk, this);
@@ -533,9 +537,14 @@ export class McplSession {
   }
 
   #advertised(): Set<string> {
-    const paths = advertisedPaths(this.#server.manifest);
-    if (this.#options.tools !== undefined) paths.add('tools');
-    return paths;
+    const manifest = this.#server.manifest;
+    if (this.#advertisedFor !== manifest) {
+      const paths = advertisedPaths(manifest);
+      if (this.#options.tools !== undefined) paths.add('tools');
+      this.#advertisedPaths = paths;
+      this.#advertisedFor = manifest;
+    }
+    return this.#advertisedPaths;
   }
 
   #usable(path: string): boolean {
@@ -682,10 +691,10 @@ export class McplSession {
 
   /** Registers a request handler for an MCPL method; a plain MCP peer gets -32601 from it. */
   #handle(method: string, handler: (params: unknown, extra: RequestExtra) => unknown): void {
-    this.#sdk.setRequestHandler(methodSchema(method), async (message, extra) => {
+    this.#methods.request(method, async (params, extra) => {
       if (this.#mode !== 'mcpl') throw rpcError(McplRpcCode.MethodNotFound, 'Method not found');
       try {
-        return (await handler(message.params, extra)) as Record<string, unknown>;
+        return (await handler(params, extra)) as Record<string, unknown>;
       } catch (err) {
         if (err instanceof McpError) throw err;
         this.#logger.error('an MCPL handler failed', { method, error: errorCode(err) });
@@ -695,10 +704,10 @@ export class McplSession {
   }
 
   #hear(method: string, handler: (params: unknown) => unknown): void {
-    this.#sdk.setNotificationHandler(methodSchema(method), async (message) => {
+    this.#methods.notification(method, async (params) => {
       if (this.#mode !== 'mcpl') return;
       try {
-        await handler(message.params);
+        await handler(params);
       } catch (err) {
         this.#logger.warn('an MCPL notification handler failed', { method, error: errorCode(err) });
       }

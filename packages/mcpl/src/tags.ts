@@ -3,6 +3,11 @@ import { McplError } from './errors.js';
 /** Namespaced tags: `namespace:value`, optionally `namespace:key=value` (§16.1). */
 const tagPattern = /^[A-Za-z0-9._-]+:[^\s\u0000-\u001f\u007f]+$/;
 
+/** True for a namespaced tag (`namespace:value`); a bare `mention` is not a tag. */
+export function isTag(value: unknown): value is string {
+  return typeof value === 'string' && tagPattern.test(value);
+}
+
 /** The normative core closure of §16.3. */
 const implications: Readonly<Record<string, readonly string[]>> = {
   'chat:mention': ['chat:addressed'],
@@ -25,7 +30,7 @@ export function closeTags(tags: Iterable<string>): string[] {
     for (const implied of implications[tag] ?? []) add(implied);
   };
   for (const tag of tags) {
-    if (typeof tag !== 'string' || !tagPattern.test(tag)) {
+    if (!isTag(tag)) {
       throw new McplError(
         'MCPL_INVALID_ARGUMENT',
         `tag ${JSON.stringify(String(tag).slice(0, 80))} is not namespace:value`,

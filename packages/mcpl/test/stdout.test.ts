@@ -32,7 +32,9 @@ describe('stdout', () => {
     expect(protocolViolations('{"jsonrpc":"2.0","id":1,"result":{}}\nlistening on 3000\n')).toEqual([
       'listening on 3000',
     ]);
-    expect(protocolViolations('{"jsonrpc":"2.0","method":"x"}\n{"jsonrpc":"2.0"')).toEqual(['{"jsonrpc":"2.0"']);
+    expect(protocolViolations('{"jsonrpc":"2.0","method":"x"}\n{"jsonrpc":"2.0"')).toEqual([
+      '{"jsonrpc":"2.0"',
+    ]);
     expect(protocolViolations('{"foo":1}\n')).toEqual(['{"foo":1}']);
   });
 
@@ -59,7 +61,9 @@ describe('stdout', () => {
     expect(await incoming).toEqual(['live-1']);
     // Provoke the server's logging: a garbage line and an unknown method.
     transport.child.stdin?.write('not json at all\n');
-    await expect(host.client.request({ method: 'no/such' }, ResultSchema)).rejects.toMatchObject({ code: -32601 });
+    await expect(host.client.request({ method: 'no/such' }, ResultSchema)).rejects.toMatchObject({
+      code: -32601,
+    });
     expect((await host.callTool('ping')).content).toEqual([{ type: 'text', text: 'pong' }]);
     const sent = await host.callTool('send', { text: 'hi' });
     expect(sent.state?.checkpoint).toMatch(/^chk_/);
