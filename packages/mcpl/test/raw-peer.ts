@@ -12,6 +12,16 @@ export type Wire = {
   error?: { code: number; message: string; data?: unknown };
 };
 
+/** A message's result, or an empty object when it has none. */
+export function result(message: Wire): Record<string, unknown> {
+  return message.result ?? {};
+}
+
+/** A message's params, or an empty object when it has none. */
+export function params(message: Wire): Record<string, unknown> {
+  return message.params ?? {};
+}
+
 /**
  * A host written from the spec, not from this library: it writes JSON-RPC lines to a server
  * and reads the lines it writes back, so a test sees exactly the bytes a real host would.

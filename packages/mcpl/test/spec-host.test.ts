@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { manifestRevision } from '../src/index.js';
 import { createToyServer, general, message, random } from './fixtures/toy.js';
 import { FULL_GRANT, nextTurn, recordingLogger } from './helpers.js';
-import { RawPeer } from './raw-peer.js';
+import { params, RawPeer, result } from './raw-peer.js';
 
 const SPEC_HOST = {
   version: '0.5',
@@ -31,7 +31,7 @@ describe('a 0.5 host written from the spec', () => {
 
     // Handshake: the manifest, object form, with a revision the host can recompute.
     const init = await peer.request(1, 'initialize', initialize('spec-host', SPEC_HOST));
-    const manifest = (init.result?.capabilities as Record<string, Record<string, Record<string, unknown>>>)
+    const manifest = (result(init).capabilities as Record<string, Record<string, Record<string, unknown>>>)
       .experimental?.mcpl as Record<string, unknown>;
     expect(manifest.version).toBe('0.5');
     expect(manifest.revision).toBe(manifestRevision(manifest));
@@ -60,7 +60,7 @@ describe('a 0.5 host written from the spec', () => {
     // Register: itemized, one refused.
     const registering = session.registerChannels([general, random]);
     const register = await peer.nextCall('channels/register');
-    expect((register.params?.channels as { id: string }[]).map((c) => c.id)).toEqual([
+    expect((params(register).channels as { id: string }[]).map((c) => c.id)).toEqual([
       'toy:general',
       'toy:random',
     ]);
@@ -81,8 +81,8 @@ describe('a 0.5 host written from the spec', () => {
       channelId: 'toy:general',
       history: { limit: 2 },
     });
-    expect((opened.result?.channel as { id: string }).id).toBe('toy:general');
-    expect((opened.result?.history as { messageId: string }[]).map((m) => m.messageId)).toEqual(['h1', 'h2']);
+    expect((result(opened).channel as { id: string }).id).toBe('toy:general');
+    expect((result(opened).history as { messageId: string }[]).map((m) => m.messageId)).toEqual(['h1', 'h2']);
 
     // Incoming with partial acceptance.
     const delivering = session.incoming([
@@ -173,7 +173,7 @@ describe('mcpl-harness 0.1.1 (0.4, never sends a policy)', () => {
       'initialize',
       initialize('mcpl-harness', { version: '0.4', pushEvents: true, channels: true }),
     );
-    const manifest = (init.result?.capabilities as Record<string, Record<string, Record<string, unknown>>>)
+    const manifest = (result(init).capabilities as Record<string, Record<string, Record<string, unknown>>>)
       .experimental?.mcpl as Record<string, unknown>;
     const featureSets = manifest.featureSets as { name: string; uses: string[]; rollback?: boolean }[];
     expect(Array.isArray(featureSets)).toBe(true);
@@ -184,7 +184,7 @@ describe('mcpl-harness 0.1.1 (0.4, never sends a policy)', () => {
 
     // Right after the handshake it lists tools and channels; both are answered.
     const tools = await peer.request(2, 'tools/list', {});
-    expect((tools.result?.tools as { name: string }[]).map((t) => t.name)).toEqual(['send', 'ping']);
+    expect((result(tools).tools as { name: string }[]).map((t) => t.name)).toEqual(['send', 'ping']);
     const channels = await peer.request(3, 'channels/list', {});
     expect(channels.result).toEqual({ channels: [] });
     expect(session.policySource).toBe('legacy');
@@ -203,7 +203,7 @@ describe('mcpl-harness 0.1.1 (0.4, never sends a policy)', () => {
 
     // It opens by {type, address}, without a channelId.
     const opened = await peer.request(4, 'channels/open', { type: 'toy', address: { room: 'general' } });
-    expect((opened.result?.channel as { id: string }).id).toBe('toy:general');
+    expect((result(opened).channel as { id: string }).id).toBe('toy:general');
 
     // It answers push/event and channels/incoming with {}: nothing is counted as accepted.
     const pushing = session.pushEvent({
@@ -243,7 +243,7 @@ describe('agent-framework 0.1.0 (0.4)', () => {
       }),
     );
     expect(init.id).toBe(0);
-    const manifest = (init.result?.capabilities as Record<string, Record<string, Record<string, unknown>>>)
+    const manifest = (result(init).capabilities as Record<string, Record<string, Record<string, unknown>>>)
       .experimental?.mcpl as Record<string, unknown>;
     expect(Array.isArray(manifest.featureSets)).toBe(false);
     peer.notify('notifications/initialized');
@@ -265,7 +265,7 @@ describe('agent-framework 0.1.0 (0.4)', () => {
       [3, 'random'],
     ] as const) {
       const opened = await peer.request(id, 'channels/open', { type: 'toy', address: { room } });
-      expect((opened.result?.channel as { id: string }).id).toBe(`toy:${room}`);
+      expect((result(opened).channel as { id: string }).id).toBe(`toy:${room}`);
     }
 
     // A duplicate push comes back as a result, accepted:false reason duplicate: it was delivered.
