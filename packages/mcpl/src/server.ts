@@ -771,7 +771,14 @@ export class McplSession {
     const tools = this.#options.tools;
     if (tools !== undefined) {
       this.#sdk.setRequestHandler(ListToolsRequestSchema, async (_request, extra) => {
-        const listed = await tools.list({ session: this, extra });
+        let listed: Awaited<ReturnType<typeof tools.list>>;
+        try {
+          listed = await tools.list({ session: this, extra });
+        } catch (err) {
+          if (err instanceof McpError) throw err;
+          this.#logger.error('a tools/list hook threw', { error: errorCode(err) });
+          throw rpcError(McplRpcCode.InternalError, 'tools/list failed');
+        }
         if (this.#mode !== 'mcpl' || !this.#ready) return { tools: [...listed] };
         if (!this.#usable('tools')) return { tools: [] };
         return {
@@ -810,21 +817,29 @@ export class McplSession {
         }
       }
     }
-    return tools.call(params, {
-      session: this,
-      extra,
-      featureSet,
-      checkpoint: (data?: JsonValue): CheckpointState => {
-        if (featureSet === undefined || this.#server.featureSets[featureSet]?.rollback !== true) {
-          throw new McplError(
-            'MCPL_INVALID_ARGUMENT',
-            `tool ${params.name} has no feature set that declares rollback, so it cannot mint a checkpoint`,
-          );
-        }
-        const record = this.#server.checkpoints.mint(featureSet, data);
-        return { checkpoint: record.checkpoint, parent: record.parent };
-      },
-    });
+    try {
+      return await tools.call(params, {
+        session: this,
+        extra,
+        featureSet,
+        checkpoint: (data?: JsonValue): CheckpointState => {
+          if (featureSet === undefined || this.#server.featureSets[featureSet]?.rollback !== true) {
+            throw new McplError(
+              'MCPL_INVALID_ARGUMENT',
+              `tool ${params.name} has no feature set that declares rollback, so it cannot mint a checkpoint`,
+            );
+          }
+          const record = this.#server.checkpoints.mint(featureSet, data);
+          return { checkpoint: record.checkpoint, parent: record.parent };
+        },
+      });
+    } catch (err) {
+      // A tool's own failure is the app's to turn into an isError result; anything that
+      // escapes is answered without its message, which may carry what the peer must not see.
+      if (err instanceof McpError) throw err;
+      this.#logger.error('a tools/call hook threw', { tool: params.name, error: errorCode(err) });
+      throw rpcError(McplRpcCode.InternalError, 'tools/call failed');
+    }
   }
 
   async #beforeInference(params: unknown, extra: RequestExtra): Promise<Record<string, unknown>> {

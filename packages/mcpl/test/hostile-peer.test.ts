@@ -155,4 +155,10 @@ describe('TCP on loopback', () => {
     await third.close();
     await listener.close();
   });
+
+  it('refuses to listen beyond loopback', async () => {
+    await expect(listenTcp({ host: '0.0.0.0' as never, onConnection: () => {} })).rejects.toMatchObject({
+      code: 'MCPL_INVALID_ARGUMENT',
+    });
+  });
 });

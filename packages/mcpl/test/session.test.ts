@@ -441,6 +441,55 @@ describe('push, context, lifecycle, rollback', () => {
     ]);
   });
 
+  it('writes without reading (§15.2): injection granted, observe denied, userMessage never handed over', async () => {
+    const seen: (string | null)[] = [];
+    const toy = createToyServer({
+      featureSets: {
+        'toy.body': { description: 'Body status', uses: ['contextHooks.beforeInference.inject.beforeUser'] },
+      },
+      beforeInference: (params) => {
+        seen.push(params.userMessage);
+        return {
+          featureSet: 'toy.body',
+          contextInjections: [
+            { namespace: 'body', position: 'beforeUser', content: '[body] battery 62%' },
+            { namespace: 'body', position: 'system', content: 'not granted' },
+          ],
+        };
+      },
+    });
+    const { host } = await connectPair(toy.server);
+    await host.setPolicy({ effectiveCapabilities: ['contextHooks.beforeInference.inject.beforeUser'] });
+    const outcome = await host.beforeInference({
+      inferenceId: 'i',
+      conversationId: 'c',
+      turnIndex: 3,
+      userMessage: 'private',
+    });
+    expect(seen).toEqual([null]);
+    expect(outcome.featureSet).toBe('toy.body');
+    expect(outcome.accepted).toEqual([
+      { namespace: 'body', position: 'beforeUser', content: '[body] battery 62%' },
+    ]);
+  });
+
+  it('keeps a hook failure out of the answer', async () => {
+    const toy = createToyServer({
+      tools: {
+        list: () => [{ name: 'boom', inputSchema: { type: 'object' } }],
+        call: () => {
+          throw new Error('secret connection string');
+        },
+      },
+    });
+    const { host } = await connectPair(toy.server, { capabilities: null });
+    const failure = await host.callTool('boom').catch((err: McplError) => err);
+    expect(failure).toMatchObject({
+      code: 'MCPL_PEER_ERROR',
+      details: { rpcCode: -32603, rpcMessage: 'tools/call failed' },
+    });
+  });
+
   it('answers within the hook deadline, empty, when the app hook is slow', async () => {
     const toy = createToyServer({ timeouts: { beforeInferenceMs: 50 } });
     const { host } = await connectPair(toy.server);

@@ -6,6 +6,8 @@ import { NdjsonTransport, type NdjsonTransportOptions } from './ndjson.js';
 /** A loopback address to listen on: TCP is for a host on the same machine. */
 export type LoopbackHost = '127.0.0.1' | '::1' | 'localhost';
 
+const loopbackHosts = new Set<string>(['127.0.0.1', '::1', 'localhost']);
+
 /** Options of {@link listenTcp}. */
 export interface ListenTcpOptions extends Omit<NdjsonTransportOptions, 'endOnClose'> {
   /** The port (default 0: any free port, read it from the listener). */
@@ -31,9 +33,17 @@ export interface TcpListener {
  * connection is open, another is refused (closed at once, with a log line); when it closes, the
  * next is accepted.
  *
- * @throws McplError `MCPL_TRANSPORT` when the port cannot be bound.
+ * @throws McplError `MCPL_INVALID_ARGUMENT` for a host that is not one of the loopback names,
+ * `MCPL_TRANSPORT` when the port cannot be bound.
  */
 export async function listenTcp(options: ListenTcpOptions): Promise<TcpListener> {
+  const host = options.host ?? '127.0.0.1';
+  if (!loopbackHosts.has(host)) {
+    throw new McplError(
+      'MCPL_INVALID_ARGUMENT',
+      `listenTcp serves loopback only: host must be one of ${[...loopbackHosts].join(', ')}`,
+    );
+  }
   const logger: McplLogger = options.logger ?? silentMcplLogger;
   let active: NdjsonTransport | undefined;
   const server: Server = createServer((socket: Socket) => {
@@ -52,7 +62,6 @@ export async function listenTcp(options: ListenTcpOptions): Promise<TcpListener>
       void transport.close();
     });
   });
-  const host = options.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err) =>
       reject(new McplError('MCPL_TRANSPORT', `could not listen on ${host}: ${err.message}`, { cause: err })),
