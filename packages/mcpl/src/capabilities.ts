@@ -25,6 +25,12 @@ export const CAPABILITY_PATHS = [
   'channels.typing',
 ] as const;
 
+/** The prefix of the three injection leaves; the position completes the path. */
+export const INJECT = 'contextHooks.beforeInference.inject.';
+
+/** The observation leaf of the context hook. */
+export const OBSERVE = 'contextHooks.beforeInference.observe';
+
 /** One of the §6.2 capability paths. */
 export type CapabilityPath = (typeof CAPABILITY_PATHS)[number];
 

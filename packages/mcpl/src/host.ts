@@ -8,7 +8,7 @@ import {
   McpError,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import { advertisedPaths, CapabilityGrant } from './capabilities.js';
+import { advertisedPaths, CapabilityGrant, INJECT } from './capabilities.js';
 import { manifestRevision } from './digest.js';
 import { capabilityDenied, errorCode, McplError, McplRpcCode, rpcError } from './errors.js';
 import {
@@ -23,6 +23,7 @@ import { type McplLogger, silentMcplLogger } from './logger.js';
 import { changedDomains, type ManifestDomain, MCPL_VERSION, type McplCapabilities } from './manifest.js';
 import type { DegradationReceipt, PolicyUpdate } from './policy.js';
 import { PolicyMalformed, parsePolicyUpdate } from './policy.js';
+import { RecentSet } from './recent.js';
 import { MethodTable, notify, request } from './rpc.js';
 import type { BeforeInferenceParams, ContextInjection } from './server-types.js';
 import { closeTags, isTag } from './tags.js';
@@ -132,8 +133,6 @@ const DEFAULT_HOST_CAPABILITIES: McplCapabilities = {
   featureSets: true,
 };
 
-const INJECT = 'contextHooks.beforeInference.inject.';
-
 const grantOf = (a: GrantLike, b?: GrantLike): GrantLike => ({
   has: (path: string) => a.has(path) && (b === undefined || b.has(path)),
 });
@@ -158,7 +157,7 @@ export class McplHost {
   #selection: FeatureSetSelection = { disabled: [] };
   #established = false;
   readonly #channels = new Map<string, ChannelDescriptor>();
-  readonly #seenEvents = new Set<string>();
+  readonly #seenEvents = new RecentSet(4096);
   #closed = false;
   readonly #listeners: { [K in keyof McplHostEvents]: Set<Listener<McplHostEvents[K]>> } = {
     push: new Set(),

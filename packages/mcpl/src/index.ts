@@ -54,16 +54,7 @@ export type {
   UnavailableFeature,
 } from './policy.js';
 export { PolicyMalformed, parsePolicyUpdate } from './policy.js';
-export type {
-  ChannelRecord,
-  ChannelRegistration,
-  IncomingOutcome,
-  McplSessionEvents,
-  PushEventInput,
-  PushOutcome,
-  RegistrationOutcome,
-} from './server.js';
-export { McplServer, McplSession } from './server.js';
+export { McplServer } from './server.js';
 export type {
   BeforeInferenceAnswer,
   BeforeInferenceParams,
@@ -84,6 +75,16 @@ export type {
   ToolHooks,
   ToolListContext,
 } from './server-types.js';
+export type {
+  ChannelRecord,
+  ChannelRegistration,
+  IncomingOutcome,
+  McplSessionEvents,
+  PushEventInput,
+  PushOutcome,
+  RegistrationOutcome,
+} from './session.js';
+export { McplSession } from './session.js';
 export { closeTags } from './tags.js';
 export type { NdjsonTransportOptions } from './transport/ndjson.js';
 export { DEFAULT_MAX_LINE_BYTES, NdjsonTransport } from './transport/ndjson.js';

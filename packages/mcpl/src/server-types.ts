@@ -13,7 +13,7 @@ import type { FeatureSetDeclaration } from './feature-sets.js';
 import type { JsonObject, JsonValue } from './json.js';
 import type { McplLogger } from './logger.js';
 import type { FeatureSetsForm, McplCapabilities } from './manifest.js';
-import type { McplSession } from './server.js';
+import type { McplSession } from './session.js';
 import type { ChannelDescriptor, ChannelHistoryRequest, ChannelMessage, ContentBlock } from './wire.js';
 
 /** The SDK's per-request extra: the request id, the cancel signal, `sendNotification` for progress. */
