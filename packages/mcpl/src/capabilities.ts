@@ -90,6 +90,8 @@ export function advertisedPaths(advertisement: unknown): Set<string> {
  */
 export class CapabilityGrant {
   readonly #patterns: readonly string[];
+  // Grants are immutable, and the same few paths are checked on every send.
+  readonly #answers = new Map<string, boolean>();
 
   private constructor(patterns: readonly string[]) {
     this.#patterns = patterns;
@@ -112,7 +114,12 @@ export class CapabilityGrant {
 
   /** Whether `path` is granted. */
   has(path: string): boolean {
-    return this.#patterns.some((pattern) => patternMatches(pattern, path));
+    let answer = this.#answers.get(path);
+    if (answer === undefined) {
+      answer = this.#patterns.some((pattern) => patternMatches(pattern, path));
+      if (this.#answers.size < 256) this.#answers.set(path, answer);
+    }
+    return answer;
   }
 
   /** The granted subset of `paths`. */
