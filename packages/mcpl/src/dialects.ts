@@ -1,0 +1,41 @@
+import type { FeatureSetsForm } from './manifest.js';
+
+/**
+ * How a connected host speaks MCPL, read from its `initialize`: the peers INTEROP.md names
+ * are recognised by `clientInfo.name`; every other host is read by its advertised version.
+ */
+export interface HostDialect {
+  /** `mcpl-harness`, `agent-framework`, or `spec` for any other host. */
+  name: 'mcpl-harness' | 'agent-framework' | 'spec';
+  /** The `experimental.mcpl.version` it advertised, if it was a string. */
+  version: string | undefined;
+  /** It advertised a version before 0.5: it predates capability grants and may never send a policy. */
+  legacy: boolean;
+  /** The `featureSets` form it reads. */
+  featureSetsForm: FeatureSetsForm;
+}
+
+/** True for a `major.minor[...]` version below 0.5; anything unreadable is not legacy (fail closed). */
+function predatesGrants(version: string | undefined): boolean {
+  const match = version === undefined ? null : /^(\d+)\.(\d+)/.exec(version);
+  if (match === null) return false;
+  const major = Number(match[1]);
+  const minor = Number(match[2]);
+  return major === 0 && minor < 5;
+}
+
+/**
+ * Recognises a host's dialect. mcpl-harness (`clientInfo.name` `mcpl-harness` or
+ * `mcpl-harness-web`) iterates `featureSets` as an array and fails on the object form;
+ * agent-framework reads the object form whatever its version; others get the spec's object.
+ */
+export function detectHostDialect(clientName: string | undefined, mcplVersion: unknown): HostDialect {
+  const version = typeof mcplVersion === 'string' ? mcplVersion : undefined;
+  const legacy = predatesGrants(version);
+  if (clientName !== undefined && /^mcpl-harness(-web)?$/.test(clientName)) {
+    return { name: 'mcpl-harness', version, legacy, featureSetsForm: 'array' };
+  }
+  if (clientName === 'agent-framework')
+    return { name: 'agent-framework', version, legacy, featureSetsForm: 'object' };
+  return { name: 'spec', version, legacy, featureSetsForm: 'object' };
+}

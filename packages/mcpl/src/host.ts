@@ -1,0 +1,821 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import {
+  type CallToolResult,
+  CallToolResultSchema,
+  type Implementation,
+  ListToolsResultSchema,
+  McpError,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import { advertisedPaths, CapabilityGrant, INJECT } from './capabilities.js';
+import { manifestRevision } from './digest.js';
+import { capabilityDenied, errorCode, McplError, McplRpcCode, rpcError } from './errors.js';
+import {
+  deriveFeatureSets,
+  type FeatureSetSelection,
+  type FeatureSetStatus,
+  type GrantLike,
+  hasValidUses,
+} from './feature-sets.js';
+import { isPlainObject, type JsonObject, type JsonValue } from './json.js';
+import { type McplLogger, silentMcplLogger } from './logger.js';
+import { changedDomains, type ManifestDomain, MCPL_VERSION, type McplCapabilities } from './manifest.js';
+import type { DegradationReceipt, PolicyUpdate } from './policy.js';
+import { PolicyMalformed, parsePolicyUpdate } from './policy.js';
+import { RecentSet } from './recent.js';
+import { MethodTable, notify, request } from './rpc.js';
+import type { BeforeInferenceParams, ContextInjection } from './server-types.js';
+import { closeTags, isTag } from './tags.js';
+import {
+  type ChannelDescriptor,
+  type ChannelHistoryRequest,
+  type ChannelMessage,
+  type ContentBlock,
+  isContentBlock,
+} from './wire.js';
+
+/** A `push/event` as the host received it. */
+export interface ReceivedPushEvent {
+  featureSet: string;
+  eventId: string;
+  timestamp: string;
+  origin?: JsonObject;
+  payload: { content: ContentBlock[] };
+  /** The producer's tags closed under §16.3 (umbrellas added, ambient dropped when addressed). */
+  tags: string[];
+}
+
+/** The host's verdict on one inbound message. */
+export interface IncomingVerdict {
+  accepted: boolean;
+  conversationId?: string;
+  reason?: string;
+}
+
+/** What an `McplHost` answers with, beyond the grant rules it enforces itself. */
+export interface McplHostHandlers {
+  /** A push event admitted by the grant (duplicates by event id never reach it). Default: accept. */
+  pushEvent?(event: ReceivedPushEvent): IncomingVerdict | Promise<IncomingVerdict>;
+  /** Admitted inbound messages, in order; answer one verdict each. Default: accept all. */
+  incoming?(messages: ChannelMessage[]): IncomingVerdict[] | Promise<IncomingVerdict[]>;
+  /** Per-descriptor authorization of a registration (§14.5). Default: accept all. */
+  authorizeChannel?(descriptor: ChannelDescriptor): boolean | { accepted: false; reason: string };
+  /** The answer to `model/info`; without it, `model/info` is refused. */
+  modelInfo?: JsonObject;
+  /** Answers `inference/request`; without it, the request is refused. */
+  inferenceRequest?(params: JsonObject): JsonObject | Promise<JsonObject>;
+}
+
+/** Options of {@link McplHost.connect}. */
+export interface McplHostOptions {
+  /** `clientInfo`. */
+  name: string;
+  version: string;
+  /**
+   * `experimental.mcpl` as the host advertises it. Default: version 0.5 with push events,
+   * context hooks, lifecycle, channels and feature sets. `null` connects as a plain MCP client.
+   */
+  capabilities?: McplCapabilities | null;
+  handlers?: McplHostHandlers;
+  /** Requests to the server (default 30 s). */
+  requestTimeoutMs?: number;
+  /** `context/beforeInference` (default 5 s, as §10.6 recommends); on timeout the turn goes on without it. */
+  hookTimeoutMs?: number;
+  logger?: McplLogger;
+}
+
+/** What a context hook returned, authorized per injection at receipt (§5.4). */
+export interface BeforeInferenceOutcome {
+  /** The feature set the server claimed (never used to authorize). */
+  featureSet: string | undefined;
+  accepted: ContextInjection[];
+  /** Injections refused, with why. */
+  dropped: { injection: unknown; reason: 'position_denied' | 'malformed' }[];
+  /** The hook did not answer in time (or failed); the turn goes on without it. */
+  timedOut: boolean;
+}
+
+/** What a manifest fetch found (§17.5). */
+export interface ManifestFetch {
+  manifest: JsonObject;
+  /** The changed domains against the manifest in force before. */
+  domains: ManifestDomain[];
+  /** The server's `revision` equals the digest recomputed here (a mismatch is a conformance defect, not a rejection). */
+  revisionMatches: boolean;
+  /** Granted capabilities the new manifest no longer advertises: revoked here, host-first. */
+  revoked: string[];
+}
+
+/** What a host reports to its listeners. */
+export interface McplHostEvents {
+  /** An admitted, non-duplicate push event. */
+  push: [event: ReceivedPushEvent];
+  /** Messages admitted from `channels/incoming`. */
+  incoming: [messages: ChannelMessage[]];
+  /** The server registered or changed channels; the registry is updated. */
+  channels: [];
+  /** `mcpl/manifestChanged` arrived: fetch with {@link McplHost.fetchManifest} (the host decides when). */
+  manifestChanged: [revision: string, domains: string[]];
+  /** The connection closed. */
+  close: [];
+}
+
+type Listener<A extends unknown[]> = (...args: A) => void;
+
+const DEFAULT_HOST_CAPABILITIES: McplCapabilities = {
+  version: MCPL_VERSION,
+  pushEvents: true,
+  contextHooks: { beforeInference: true },
+  inferenceLifecycle: true,
+  modelInfo: true,
+  channels: true,
+  featureSets: true,
+};
+
+const grantOf = (a: GrantLike, b?: GrantLike): GrantLike => ({
+  has: (path: string) => a.has(path) && (b === undefined || b.has(path)),
+});
+
+/**
+ * The host role of MCPL on the SDK's `Client`: it advertises `experimental.mcpl`, reads the
+ * server's manifest (object or array `featureSets`), negotiates the grant with
+ * `featureSets/update` Requests in the §6.7 order (reductions first, expansions after the
+ * receipt), enforces the grant on every server→host request (`-32002` before the policy or
+ * outside it), authorizes channels per descriptor and inbound messages at receipt, and drives
+ * the server: hooks, lifecycle, channels, publish, rollback, manifest fetch, tools.
+ */
+export class McplHost {
+  /** The SDK client under the host, for plain MCP calls the host makes itself. */
+  readonly client: Client;
+  readonly #methods: MethodTable;
+  readonly #options: McplHostOptions;
+  readonly #logger: McplLogger;
+  #manifest: JsonObject | undefined;
+  #declarations: Record<string, { uses?: unknown; rollback?: unknown }> = {};
+  #grant: GrantLike = CapabilityGrant.empty();
+  #selection: FeatureSetSelection = { disabled: [] };
+  #established = false;
+  readonly #channels = new Map<string, ChannelDescriptor>();
+  readonly #seenEvents = new RecentSet(4096);
+  #closed = false;
+  readonly #listeners: { [K in keyof McplHostEvents]: Set<Listener<McplHostEvents[K]>> } = {
+    push: new Set(),
+    incoming: new Set(),
+    channels: new Set(),
+    manifestChanged: new Set(),
+    close: new Set(),
+  };
+
+  private constructor(options: McplHostOptions) {
+    this.#options = options;
+    this.#logger = options.logger ?? silentMcplLogger;
+    const advertised = options.capabilities === undefined ? DEFAULT_HOST_CAPABILITIES : options.capabilities;
+    this.client = new Client(
+      { name: options.name, version: options.version },
+      { capabilities: advertised === null ? {} : { experimental: { mcpl: advertised as JsonObject } } },
+    );
+    this.#methods = new MethodTable(this.client);
+    this.#install();
+  }
+
+  /**
+   * Connects to a server over `transport` and reads its manifest.
+   *
+   * @throws McplError `MCPL_TRANSPORT` or `MCPL_CLOSED` when the handshake fails.
+   */
+  static async connect(transport: Transport, options: McplHostOptions): Promise<McplHost> {
+    const host = new McplHost(options);
+    try {
+      await host.client.connect(transport, { timeout: options.requestTimeoutMs ?? 30_000 });
+    } catch (err) {
+      throw new McplError(
+        'MCPL_TRANSPORT',
+        `the handshake failed: ${err instanceof Error ? err.message : String(err)}`,
+        {
+          cause: err,
+        },
+      );
+    }
+    const mcpl = (host.client.getServerCapabilities()?.experimental as Record<string, unknown> | undefined)
+      ?.mcpl;
+    if (isPlainObject(mcpl)) host.#adopt(mcpl as JsonObject);
+    return host;
+  }
+
+  /** The server's manifest in force (undefined for a plain MCP server). */
+  get manifest(): JsonObject | undefined {
+    return this.#manifest;
+  }
+
+  /** The server's `serverInfo`. */
+  get serverInfo(): Implementation | undefined {
+    return this.client.getServerVersion();
+  }
+
+  /** True once a policy Request was answered with an accepting receipt. */
+  get policyEstablished(): boolean {
+    return this.#established;
+  }
+
+  /** Whether the host's effective grant includes `path` now. */
+  isGranted(path: string): boolean {
+    return this.#grant.has(path);
+  }
+
+  /** The server's feature sets as this host derives them from its grant (§6.4). */
+  get featureSets(): FeatureSetStatus[] {
+    return deriveFeatureSets(
+      this.#declarations,
+      this.#established ? this.#grant : undefined,
+      this.#selection,
+    );
+  }
+
+  /** The channels the server registered and this host accepted. */
+  get channels(): ChannelDescriptor[] {
+    return [...this.#channels.values()];
+  }
+
+  /** Listens to a host event; returns the function that stops listening. */
+  on<K extends keyof McplHostEvents>(event: K, listener: Listener<McplHostEvents[K]>): () => void {
+    const set = this.#listeners[event] as Set<Listener<McplHostEvents[K]>>;
+    set.add(listener);
+    return () => set.delete(listener);
+  }
+
+  #emit<K extends keyof McplHostEvents>(event: K, ...args: McplHostEvents[K]): void {
+    for (const listener of [...(this.#listeners[event] as Set<Listener<McplHostEvents[K]>>)]) {
+      try {
+        listener(...args);
+      } catch (err) {
+        this.#logger.warn('a host listener threw', { event, error: errorCode(err) });
+      }
+    }
+  }
+
+  #adopt(manifest: JsonObject): void {
+    this.#manifest = manifest;
+    const sets = manifest.featureSets;
+    const declarations: Record<string, { uses?: unknown; rollback?: unknown }> = {};
+    if (Array.isArray(sets)) {
+      for (const entry of sets) {
+        if (isPlainObject(entry) && typeof entry.name === 'string') declarations[entry.name] = entry;
+      }
+    } else if (isPlainObject(sets)) {
+      for (const [name, declaration] of Object.entries(sets)) {
+        declarations[name] = isPlainObject(declaration) ? declaration : {};
+      }
+    }
+    this.#declarations = declarations;
+  }
+
+  #advertised(): Set<string> {
+    const paths = advertisedPaths(this.#manifest ?? {});
+    if (this.client.getServerCapabilities()?.tools !== undefined) paths.add('tools');
+    return paths;
+  }
+
+  #timeout(): number {
+    return this.#options.requestTimeoutMs ?? 30_000;
+  }
+
+  #requireMcpl(): void {
+    if (this.#manifest === undefined)
+      throw new McplError('MCPL_NOT_NEGOTIATED', 'the server does not speak MCPL');
+    if (this.#closed) throw new McplError('MCPL_CLOSED', 'the connection is closed');
+  }
+
+  #requireGrant(path: string): void {
+    this.#requireMcpl();
+    if (!this.#established) throw new McplError('MCPL_NOT_READY', 'no policy has been established yet');
+    if (!this.#grant.has(path)) {
+      throw new McplError('MCPL_CAPABILITY_DENIED', `${path} is not in the grant`, {
+        details: { capability: path },
+      });
+    }
+  }
+
+  // ---- policy ----------------------------------------------------------------------------
+
+  /**
+   * Sends the effective grant as a `featureSets/update` Request (§5.3, §6.7) and returns the
+   * server's receipt. What it removes applies before the Request goes out; what it adds only
+   * once an accepting receipt is back (an unanswered expansion never activates). A refusal is
+   * returned, never acted on: the host does not widen anything because of a receipt.
+   *
+   * @throws McplError `MCPL_INVALID_ARGUMENT` for a malformed policy, `MCPL_TIMEOUT`,
+   * `MCPL_PEER_ERROR`, `MCPL_BAD_RESPONSE` (a receipt that is not one).
+   */
+  async setPolicy(policy: PolicyUpdate): Promise<DegradationReceipt> {
+    this.#requireMcpl();
+    try {
+      parsePolicyUpdate(policy);
+    } catch (err) {
+      if (err instanceof PolicyMalformed) throw new McplError('MCPL_INVALID_ARGUMENT', err.message);
+      throw err;
+    }
+    const next = CapabilityGrant.of(policy.effectiveCapabilities ?? []);
+    const selection: FeatureSetSelection = { enabled: policy.enabled, disabled: policy.disabled ?? [] };
+    // Revocation first: in force now is what both the old and the new grant allow.
+    this.#grant = grantOf(this.#grant, next);
+    const params: Record<string, unknown> = { ...policy };
+    const result = await request(this.client, 'featureSets/update', params, this.#timeout());
+    if (typeof result.accepted !== 'boolean') {
+      throw new McplError('MCPL_BAD_RESPONSE', 'featureSets/update: the receipt has no accepted flag');
+    }
+    if (result.accepted) {
+      this.#grant = next;
+      this.#selection = selection;
+      this.#established = true;
+    } else if (typeof result.fallback !== 'string') {
+      this.#logger.warn('a refusing receipt without fallback (conformance defect)');
+    }
+    return result as unknown as DegradationReceipt;
+  }
+
+  /** Sends `featureSets/update` as a Notification: a server applies only its `disabled` list. */
+  async notifyPolicy(policy: PolicyUpdate): Promise<void> {
+    this.#requireMcpl();
+    await notify(this.client, 'featureSets/update', { ...policy });
+  }
+
+  // ---- host → server -----------------------------------------------------------------------
+
+  /**
+   * Runs `context/beforeInference` for one turn and authorizes each returned injection by its
+   * position against the grant current when the answer arrives; `userMessage` is sent only
+   * when `observe` is granted. A timeout or failure yields no injections (fail-open).
+   *
+   * @throws McplError `MCPL_NOT_READY` before the policy.
+   */
+  async beforeInference(
+    params: Omit<BeforeInferenceParams, 'userMessage'> & { userMessage?: string | null },
+  ) {
+    this.#requireMcpl();
+    if (!this.#established) throw new McplError('MCPL_NOT_READY', 'no policy has been established yet');
+    const observe = this.#grant.has('contextHooks.beforeInference.observe');
+    const outcome: BeforeInferenceOutcome = {
+      featureSet: undefined,
+      accepted: [],
+      dropped: [],
+      timedOut: false,
+    };
+    const positions = ['system', 'beforeUser', 'afterUser'];
+    if (!observe && !positions.some((position) => this.#grant.has(`${INJECT}${position}`))) return outcome;
+    let result: Record<string, unknown>;
+    try {
+      result = await request(
+        this.client,
+        'context/beforeInference',
+        { ...params, userMessage: observe ? (params.userMessage ?? null) : null },
+        this.#options.hookTimeoutMs ?? 5000,
+      );
+    } catch (err) {
+      this.#logger.warn('context/beforeInference failed; going on without it', { error: errorCode(err) });
+      outcome.timedOut = true;
+      return outcome;
+    }
+    if (typeof result.featureSet === 'string') outcome.featureSet = result.featureSet;
+    const injections = Array.isArray(result.contextInjections) ? result.contextInjections : [];
+    for (const injection of injections) {
+      if (
+        !isPlainObject(injection) ||
+        typeof injection.namespace !== 'string' ||
+        typeof injection.position !== 'string' ||
+        !positions.includes(injection.position) ||
+        !(
+          typeof injection.content === 'string' ||
+          (Array.isArray(injection.content) && injection.content.every(isContentBlock))
+        )
+      ) {
+        outcome.dropped.push({ injection, reason: 'malformed' });
+        continue;
+      }
+      if (!this.#grant.has(`${INJECT}${injection.position}`)) {
+        outcome.dropped.push({ injection, reason: 'position_denied' });
+        continue;
+      }
+      outcome.accepted.push(injection as unknown as ContextInjection);
+    }
+    return outcome;
+  }
+
+  /** Sends `inference/lifecycle` (only when `inferenceLifecycle` is granted; otherwise nothing is sent). */
+  async lifecycle(params: JsonObject & { inferenceId: string; phase: string }): Promise<void> {
+    this.#requireMcpl();
+    if (!this.#established || !this.#grant.has('inferenceLifecycle')) return;
+    await notify(this.client, 'inference/lifecycle', params);
+  }
+
+  /**
+   * Opens a channel (`channels/open`) by id or by `{type, address}`, optionally with history.
+   *
+   * @throws McplError gating codes (`channels.lifecycle`), `MCPL_PEER_ERROR` (`-32023`, `-32024`).
+   */
+  async openChannel(
+    target: { channelId: string } | { type: string; address?: JsonValue },
+    options: { history?: ChannelHistoryRequest; metadata?: JsonObject } = {},
+  ): Promise<{ channel: ChannelDescriptor; history?: ChannelMessage[]; historyTruncated?: boolean }> {
+    this.#requireGrant('channels.lifecycle');
+    const params: Record<string, unknown> = { ...target };
+    if (options.history !== undefined) params.history = options.history;
+    if (options.metadata !== undefined) params.metadata = options.metadata;
+    const result = await request(this.client, 'channels/open', params, this.#timeout());
+    if (!isPlainObject(result.channel) || typeof result.channel.id !== 'string') {
+      throw new McplError('MCPL_BAD_RESPONSE', 'channels/open: the result has no channel');
+    }
+    const channel = result.channel as unknown as ChannelDescriptor;
+    this.#channels.set(channel.id, channel);
+    return result as unknown as {
+      channel: ChannelDescriptor;
+      history?: ChannelMessage[];
+      historyTruncated?: boolean;
+    };
+  }
+
+  /**
+   * Closes a channel (`channels/close`).
+   *
+   * @throws McplError gating codes (`channels.lifecycle`), `MCPL_PEER_ERROR`.
+   */
+  async closeChannel(channelId: string): Promise<{ closed: boolean }> {
+    this.#requireGrant('channels.lifecycle');
+    const result = await request(this.client, 'channels/close', { channelId }, this.#timeout());
+    return { closed: result.closed === true };
+  }
+
+  /**
+   * Asks the server to deliver content to a channel (`channels/publish`): as a Request with
+   * `ack` (the default), returning `{ delivered, messageId }`, or as a Notification.
+   *
+   * @throws McplError gating codes (`channels.publish`), `MCPL_UNKNOWN_CHANNEL` for a channel
+   * not registered here, `MCPL_PEER_ERROR`.
+   */
+  async publish(
+    params: {
+      channelId: string;
+      content: ContentBlock[] | string;
+      conversationId?: string;
+      stream?: boolean;
+    },
+    options: { ack?: boolean } = {},
+  ): Promise<{ delivered: boolean; messageId?: string } | undefined> {
+    this.#requireGrant('channels.publish');
+    if (!this.#channels.has(params.channelId)) {
+      throw new McplError('MCPL_UNKNOWN_CHANNEL', `channel ${params.channelId} is not registered`);
+    }
+    const content =
+      typeof params.content === 'string' ? [{ type: 'text', text: params.content }] : params.content;
+    const body = { ...params, content };
+    if (options.ack === false) {
+      await notify(this.client, 'channels/publish', body);
+      return undefined;
+    }
+    const result = await request(this.client, 'channels/publish', body, this.#timeout());
+    return result as { delivered: boolean; messageId?: string };
+  }
+
+  /**
+   * Sends `channels/acknowledge`.
+   *
+   * @throws McplError gating codes (`channels.acknowledge`), `MCPL_PEER_ERROR`.
+   */
+  async acknowledge(params: { channelId: string; messageId: string; intent: string; value?: string }) {
+    this.#requireGrant('channels.acknowledge');
+    return request(this.client, 'channels/acknowledge', { ...params }, this.#timeout());
+  }
+
+  /**
+   * Sends `channels/typing` as a Notification.
+   *
+   * @throws McplError gating codes (`channels.typing`).
+   */
+  async typing(params: JsonObject & { channelId: string }): Promise<void> {
+    this.#requireGrant('channels.typing');
+    await notify(this.client, 'channels/typing', params);
+  }
+
+  /**
+   * Streams moderated outgoing text to the channel's server (`channels/outgoing/chunk`).
+   *
+   * @throws McplError gating codes (`channels.streaming`).
+   */
+  async outgoingChunk(params: {
+    inferenceId: string;
+    conversationId: string;
+    channelId: string;
+    index: number;
+    delta: string;
+  }): Promise<void> {
+    this.#requireGrant('channels.streaming');
+    await notify(this.client, 'channels/outgoing/chunk', { ...params });
+  }
+
+  /**
+   * Closes an outgoing stream (`channels/outgoing/complete`) with the full moderated content.
+   *
+   * @throws McplError gating codes (`channels.streaming`).
+   */
+  async outgoingComplete(params: {
+    inferenceId: string;
+    conversationId: string;
+    channelId: string;
+    content: ContentBlock[];
+  }): Promise<void> {
+    this.#requireGrant('channels.streaming');
+    await notify(this.client, 'channels/outgoing/complete', { ...params });
+  }
+
+  /**
+   * Asks the server to roll a feature set back to a checkpoint (`state/rollback`).
+   *
+   * @throws McplError `MCPL_PEER_ERROR` (`-32005` for an unknown checkpoint), `MCPL_TIMEOUT`.
+   */
+  async rollback(params: { checkpoint: string; featureSet?: string }): Promise<{
+    checkpoint: string;
+    success: boolean;
+    reason?: string;
+  }> {
+    this.#requireMcpl();
+    const result = await request(this.client, 'state/rollback', { ...params }, this.#timeout());
+    return result as { checkpoint: string; success: boolean; reason?: string };
+  }
+
+  /**
+   * Fetches the server's current manifest (`mcpl/manifest`, §17.4), diffs it against the one in
+   * force and applies removals at once: a granted capability the server stopped advertising is
+   * revoked here. Additions never widen the grant; that takes a new {@link setPolicy}.
+   *
+   * @throws McplError `MCPL_PEER_ERROR`, `MCPL_TIMEOUT`; an unparseable answer leaves the old manifest standing.
+   */
+  async fetchManifest(): Promise<ManifestFetch> {
+    this.#requireMcpl();
+    const manifest = (await request(this.client, 'mcpl/manifest', {}, this.#timeout())) as JsonObject;
+    const previous = this.#manifest ?? {};
+    let revisionMatches = false;
+    try {
+      revisionMatches = manifestRevision(manifest) === manifest.revision;
+    } catch {
+      revisionMatches = false;
+    }
+    const domains = changedDomains(previous, manifest);
+    const before = this.#advertised();
+    this.#adopt(manifest);
+    const after = this.#advertised();
+    const revoked = [...before].filter((path) => !after.has(path) && this.#grant.has(path));
+    if (revoked.length > 0) {
+      const current = this.#grant;
+      this.#grant = { has: (path: string) => current.has(path) && after.has(path) };
+    }
+    if (!revisionMatches)
+      this.#logger.warn('the manifest revision does not match its digest (conformance defect)');
+    return { manifest, domains, revisionMatches, revoked };
+  }
+
+  /**
+   * Lists the server's channels (`channels/list`, host → server).
+   *
+   * @throws McplError gating codes (`channels.register`), `MCPL_PEER_ERROR`.
+   */
+  async listChannels(): Promise<ChannelDescriptor[]> {
+    this.#requireGrant('channels.register');
+    const result = await request(this.client, 'channels/list', {}, this.#timeout());
+    return Array.isArray(result.channels) ? (result.channels as unknown as ChannelDescriptor[]) : [];
+  }
+
+  /** Lists the server's tools (`tools/list`). */
+  async listTools(): Promise<Tool[]> {
+    const result = await this.client.request({ method: 'tools/list', params: {} }, ListToolsResultSchema);
+    return result.tools;
+  }
+
+  /**
+   * Calls a tool (`tools/call`) and returns the raw result, `state` included. `state` and
+   * `checkpoint` are sent beside the arguments when given (§8.4).
+   *
+   * @throws McplError `MCPL_PEER_ERROR` (`-32002`, `-32001`, unknown tool), `MCPL_TIMEOUT`.
+   */
+  async callTool(
+    name: string,
+    args: Record<string, unknown> = {},
+    extra: { state?: JsonValue; checkpoint?: string } = {},
+  ): Promise<CallToolResult & { state?: JsonObject }> {
+    const result = await request(
+      this.client,
+      'tools/call',
+      { name, arguments: args, ...extra },
+      this.#timeout(),
+    );
+    const parsed = CallToolResultSchema.safeParse(result);
+    if (!parsed.success)
+      throw new McplError('MCPL_BAD_RESPONSE', 'tools/call: the result is not a tool result');
+    return parsed.data as CallToolResult & { state?: JsonObject };
+  }
+
+  /** Closes the connection. */
+  async close(): Promise<void> {
+    await this.client.close();
+  }
+
+  // ---- server → host -----------------------------------------------------------------------
+
+  #serve(method: string, capability: string, handler: (params: Record<string, unknown>) => unknown): void {
+    this.#methods.request(method, async (raw) => {
+      if (this.#manifest === undefined) throw rpcError(McplRpcCode.MethodNotFound, 'Method not found');
+      // Before the policy, and outside it, privileged methods are refused (§5.3, §5.4).
+      if (!this.#established || !this.#grant.has(capability)) throw capabilityDenied(capability);
+      const params = raw === undefined ? {} : raw;
+      if (!isPlainObject(params))
+        throw rpcError(McplRpcCode.InvalidParams, `${method}: params must be an object`);
+      try {
+        return (await handler(params)) as Record<string, unknown>;
+      } catch (err) {
+        if (err instanceof McpError) throw err;
+        this.#logger.error('a host handler failed', { method, error: errorCode(err) });
+        throw rpcError(McplRpcCode.InternalError, `${method} failed`);
+      }
+    });
+  }
+
+  #authorize(descriptor: unknown): { id: string; accepted: boolean; reason?: string } {
+    if (
+      !isPlainObject(descriptor) ||
+      typeof descriptor.id !== 'string' ||
+      typeof descriptor.type !== 'string'
+    ) {
+      return {
+        id: isPlainObject(descriptor) ? String(descriptor.id) : '',
+        accepted: false,
+        reason: 'malformed',
+      };
+    }
+    const verdict =
+      this.#options.handlers?.authorizeChannel?.(descriptor as unknown as ChannelDescriptor) ?? true;
+    if (verdict === true) {
+      this.#channels.set(descriptor.id, descriptor as unknown as ChannelDescriptor);
+      return { id: descriptor.id, accepted: true };
+    }
+    this.#channels.delete(descriptor.id);
+    return {
+      id: descriptor.id,
+      accepted: false,
+      reason: verdict === false ? 'capability_denied' : verdict.reason,
+    };
+  }
+
+  #applyChange(params: Record<string, unknown>): { id: string; accepted: boolean; reason?: string }[] {
+    const results: { id: string; accepted: boolean; reason?: string }[] = [];
+    for (const list of [params.added, params.updated]) {
+      if (Array.isArray(list)) for (const descriptor of list) results.push(this.#authorize(descriptor));
+    }
+    if (Array.isArray(params.removed)) {
+      for (const id of params.removed) if (typeof id === 'string') this.#channels.delete(id);
+    }
+    return results;
+  }
+
+  #install(): void {
+    this.client.onclose = () => {
+      if (this.#closed) return;
+      this.#closed = true;
+      this.#emit('close');
+    };
+    this.client.onerror = (err) => this.#logger.warn('protocol error', { error: err.message.slice(0, 300) });
+
+    this.#serve('push/event', 'pushEvents', async (params) => {
+      const featureSet = params.featureSet;
+      if (typeof featureSet !== 'string' || typeof params.eventId !== 'string') {
+        throw rpcError(McplRpcCode.InvalidParams, 'push/event: featureSet and eventId are required');
+      }
+      const declaration = this.#declarations[featureSet];
+      if (declaration === undefined) throw rpcError(McplRpcCode.UnknownFeatureSet, undefined, { featureSet });
+      if (!hasValidUses(declaration) || !(declaration.uses as string[]).includes('pushEvents')) {
+        this.#logger.warn('declaration mismatch: a push under a feature set that does not use pushEvents', {
+          featureSet,
+        });
+        throw rpcError(McplRpcCode.CapabilityDenied, undefined, { capability: 'pushEvents', featureSet });
+      }
+      if (!this.featureSets.some((status) => status.name === featureSet && status.enabled)) {
+        throw rpcError(McplRpcCode.FeatureSetNotEnabled, undefined, { featureSet });
+      }
+      const payload = params.payload;
+      if (
+        !isPlainObject(payload) ||
+        !Array.isArray(payload.content) ||
+        !payload.content.every(isContentBlock)
+      ) {
+        throw rpcError(McplRpcCode.InvalidParams, 'push/event: payload.content must be content blocks');
+      }
+      if (this.#seenEvents.has(params.eventId)) return { accepted: true };
+      this.#seenEvents.add(params.eventId);
+      const tags = Array.isArray(params.tags) ? closeTagsLeniently(params.tags) : [];
+      const event: ReceivedPushEvent = {
+        featureSet,
+        eventId: params.eventId,
+        timestamp: typeof params.timestamp === 'string' ? params.timestamp : '',
+        payload: { content: payload.content as ContentBlock[] },
+        tags,
+      };
+      if (isPlainObject(params.origin)) event.origin = params.origin as JsonObject;
+      const verdict = (await this.#options.handlers?.pushEvent?.(event)) ?? { accepted: true };
+      if (verdict.accepted) this.#emit('push', event);
+      return { ...verdict };
+    });
+
+    this.#serve('channels/register', 'channels.register', (params) => {
+      const channels = Array.isArray(params.channels) ? params.channels : [];
+      const results = channels.map((descriptor) => this.#authorize(descriptor));
+      this.#emit('channels');
+      return { results };
+    });
+
+    this.#serve('channels/changed', 'channels.register', (params) => {
+      const results = this.#applyChange(params);
+      this.#emit('channels');
+      return { results };
+    });
+    this.#methods.notification('channels/changed', (params) => {
+      if (!this.#established || !this.#grant.has('channels.register') || !isPlainObject(params)) {
+        this.#logger.warn('dropped channels/changed: channels.register is not granted');
+        return;
+      }
+      const refused = this.#applyChange(params).filter((result) => !result.accepted);
+      if (refused.length > 0) {
+        this.#logger.warn('filtered descriptors from a channels/changed notification', {
+          refused: refused.map((result) => result.id).join(','),
+        });
+      }
+      this.#emit('channels');
+    });
+
+    this.#serve('channels/list', 'channels.register', () => ({ channels: this.channels }));
+
+    this.#serve('channels/incoming', 'channels.incoming', async (params) => {
+      const messages = Array.isArray(params.messages) ? params.messages : [];
+      const results: Record<string, unknown>[] = new Array(messages.length);
+      const admitted: ChannelMessage[] = [];
+      const slots: number[] = [];
+      messages.forEach((message, index) => {
+        const messageId =
+          isPlainObject(message) && typeof message.messageId === 'string' ? message.messageId : '';
+        // Validated at receipt against the registered channel, not the id the message claims alone.
+        if (
+          !isPlainObject(message) ||
+          typeof message.channelId !== 'string' ||
+          !this.#channels.has(message.channelId)
+        ) {
+          results[index] = { messageId, accepted: false, reason: 'unknown_channel' };
+          return;
+        }
+        const tags = Array.isArray(message.tags) ? closeTagsLeniently(message.tags) : undefined;
+        admitted.push({ ...(message as unknown as ChannelMessage), ...(tags === undefined ? {} : { tags }) });
+        slots.push(index);
+      });
+      const verdicts =
+        admitted.length === 0
+          ? []
+          : ((await this.#options.handlers?.incoming?.(admitted)) ??
+            admitted.map(() => ({ accepted: true })));
+      slots.forEach((slot, position) => {
+        const verdict = verdicts[position] ?? { accepted: false, reason: 'no verdict' };
+        results[slot] = { messageId: (admitted[position] as ChannelMessage).messageId, ...verdict };
+      });
+      const accepted = admitted.filter((_message, position) => verdicts[position]?.accepted === true);
+      if (accepted.length > 0) this.#emit('incoming', accepted);
+      return { results };
+    });
+
+    this.#serve('model/info', 'modelInfo', () => {
+      const info = this.#options.handlers?.modelInfo;
+      if (info === undefined)
+        throw rpcError(McplRpcCode.MethodNotFound, 'model/info is not offered by this host');
+      return info;
+    });
+
+    this.#serve('inference/request', 'inferenceRequest', (params) => {
+      const handler = this.#options.handlers?.inferenceRequest;
+      if (handler === undefined)
+        throw rpcError(McplRpcCode.MethodNotFound, 'inference/request is not offered by this host');
+      return handler(params as JsonObject);
+    });
+
+    this.#methods.notification('mcpl/manifestChanged', (params) => {
+      if (!isPlainObject(params) || typeof params.revision !== 'string' || !Array.isArray(params.domains)) {
+        this.#logger.warn('dropped a malformed mcpl/manifestChanged');
+        return;
+      }
+      this.#emit(
+        'manifestChanged',
+        params.revision,
+        params.domains.filter((domain): domain is string => typeof domain === 'string'),
+      );
+    });
+  }
+}
+
+/** The closure of §16.3 over tags a producer sent; un-namespaced ones are dropped, not fatal. */
+function closeTagsLeniently(tags: unknown[]): string[] {
+  // A producer must namespace its tags; a bare one is ignored rather than fatal.
+  return closeTags(tags.filter(isTag));
+}

@@ -1,0 +1,47 @@
+import { expect, it } from 'vitest';
+import * as api from '../src/index.js';
+
+// The public surface, recorded: adding or removing an export is an API decision for review.
+it('exports exactly the recorded surface', () => {
+  expect(Object.keys(api).sort()).toEqual([
+    'CAPABILITY_PATHS',
+    'CapabilityGrant',
+    'CheckpointLog',
+    'ChildProcessTransport',
+    'DEFAULT_MAX_LINE_BYTES',
+    'MCPL_VERSION',
+    'McplError',
+    'McplHost',
+    'McplRpcCode',
+    'McplServer',
+    'McplSession',
+    'NdjsonTransport',
+    'PolicyMalformed',
+    'advertisedPaths',
+    'canonicalJson',
+    'canonicalizeManifest',
+    'capabilityDenied',
+    'changedDomains',
+    'closeTags',
+    'compareUtf8',
+    'composeManifest',
+    'connectTcp',
+    'deriveFeatureSets',
+    'detectHostDialect',
+    'featureSetSelected',
+    'hasValidUses',
+    'isCapabilityPath',
+    'isIdentifier',
+    'listenTcp',
+    'manifestRevision',
+    'parsePolicyUpdate',
+    'patternMatches',
+    'presentManifest',
+    'rpcError',
+    'silentMcplLogger',
+    'sortSet',
+    'spawnStdioTransport',
+    'stdioServerTransport',
+    'withCheckpoint',
+  ]);
+});
