@@ -54,3 +54,15 @@ export function checkedOk(
 export function expiredSignal(): AbortSignal {
   return AbortSignal.abort(new DOMException('The deadline passed.', 'TimeoutError'));
 }
+
+/**
+ * Asserts a successful result fits the page budget whichever field a client shows the model: its
+ * text, and the JSON of its whole structured result (`{ text, ...data }`).
+ */
+export function expectWithinBudget(result: ToolCallOutcome, budgetBytes: number): void {
+  if (result.isError === true) throw new Error(`expected a result, got ${result.code}: ${result.text}`);
+  expect(Buffer.byteLength(result.text), 'text bytes').toBeLessThanOrEqual(budgetBytes);
+  expect(Buffer.byteLength(JSON.stringify(result.structured)), 'structured JSON bytes').toBeLessThanOrEqual(
+    budgetBytes,
+  );
+}

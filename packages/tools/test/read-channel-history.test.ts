@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ToolCallOutcome } from '../src/host.js';
 import { encodeCursor } from '../src/page.js';
 import type { ToolFailure } from '../src/tool.js';
-import { checkedOk, expiredSignal } from './call.js';
+import { checkedOk, expectWithinBudget, expiredSignal } from './call.js';
 import { type Harness, startHarness } from './harness.js';
 
 // "Now" is 2026-09-14 11:42:52 in Helsinki (UTC+3).
@@ -10,20 +11,23 @@ const NOW = Date.UTC(2026, 8, 14, 8, 42, 52);
 const local = (day: number, hour: number, minute = 0) => Date.UTC(2026, 8, day, hour - 3, minute) / 1000;
 
 interface History {
-  conversation: string;
-  range: { from: string; to: string; time_zone: string };
-  messages: { id: number }[];
+  from: string;
+  to: string;
+  ids: number[];
   hidden: number;
   truncated: boolean;
   has_more: boolean;
   next_cursor: string | null;
 }
 
-async function ok(h: Harness, args: Record<string, unknown>): Promise<{ text: string; out: History }> {
+async function ok(
+  h: Harness,
+  args: Record<string, unknown>,
+): Promise<{ text: string; out: History; result: ToolCallOutcome }> {
   const r = await h.call('get_channel_history', args);
   if (r.isError) throw new Error(`get_channel_history failed: ${r.text}`);
   const { structured } = checkedOk(h.tools, 'get_channel_history', r);
-  return { text: r.text, out: structured as unknown as History };
+  return { text: r.text, out: structured as unknown as History, result: r };
 }
 
 async function fail(h: Harness, args: Record<string, unknown>, signal?: AbortSignal): Promise<ToolFailure> {
@@ -32,7 +36,7 @@ async function fail(h: Harness, args: Record<string, unknown>, signal?: AbortSig
   return r as ToolFailure;
 }
 
-const ids = (o: History) => o.messages.map((m) => m.id);
+const ids = (o: History) => o.ids;
 
 describe('get_channel_history', () => {
   let h: Harness;
@@ -65,15 +69,12 @@ describe('get_channel_history', () => {
   it('reads today in the agent time zone by default', async () => {
     const { text, out } = await ok(h, { stream: 'general' });
     expect(ids(out)).toEqual([at.todayEarly, at.todayMorning]);
-    expect(out.range).toEqual({
-      from: '2026-09-14T00:00:00+03:00',
-      to: '2026-09-15T00:00:00+03:00',
-      time_zone: 'Europe/Helsinki',
-    });
+    expect(out).toMatchObject({ from: '2026-09-14T00:00:00+03:00', to: '2026-09-15T00:00:00+03:00' });
     const lines = text.split('\n');
     expect(lines[0]).toContain(
-      '2 messages in #general between 2026-09-14T00:00:00+03:00 and 2026-09-15T00:00:00+03:00',
+      '2 messages in #general between 2026-09-14T00:00:00+03:00 and 2026-09-15T00:00:00+03:00 (Europe/Helsinki)',
     );
+    expect(lines).toHaveLength(3);
     expect(lines[1]).toBe(
       `[2026-09-14T00:10:00+03:00 id=${at.todayEarly}] [#general > ops] Ann Lee: just after midnight`,
     );
@@ -91,13 +92,14 @@ describe('get_channel_history', () => {
     ]);
     const range = await ok(h, { stream: 'general', when: '2026-09-11..2026-09-13' });
     expect(ids(range.out)).toEqual([at.threeDaysAgo, at.yesterdayMorning, at.yesterdayLate]);
-    expect(range.out.range.to).toBe('2026-09-14T00:00:00+03:00');
+    expect(range.out).toMatchObject({ from: '2026-09-11T00:00:00+03:00', to: '2026-09-14T00:00:00+03:00' });
     expect(ids((await ok(h, { stream: 'general', when: '2026-09-12' })).out)).toEqual([]);
   });
 
   it('narrows to a topic', async () => {
-    const { out } = await ok(h, { stream: 'general', topic: 'ops', when: 'last 7 days' });
-    expect(out.conversation).toBe('#general > ops');
+    const { text, out } = await ok(h, { stream: 'general', topic: 'ops', when: 'last 7 days' });
+    expect(text.split('\n')[0]).toMatch(/^3 messages in #general > ops between /);
+    expect(text).not.toContain('[#general > chat]');
     expect(ids(out)).toEqual([at.threeDaysAgo, at.yesterdayMorning, at.todayEarly]);
   });
 
@@ -149,7 +151,7 @@ describe('get_channel_history', () => {
 
 describe('get_channel_history with a small page budget', () => {
   it('cuts the page and continues within the range', async () => {
-    const h = await startHarness({ pageBudgetBytes: 600, now: () => NOW, sim: { now: () => NOW } });
+    const h = await startHarness({ pageBudgetBytes: 1024, now: () => NOW, sim: { now: () => NOW } });
     try {
       const today: number[] = [];
       for (let i = 0; i < 8; i++) {
@@ -166,7 +168,8 @@ describe('get_channel_history with a small page budget', () => {
       }
       const first = await ok(h, { stream: 'dev', limit: 200 });
       expect(first.out.truncated).toBe(true);
-      expect(ids(first.out)).toEqual(today.slice(0, first.out.messages.length));
+      expectWithinBudget(first.result, 1024);
+      expect(ids(first.out)).toEqual(today.slice(0, first.out.ids.length));
       const seen = [...ids(first.out)];
       let cursor = first.out.next_cursor;
       while (cursor !== null) {

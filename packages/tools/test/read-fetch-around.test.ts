@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ToolCallOutcome } from '../src/host.js';
 import { encodeCursor } from '../src/page.js';
 import type { ToolFailure } from '../src/tool.js';
-import { checkedOk, expiredSignal } from './call.js';
+import { checkedOk, expectWithinBudget, expiredSignal } from './call.js';
 import { type Harness, startHarness } from './harness.js';
 
 interface Window {
-  conversation: string;
   anchor_id: number;
-  messages: { id: number }[];
+  ids: number[];
   hidden: number;
   truncated: boolean;
   has_older: boolean;
@@ -16,11 +16,14 @@ interface Window {
   newer_cursor: string | null;
 }
 
-async function ok(h: Harness, args: Record<string, unknown>): Promise<{ text: string; win: Window }> {
+async function ok(
+  h: Harness,
+  args: Record<string, unknown>,
+): Promise<{ text: string; win: Window; result: ToolCallOutcome }> {
   const r = await h.call('fetch_around', args);
   if (r.isError) throw new Error(`fetch_around failed: ${r.text}`);
   const { structured } = checkedOk(h.tools, 'fetch_around', r);
-  return { text: r.text, win: structured as unknown as Window };
+  return { text: r.text, win: structured as unknown as Window, result: r };
 }
 
 async function fail(h: Harness, args: Record<string, unknown>, signal?: AbortSignal): Promise<ToolFailure> {
@@ -29,7 +32,13 @@ async function fail(h: Harness, args: Record<string, unknown>, signal?: AbortSig
   return r as ToolFailure;
 }
 
-const ids = (w: Window) => w.messages.map((m) => m.id);
+const ids = (w: Window) => w.ids;
+/** The ids of the message lines of a text, in order. */
+const lineIds = (text: string) =>
+  text
+    .split('\n')
+    .slice(1)
+    .map((l) => Number(/ id=(\d+)\]/.exec(l)?.[1]));
 
 describe('fetch_around', () => {
   let h: Harness;
@@ -57,11 +66,11 @@ describe('fetch_around', () => {
   it('centres a window on the message within its own topic and marks the anchor', async () => {
     const anchor = topic[4] as number;
     const { text, win } = await ok(h, { message_id: anchor, before: 2, after: 2 });
-    expect(win.conversation).toBe('#general > deploys');
     expect(win.anchor_id).toBe(anchor);
     // The other topic's message between them is not part of the conversation; the /nobots one is hidden.
     expect(ids(win)).toEqual(topic.slice(2, 7));
     expect(win.hidden).toBe(1);
+    expect(lineIds(text)).toEqual(ids(win));
     const lines = text.split('\n');
     expect(lines[0]).toMatch(
       /^5 messages around id \d+ in #general > deploys .*the anchor marked →; 1 message hidden/,
@@ -165,8 +174,9 @@ describe('fetch_around with DMs open and a small page', () => {
       const b = send(bot.userId, [ann.userId], 'two');
       const c = send(ann.userId, [bot.userId], 'three');
       const { text, win } = await ok(h, { message_id: b });
-      expect(win.conversation).toBe('DM with Ann Lee');
+      expect(text.split('\n')[0]).toMatch(/^3 messages around id \d+ in DM with Ann Lee /);
       expect(ids(win)).toEqual([a, b, c]);
+      expect(lineIds(text)).toEqual([a, b, c]);
       expect(text).toContain(`→ [`);
       expect(text).not.toContain('elsewhere');
     } finally {
@@ -175,14 +185,15 @@ describe('fetch_around with DMs open and a small page', () => {
   });
 
   it('keeps the window centred on the anchor when the budget cuts it, and continues from the cut', async () => {
-    const h = await startHarness({ pageBudgetBytes: 700 });
+    const h = await startHarness({ pageBudgetBytes: 1024 });
     try {
       const all: number[] = [];
       for (let i = 0; i < 11; i++)
         all.push(h.post(h.realm.ann, 'dev', 'wide', `message ${i} ${'z'.repeat(50)}`));
       const anchor = all[5] as number;
-      const { text, win } = await ok(h, { message_id: anchor, before: 5, after: 5 });
+      const { text, win, result } = await ok(h, { message_id: anchor, before: 5, after: 5 });
       expect(win.truncated).toBe(true);
+      expectWithinBudget(result, 1024);
       const got = ids(win);
       expect(got).toContain(anchor);
       expect(got.length).toBeLessThan(all.length);

@@ -1,27 +1,31 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ToolCallOutcome } from '../src/host.js';
 import { encodeCursor } from '../src/page.js';
 import type { ToolFailure } from '../src/tool.js';
-import { checkedOk, expiredSignal } from './call.js';
+import { checkedOk, expectWithinBudget, expiredSignal } from './call.js';
 import { type Harness, startHarness } from './harness.js';
 
 // 2026-09-14 08:42:52 UTC, 11:42:52 in Helsinki.
 const T = Date.UTC(2026, 8, 14, 8, 42, 52);
 
 interface Page {
-  conversation: string;
-  messages: { id: number; content: string; topic?: string }[];
+  ids: number[];
   hidden: number;
   truncated: boolean;
   has_more: boolean;
   next_cursor: string | null;
+  direction: 'older' | 'newer';
 }
 
-async function ok(h: Harness, args: Record<string, unknown>): Promise<{ text: string; page: Page }> {
+async function ok(
+  h: Harness,
+  args: Record<string, unknown>,
+): Promise<{ text: string; page: Page; result: ToolCallOutcome }> {
   const r = await h.call('fetch_history', args);
   if (r.isError) throw new Error(`fetch_history failed: ${r.text}`);
   // The structured result is exactly what the output schema describes (the app rejects a mismatch).
   const { structured } = checkedOk(h.tools, 'fetch_history', r);
-  return { text: r.text, page: structured as unknown as Page };
+  return { text: r.text, page: structured as unknown as Page, result: r };
 }
 
 async function fail(h: Harness, args: Record<string, unknown>, signal?: AbortSignal): Promise<ToolFailure> {
@@ -68,7 +72,7 @@ describe('fetch_history', () => {
   it('prints one message line per message in the shared shape', async () => {
     const { text, page } = await ok(h, { stream: 'general', topic: 'deploys', limit: 1 });
     const last = deploys[deploys.length - 1];
-    expect(page.messages.map((m) => m.id)).toEqual([last]);
+    expect(page.ids).toEqual([last]);
     const lines = text.split('\n');
     expect(lines).toHaveLength(2);
     expect(lines[0]).toMatch(
@@ -79,10 +83,20 @@ describe('fetch_history', () => {
 
   it('reads the newest messages first, lists them oldest to newest, and continues older with the cursor', async () => {
     const first = await ok(h, { stream: 'general', topic: 'deploys', limit: 5 });
-    expect(first.page.messages.map((m) => m.id)).toEqual(deploys.slice(-5));
-    expect(first.page).toMatchObject({ conversation: '#general > deploys', has_more: true, hidden: 0 });
+    expect(first.page.ids).toEqual(deploys.slice(-5));
+    expect(first.page).toMatchObject({ has_more: true, hidden: 0, direction: 'older' });
+    expect(first.text.split('\n')[0]).toMatch(
+      /^5 messages in #general > deploys \(ids \d+–\d+\), oldest first\./,
+    );
+    // One line per message, in the order of the ids.
+    expect(
+      first.text
+        .split('\n')
+        .slice(1)
+        .map((l) => Number(/ id=(\d+)\]/.exec(l)?.[1])),
+    ).toEqual(first.page.ids);
     const pages = await allPages(h, { stream: 'general', topic: 'deploys', limit: 5 });
-    const seen = pages.flatMap((p) => p.messages.map((m) => m.id)).sort((a, b) => a - b);
+    const seen = pages.flatMap((p) => p.ids).sort((a, b) => a - b);
     expect(seen).toEqual(deploys);
     expect(pages.reduce((n, p) => n + p.hidden, 0)).toBe(1);
     expect(pages[pages.length - 1]?.next_cursor).toBeNull();
@@ -91,7 +105,7 @@ describe('fetch_history', () => {
 
   it('reads forwards from after, and the window between after and before', async () => {
     const forwards = await ok(h, { stream: 'general', topic: 'deploys', after: deploys[2], limit: 3 });
-    expect(forwards.page.messages.map((m) => m.id)).toEqual(deploys.slice(3, 6));
+    expect(forwards.page.ids).toEqual(deploys.slice(3, 6));
     expect(forwards.text.split('\n')[0]).toContain('Newer messages remain');
     const next = await ok(h, {
       stream: 'general',
@@ -101,7 +115,7 @@ describe('fetch_history', () => {
       cursor: forwards.page.next_cursor,
     });
     // The /nobots message sits between step 5 and step 6: it is skipped and counted.
-    expect(next.page.messages.map((m) => m.id)).toEqual(deploys.slice(6, 9));
+    expect(next.page.ids).toEqual(deploys.slice(6, 9));
     expect(next.page.hidden).toBe(1);
 
     const window = await ok(h, {
@@ -110,18 +124,18 @@ describe('fetch_history', () => {
       after: deploys[0],
       before: deploys[3],
     });
-    expect(window.page.messages.map((m) => m.id)).toEqual(deploys.slice(1, 3));
+    expect(window.page.ids).toEqual(deploys.slice(1, 3));
     expect(window.page).toMatchObject({ has_more: false, next_cursor: null });
 
     const fromStart = await ok(h, { stream: 'general', topic: 'deploys', after: 0, limit: 2 });
-    expect(fromStart.page.messages.map((m) => m.id)).toEqual(deploys.slice(0, 2));
+    expect(fromStart.page.ids).toEqual(deploys.slice(0, 2));
   });
 
   it('reads a whole stream, leaving /nobots topics out', async () => {
     // The /nobots topic's message is left out and counted; the read goes one further to fill the limit.
     const { text, page } = await ok(h, { stream: 'general', limit: 3 });
-    expect(page.conversation).toBe('#general');
-    expect(page.messages.map((m) => m.id)).toEqual([deploys[deploys.length - 1], emptyTopic, otherTopic]);
+    expect(text.split('\n')[0]).toMatch(/^3 messages in #general \(ids /);
+    expect(page.ids).toEqual([deploys[deploys.length - 1], emptyTopic, otherTopic]);
     expect(page.hidden).toBe(1);
     expect(text).not.toContain('private feelings');
   });
@@ -129,15 +143,15 @@ describe('fetch_history', () => {
   it('reads the empty topic as "" or "(no topic)"', async () => {
     for (const topic of ['', '(no topic)']) {
       const { text, page } = await ok(h, { stream: 'general', topic });
-      expect(page.messages.map((m) => m.id)).toEqual([emptyTopic]);
-      expect(page.messages[0]?.topic).toBe('');
+      expect(page.ids).toEqual([emptyTopic]);
+      expect(text.split('\n')[0]).toMatch(/^1 message in #general > \(no topic\) /);
       expect(text).toContain(`id=${emptyTopic}] [#general > (no topic)] Bo Chen: no topic here`);
     }
   });
 
   it('hides /nobots messages and refuses a /nobots topic as not found', async () => {
     const { text, page } = await ok(h, { stream: 'general', topic: 'deploys', limit: 200 });
-    expect(page.messages.map((m) => m.id)).not.toContain(nobots);
+    expect(page.ids).not.toContain(nobots);
     expect(page.hidden).toBe(1);
     expect(text).not.toContain('keep this away');
     expect(text.split('\n')[0]).toContain('1 message hidden');
@@ -216,7 +230,7 @@ describe('fetch_history', () => {
     expect((await fail(h, { ...args, cursor: wrongWay })).code).toBe('TOOLS_INVALID_CURSOR');
     // The limit may change between pages; the cursor still continues.
     const more = await ok(h, { ...args, limit: 3, cursor });
-    expect(more.page.messages.map((m) => m.id)).toEqual(deploys.slice(-5, -2));
+    expect(more.page.ids).toEqual(deploys.slice(-5, -2));
   });
 
   it('gives a forged cursor no authority: the read it leads to passes the policy again', async () => {
@@ -263,22 +277,25 @@ describe('fetch_history with a small page budget', () => {
   });
 
   it('cuts the page to the budget and continues exactly where it stopped', async () => {
-    const { text, page } = await ok(h, { stream: 'dev', topic: 'long', limit: 200 });
+    const { text, page, result } = await ok(h, { stream: 'dev', topic: 'long', limit: 200 });
     expect(page.truncated).toBe(true);
-    expect(page.messages.length).toBeGreaterThan(0);
-    expect(page.messages.length).toBeLessThan(ids.length);
-    expect(page.messages.map((m) => m.id)).toEqual(ids.slice(-page.messages.length));
+    expectWithinBudget(result, 600);
+    expect(page.ids.length).toBeGreaterThan(0);
+    expect(page.ids.length).toBeLessThan(ids.length);
+    expect(page.ids).toEqual(ids.slice(-page.ids.length));
     expect(text.split('\n')[0]).toContain('cut to fit the page');
     const pages = await allPages(h, { stream: 'dev', topic: 'long', limit: 200 });
     expect(pages.length).toBeGreaterThan(2);
-    const seen = pages.flatMap((p) => p.messages.map((m) => m.id)).sort((a, b) => a - b);
+    const seen = pages.flatMap((p) => p.ids).sort((a, b) => a - b);
     expect(seen).toEqual(ids);
+    for (const p of pages) expect(p.truncated || p.next_cursor === null).toBe(true);
   });
 
   it('cuts a single message longer than the page with an explicit marker', async () => {
     const big = h.post(h.realm.bo, 'dev', 'huge', `start ${'y'.repeat(2000)} end`);
-    const { text, page } = await ok(h, { stream: 'dev', topic: 'huge' });
-    expect(page.messages.map((m) => m.id)).toEqual([big]);
+    const { text, page, result } = await ok(h, { stream: 'dev', topic: 'huge' });
+    expectWithinBudget(result, 600);
+    expect(page.ids).toEqual([big]);
     expect(page.truncated).toBe(true);
     expect(text).toMatch(/\[… truncated, \d+ more bytes\]$/);
     expect(text).not.toContain(' end');
@@ -291,7 +308,7 @@ describe('fetch_history with an allowlist', () => {
     try {
       const id = h.post(h.realm.ann, 'secret', 'plans', 'the plan');
       const { page } = await ok(h, { stream: 'secret', topic: 'plans' });
-      expect(page.messages.map((m) => m.id)).toEqual([id]);
+      expect(page.ids).toEqual([id]);
       expect((await fail(h, { stream: 'hidden' })).isError).toBe(true);
       expect((await fail(h, { dm: [h.realm.bo.userId] })).code).toBe('CORE_ACCESS_DENIED');
     } finally {
@@ -317,12 +334,12 @@ describe('fetch_history with an allowlist', () => {
       });
       for (const who of ['Ann Lee', 'ann@example.test', ann.userId, String(ann.userId)]) {
         const { text, page } = await ok(h, { dm: [who] });
-        expect(page.messages.map((m) => m.id)).toEqual([one]);
-        expect(page.conversation).toBe('DM with Ann Lee');
+        expect(page.ids).toEqual([one]);
+        expect(text.split('\n')[0]).toMatch(/^1 message in DM with Ann Lee /);
         expect(text).toContain(`id=${one}] [DM] Ann Lee: hi bot`);
       }
       const both = await ok(h, { dm: ['Bo Chen', 'Ann Lee', 'Helper Bot'] });
-      expect(both.page.messages.map((m) => m.id)).toEqual([group]);
+      expect(both.page.ids).toEqual([group]);
       const ambiguous = await fail(h, { dm: ['Ann'] });
       expect(ambiguous.code).toBe('CORE_USER_AMBIGUOUS');
       expect(ambiguous.text).toContain('Ann Lee');

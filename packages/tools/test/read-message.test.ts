@@ -1,17 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ToolCallOutcome } from '../src/host.js';
 import type { ToolFailure } from '../src/tool.js';
-import { checkedOk, expiredSignal } from './call.js';
+import { checkedOk, expectWithinBudget, expiredSignal } from './call.js';
 import { type Harness, startHarness } from './harness.js';
 
 const T = Date.UTC(2026, 8, 14, 8, 42, 52);
 
 interface MessageResult {
-  message: { id: number; content: string; topic?: string; edited?: boolean; moved?: boolean };
-  conversation: string;
-  sender: { id: number; email: string; full_name: string; is_bot: boolean | null };
+  message_id: number;
+  sender_id: number;
+  sender_is_bot: boolean | null;
+  stream_id: number | null;
   reactions: { emoji_name: string; count: number; user_ids: number[] }[];
-  edited_at: string | null;
-  moved_at: string | null;
+  edited: boolean;
+  moved: boolean;
   link: string;
   truncated: boolean;
 }
@@ -20,11 +22,11 @@ async function ok<T>(
   h: Harness,
   name: string,
   args: Record<string, unknown>,
-): Promise<{ text: string; out: T }> {
+): Promise<{ text: string; out: T; result: ToolCallOutcome }> {
   const r = await h.call(name, args);
   if (r.isError) throw new Error(`${name} failed: ${r.text}`);
   const { structured } = checkedOk(h.tools, name, r);
-  return { text: r.text, out: structured as unknown as T };
+  return { text: r.text, out: structured as unknown as T, result: r };
 }
 
 async function fail(h: Harness, name: string, args: Record<string, unknown>, signal?: AbortSignal) {
@@ -81,18 +83,19 @@ describe('get_message and get_message_link', () => {
   it('returns one message with its sender, reactions and link', async () => {
     const { text, out } = await ok<MessageResult>(h, 'get_message', { message_id: plain });
     const { ann, bo } = h.realm;
-    expect(out.message).toMatchObject({ id: plain, content: 'ship it <now>', topic: 'deploys' });
-    expect(out.sender).toEqual({
-      id: ann.userId,
-      email: 'ann@example.test',
-      full_name: 'Ann Lee',
-      is_bot: false,
+    expect(out).toMatchObject({
+      message_id: plain,
+      sender_id: ann.userId,
+      sender_is_bot: false,
+      stream_id: h.realm.streams.general,
+      edited: false,
+      moved: false,
+      truncated: false,
     });
     expect(out.reactions).toEqual([
       { emoji_name: 'thumbs_up', count: 2, user_ids: [ann.userId, bo.userId] },
       { emoji_name: 'tada', count: 1, user_ids: [bo.userId] },
     ]);
-    expect(out.edited_at).toBeNull();
     expect(out.link).toMatch(
       new RegExp(`/#narrow/channel/${h.realm.streams.general}-general/topic/deploys/near/${plain}$`),
     );
@@ -100,41 +103,33 @@ describe('get_message and get_message_link', () => {
     expect(lines[0]).toBe(
       `Message ${plain} in #general > deploys, sent by Ann Lee <ann@example.test> (id ${ann.userId}, human).`,
     );
-    // The body is escaped for the trust boundary in the text; structured content is the raw Markdown.
+    // The body is escaped for the trust boundary; the structured result carries no body at all.
+    expect(JSON.stringify(out)).not.toContain('ship it');
     expect(lines[1]).toBe(
       `[2026-09-14T11:42:52+03:00 id=${plain}] [#general > deploys] Ann Lee: ship it &lt;now>`,
     );
     expect(lines[2]).toBe('Reactions: :thumbs_up: ×2 (Ann Lee, Bo Chen); :tada: ×1 (Bo Chen)');
     expect(lines[3]).toBe(`Link: ${out.link}`);
+    expect(lines).toHaveLength(4);
   });
 
   it('marks edits and moves', async () => {
     const { text, out } = await ok<MessageResult>(h, 'get_message', { message_id: edited });
-    expect(out.message).toMatchObject({
-      content: 'second draft',
-      topic: 'drafts',
-      edited: true,
-      moved: true,
-    });
-    expect(out.edited_at).toBe('2026-09-14T11:42:52+03:00');
-    expect(out.moved_at).toBe('2026-09-14T11:42:52+03:00');
-    expect(text).toContain('second draft (edited) (moved)');
+    expect(out).toMatchObject({ message_id: edited, edited: true, moved: true });
+    expect(text.split('\n')[0]).toContain(`Message ${edited} in #general > drafts, sent by Bo Chen`);
+    expect(text).toContain('[#general > drafts] Bo Chen: second draft (edited) (moved)');
+    expect(text).not.toContain('first draft');
     expect(text).toContain('Edited: 2026-09-14T11:42:52+03:00');
     expect(text).toContain('Moved: 2026-09-14T11:42:52+03:00');
   });
 
   it('takes the bot flag from the user directory, not from the address', async () => {
     const bot = await ok<MessageResult>(h, 'get_message', { message_id: fromBot });
-    expect(bot.out.sender).toEqual({
-      id: ciId,
-      email: 'ci@example.test',
-      full_name: 'Build Runner',
-      is_bot: true,
-    });
-    expect(bot.text.split('\n')[0]).toContain(`(id ${ciId}, bot)`);
+    expect(bot.out).toMatchObject({ sender_id: ciId, sender_is_bot: true });
+    expect(bot.text.split('\n')[0]).toContain(`sent by Build Runner <ci@example.test> (id ${ciId}, bot)`);
     const human = await ok<MessageResult>(h, 'get_message', { message_id: fromBotLover });
-    expect(human.out.sender.is_bot).toBe(false);
-    expect(human.out.sender.id).toBe(loverId);
+    expect(human.out).toMatchObject({ sender_id: loverId, sender_is_bot: false });
+    expect(human.text.split('\n')[0]).toContain(`<bot.lover@example.test> (id ${loverId}, human)`);
   });
 
   it('reports /nobots and unknown messages as not found', async () => {
@@ -202,8 +197,9 @@ describe('get_message with DMs open and a small page', () => {
         to: [bot.userId],
         content: 'psst',
       });
-      const { out } = await ok<MessageResult>(h, 'get_message', { message_id: id });
-      expect(out.conversation).toBe('DM with Ann Lee');
+      const { text, out } = await ok<MessageResult>(h, 'get_message', { message_id: id });
+      expect(text.split('\n')[0]).toMatch(new RegExp(`^Message ${id} in DM with Ann Lee, sent by Ann Lee `));
+      expect(out.stream_id).toBeNull();
       const ids = [ann.userId, bot.userId].sort((a, b) => a - b);
       expect(out.link).toBe(`${h.services.site}/#narrow/dm/${ids.join(',')}-dm/near/${id}`);
     } finally {
@@ -211,17 +207,18 @@ describe('get_message with DMs open and a small page', () => {
     }
   });
 
-  it('cuts a message longer than the page in the text but keeps it whole in structured content', async () => {
-    const h = await startHarness({ pageBudgetBytes: 600 });
+  it('cuts a message longer than the page with an explicit marker, keeping the details', async () => {
+    const h = await startHarness({ pageBudgetBytes: 1024 });
     try {
       const body = `start ${'q'.repeat(3000)} end`;
       const id = h.post(h.realm.ann, 'general', 'long', body);
-      const { text, out } = await ok<MessageResult>(h, 'get_message', { message_id: id });
-      expect(out.truncated).toBe(true);
-      expect(out.message.content).toBe(body);
+      const { text, out, result } = await ok<MessageResult>(h, 'get_message', { message_id: id });
+      expect(out).toMatchObject({ message_id: id, truncated: true });
       expect(text).toMatch(/\[… truncated, \d+ more bytes\]/);
-      expect(new TextEncoder().encode(text).length).toBeLessThan(1000);
-      expect(text).toContain('Link: ');
+      expect(text).toContain('start qqq');
+      expect(text).not.toContain(' end');
+      expectWithinBudget(result, 1024);
+      expect(text.split('\n').at(-1)).toBe(`Link: ${out.link}`);
     } finally {
       await h.close();
     }

@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ToolCallOutcome } from '../src/host.js';
 import { encodeCursor } from '../src/page.js';
 import type { ToolFailure } from '../src/tool.js';
-import { checkedOk, expiredSignal } from './call.js';
+import { checkedOk, expectWithinBudget, expiredSignal } from './call.js';
 import { type Harness, startHarness } from './harness.js';
 
 interface Result {
-  searched: string;
   public_only: boolean;
-  messages: { id: number }[];
+  ids: number[];
   hidden: number;
   truncated: boolean;
   has_more: boolean;
@@ -15,11 +15,14 @@ interface Result {
   next_cursor: string | null;
 }
 
-async function ok(h: Harness, args: Record<string, unknown>): Promise<{ text: string; out: Result }> {
+async function ok(
+  h: Harness,
+  args: Record<string, unknown>,
+): Promise<{ text: string; out: Result; result: ToolCallOutcome }> {
   const r = await h.call('search_messages', args);
   if (r.isError) throw new Error(`search_messages failed: ${r.text}`);
   const { structured } = checkedOk(h.tools, 'search_messages', r);
-  return { text: r.text, out: structured as unknown as Result };
+  return { text: r.text, out: structured as unknown as Result, result: r };
 }
 
 async function fail(h: Harness, args: Record<string, unknown>, signal?: AbortSignal): Promise<ToolFailure> {
@@ -28,7 +31,7 @@ async function fail(h: Harness, args: Record<string, unknown>, signal?: AbortSig
   return r as ToolFailure;
 }
 
-const ids = (o: Result) => o.messages.map((m) => m.id);
+const ids = (o: Result) => o.ids;
 
 interface Seeded {
   plan: number;
@@ -78,7 +81,6 @@ describe('search_messages', () => {
     const { text, out } = await ok(h, { query: 'router' });
     expect(ids(out)).toEqual([m.plan, m.down, m.file, m.mention]);
     expect(out).toMatchObject({
-      searched: 'public streams',
       public_only: true,
       hidden: 1,
       direction: 'older',
@@ -109,7 +111,8 @@ describe('search_messages', () => {
     h.sim.realm.setFlag(h.realm.bot.userId, [m.plan], 'starred', 'add');
     expect(ids((await ok(h, { is: ['starred'] })).out)).toEqual([m.plan]);
     const named = await ok(h, { query: 'router', stream: 'general' });
-    expect(named.out).toMatchObject({ searched: '#general', public_only: false });
+    expect(named.out).toMatchObject({ public_only: false });
+    expect(named.text.split('\n')[0]).toMatch(/^4 matches in #general \(ids /);
     expect(named.text).not.toContain('Only public streams');
   });
 
@@ -182,14 +185,15 @@ describe('search_messages under other policies', () => {
   });
 
   it('cuts results to a small page budget and continues with the cursor', async () => {
-    const h = await startHarness({ pageBudgetBytes: 600 });
+    const h = await startHarness({ pageBudgetBytes: 1024 });
     try {
       const all: number[] = [];
       for (let i = 0; i < 8; i++)
         all.push(h.post(h.realm.ann, 'general', 'noise', `needle ${i} ${'n'.repeat(60)}`));
       const first = await ok(h, { query: 'needle', limit: 100 });
       expect(first.out.truncated).toBe(true);
-      expect(ids(first.out)).toEqual(all.slice(-first.out.messages.length));
+      expectWithinBudget(first.result, 1024);
+      expect(ids(first.out)).toEqual(all.slice(-first.out.ids.length));
       const seen = [...ids(first.out)];
       let cursor = first.out.next_cursor;
       while (cursor !== null) {

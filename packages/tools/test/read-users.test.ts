@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ToolCallOutcome } from '../src/host.js';
 import { encodeCursor } from '../src/page.js';
 import type { ToolFailure } from '../src/tool.js';
-import { checkedOk, expiredSignal } from './call.js';
+import { checkedOk, expectWithinBudget, expiredSignal } from './call.js';
 import { type Harness, startHarness } from './harness.js';
 
 // 2026-09-14 08:42:52 UTC.
@@ -11,11 +12,11 @@ async function ok<T>(
   h: Harness,
   name: string,
   args: Record<string, unknown>,
-): Promise<{ text: string; out: T }> {
+): Promise<{ text: string; out: T; result: ToolCallOutcome }> {
   const r = await h.call(name, args);
   if (r.isError) throw new Error(`${name} failed: ${r.text}`);
   const { structured } = checkedOk(h.tools, name, r);
-  return { text: r.text, out: structured as unknown as T };
+  return { text: r.text, out: structured as unknown as T, result: r };
 }
 
 async function fail(h: Harness, name: string, args: Record<string, unknown>, signal?: AbortSignal) {
@@ -25,14 +26,7 @@ async function fail(h: Harness, name: string, args: Record<string, unknown>, sig
 }
 
 interface UserList {
-  users: {
-    user_id: number;
-    full_name: string;
-    email: string;
-    role: string;
-    is_bot: boolean;
-    is_active: boolean;
-  }[];
+  user_ids: number[];
   total: number;
   offset: number;
   truncated: boolean;
@@ -41,7 +35,7 @@ interface UserList {
 
 interface Found {
   matched_by: string | null;
-  users: UserList['users'];
+  user_ids: number[];
   total: number;
   ambiguous: boolean;
   truncated: boolean;
@@ -49,17 +43,24 @@ interface Found {
 
 interface Profile {
   user_id: number;
-  full_name: string;
   role: string;
   is_bot: boolean;
-  bot_owner: { user_id: number; full_name: string } | null;
+  bot_owner_id: number | null;
   is_active: boolean;
   is_self: boolean;
   timezone: string | null;
   local_time: string | null;
-  date_joined: string | null;
-  profile_fields: { id: number; name: string; value: string }[];
 }
+
+/** The full names of a user list text (every line after the summary), in order. */
+const userNames = (text: string) =>
+  text
+    .split('\n')
+    .slice(1)
+    .map((l) => {
+      const name = /^(.*) <[^<>]*> \(id \d+\)/.exec(l)?.[1] ?? `?${l}`;
+      return name.startsWith('"') ? (JSON.parse(name) as string) : name;
+    });
 
 describe('users', () => {
   let h: Harness;
@@ -106,7 +107,7 @@ describe('users', () => {
   describe('list_users', () => {
     it('lists active humans by default, with role markers', async () => {
       const { text, out } = await ok<UserList>(h, 'list_users', {});
-      expect(out.users.map((u) => u.full_name)).toEqual([
+      expect(userNames(text)).toEqual([
         'Ann Lee',
         'Ann Smith',
         'Bo Chen',
@@ -116,10 +117,18 @@ describe('users', () => {
         'Owen Owner',
         'Pat Profile',
       ]);
-      expect(out.users.find((u) => u.full_name === 'Dana Admin')).toMatchObject({
-        role: 'admin',
-        is_bot: false,
-      });
+      const { ann, annie, bo } = h.realm;
+      expect(out.user_ids).toEqual([
+        ann.userId,
+        annie.userId,
+        bo.userId,
+        id.dana,
+        id.gus,
+        id.mo,
+        id.owen,
+        id.pat,
+      ]);
+      expect(out).toMatchObject({ total: 8, offset: 0, truncated: false, next_cursor: null });
       const lines = text.split('\n');
       expect(lines[0]).toBe('8 users (active humans; showing 1–8 of 8).');
       expect(lines).toContain(`Dana Admin <dana@example.test> (id ${id.dana}) [admin]`);
@@ -137,22 +146,27 @@ describe('users', () => {
       expect(text).toContain(`Build Runner <ci@example.test> (id ${id.runner}) [bot]`);
       expect(text).toContain(`Helper Bot <helper-bot@example.test> (id ${h.realm.bot.userId}) [bot]`);
       expect(text).toContain(`Zed Former <zed@example.test> (id ${id.zed}) [deactivated]`);
-      expect(out.users.find((u) => u.user_id === id.zed)?.is_active).toBe(false);
+      expect(out.user_ids).toHaveLength(11);
+      expect(out.user_ids).toEqual(expect.arrayContaining([id.runner, id.zed, h.realm.bot.userId]));
     });
 
     it('pages with a cursor and refuses mismatched ones', async () => {
       const first = await ok<UserList>(h, 'list_users', { limit: 3 });
-      expect(first.out.users).toHaveLength(3);
+      expect(first.out.user_ids).toHaveLength(3);
+      expect(userNames(first.text)).toEqual(['Ann Lee', 'Ann Smith', 'Bo Chen']);
       expect(first.text.split('\n')[0]).toContain(`call again with cursor "${first.out.next_cursor}"`);
-      const names: string[] = first.out.users.map((u) => u.full_name);
+      const names: string[] = userNames(first.text);
+      const ids: number[] = [...first.out.user_ids];
       let cursor = first.out.next_cursor;
       while (cursor !== null) {
-        const { out } = await ok<UserList>(h, 'list_users', { limit: 3, cursor });
-        names.push(...out.users.map((u) => u.full_name));
+        const { text, out } = await ok<UserList>(h, 'list_users', { limit: 3, cursor });
+        names.push(...userNames(text));
+        ids.push(...out.user_ids);
         cursor = out.next_cursor;
       }
       expect(names).toHaveLength(8);
       expect(new Set(names).size).toBe(8);
+      expect(new Set(ids).size).toBe(8);
       expect((await fail(h, 'list_users', { include_bots: true, cursor: first.out.next_cursor })).code).toBe(
         'TOOLS_INVALID_CURSOR',
       );
@@ -182,19 +196,20 @@ describe('users', () => {
       const bo = h.realm.bo.userId;
       const byPrefix = await ok<Found>(h, 'find_user', { query: 'bo' });
       expect(byPrefix.out).toMatchObject({ matched_by: 'prefix', total: 1, ambiguous: false });
-      expect(byPrefix.out.users.map((u) => u.user_id)).toEqual([bo]);
+      expect(byPrefix.out.user_ids).toEqual([bo]);
       expect(byPrefix.text).toBe(
         `Found 1 user for "bo" (matched by prefix).\nBo Chen <bo@example.test> (id ${bo})`,
       );
       expect((await ok<Found>(h, 'find_user', { query: 'BO@example.test' })).out.matched_by).toBe('email');
       expect((await ok<Found>(h, 'find_user', { query: bo })).out.matched_by).toBe('id');
-      expect((await ok<Found>(h, 'find_user', { query: '@**Bo Chen**' })).out.users[0]?.user_id).toBe(bo);
+      expect((await ok<Found>(h, 'find_user', { query: '@**Bo Chen**' })).out.user_ids).toEqual([bo]);
     });
 
     it('returns every candidate when several match', async () => {
       const { text, out } = await ok<Found>(h, 'find_user', { query: 'ann' });
       expect(out).toMatchObject({ ambiguous: true, total: 2, matched_by: null });
-      expect(out.users.map((u) => u.full_name)).toEqual(['Ann Lee', 'Ann Smith']);
+      expect(out.user_ids).toEqual([h.realm.ann.userId, h.realm.annie.userId]);
+      expect(userNames(text)).toEqual(['Ann Lee', 'Ann Smith']);
       expect(text.split('\n')[0]).toBe('2 users match "ann"; pick one by user id.');
     });
 
@@ -205,7 +220,7 @@ describe('users', () => {
 
     it('answers no match with an empty result and a hint', async () => {
       const { text, out } = await ok<Found>(h, 'find_user', { query: 'Nobody Anywhere' });
-      expect(out).toEqual({ matched_by: null, users: [], total: 0, ambiguous: false, truncated: false });
+      expect(out).toEqual({ matched_by: null, user_ids: [], total: 0, ambiguous: false, truncated: false });
       expect(text).toMatch(/^No user matches "Nobody Anywhere"\. .*list_users/);
     });
 
@@ -227,22 +242,24 @@ describe('users', () => {
         user_id: id.pat,
         role: 'member',
         is_bot: false,
-        bot_owner: null,
+        bot_owner_id: null,
+        is_active: true,
         is_self: false,
         timezone: 'Asia/Tokyo',
         local_time: '2026-09-14T17:42:52+09:00',
       });
-      expect(out.profile_fields.map((f) => [f.name, f.value])).toEqual([
-        ['Team', 'Platform <core>'],
-        ['Level', 'Senior'],
-        ['Mentor', 'Bo Chen'],
-      ]);
       const lines = text.split('\n');
       expect(lines[0]).toBe(`Pat Profile <pat@example.test> (id ${id.pat}): member, human.`);
       expect(lines[1]).toBe('Time zone: Asia/Tokyo; local time now 2026-09-14T17:42:52+09:00');
       expect(lines).toContain('Team: Platform &lt;core>');
       expect(lines).toContain('Level: Senior');
       expect(lines).toContain('Mentor: Bo Chen');
+      // The custom fields come in the realm's order, after the time zone and join date.
+      expect(lines.filter((l) => /^(Team|Level|Mentor): /.test(l))).toEqual([
+        'Team: Platform &lt;core>',
+        'Level: Senior',
+        'Mentor: Bo Chen',
+      ]);
     });
 
     it('shows roles, bot owners and the bot itself', async () => {
@@ -253,10 +270,7 @@ describe('users', () => {
       expect((await ok<Profile>(h, 'get_user_profile', { user: 'Mo Mod' })).out.role).toBe('moderator');
       expect((await ok<Profile>(h, 'get_user_profile', { user: 'Gus' })).out.role).toBe('guest');
       const runner = await ok<Profile>(h, 'get_user_profile', { user: 'Build Runner' });
-      expect(runner.out).toMatchObject({
-        is_bot: true,
-        bot_owner: { user_id: h.realm.ann.userId, full_name: 'Ann Lee' },
-      });
+      expect(runner.out).toMatchObject({ is_bot: true, bot_owner_id: h.realm.ann.userId });
       expect(runner.text).toContain(`Bot owner: Ann Lee (id ${h.realm.ann.userId})`);
       const self = await ok<Profile>(h, 'get_user_profile', {});
       expect(self.out).toMatchObject({ user_id: h.realm.bot.userId, is_self: true, is_bot: true });
@@ -285,25 +299,29 @@ describe('users', () => {
 
 describe('users with many matches and a small page', () => {
   it('lists at most the candidates core reports and says how many matched', async () => {
-    const h = await startHarness({ pageBudgetBytes: 700 });
+    const h = await startHarness({ pageBudgetBytes: 1024 });
     try {
       for (let i = 0; i < 25; i++)
         h.sim.realm.addUser({ fullName: `Sam ${i}`, email: `sam${i}@example.test` });
-      const { text, out } = await ok<Found>(h, 'find_user', { query: 'sam' });
+      const { text, out, result } = await ok<Found>(h, 'find_user', { query: 'sam' });
       expect(out.ambiguous).toBe(true);
       expect(out.total).toBe(25);
       expect(out.truncated).toBe(true);
-      expect(out.users.length).toBeLessThan(25);
+      expect(out.user_ids.length).toBeLessThan(25);
+      expect(userNames(text)).toHaveLength(out.user_ids.length);
+      expectWithinBudget(result, 1024);
       expect(text.split('\n')[0]).toMatch(
         /^25 users match "sam"; pick one by user id\. \d+ listed; refine the query/,
       );
       const list = await ok<UserList>(h, 'list_users', {});
       expect(list.out.truncated).toBe(true);
-      const all: number[] = list.out.users.map((u) => u.user_id);
+      expectWithinBudget(list.result, 1024);
+      const all: number[] = [...list.out.user_ids];
       let cursor = list.out.next_cursor;
       while (cursor !== null) {
-        const { out } = await ok<UserList>(h, 'list_users', { cursor });
-        all.push(...out.users.map((u) => u.user_id));
+        const { out, result } = await ok<UserList>(h, 'list_users', { cursor });
+        expectWithinBudget(result, 1024);
+        all.push(...out.user_ids);
         cursor = out.next_cursor;
       }
       expect(new Set(all).size).toBe(28);

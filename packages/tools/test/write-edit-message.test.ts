@@ -21,14 +21,14 @@ describe('edit_message', () => {
     );
     expect(h.sim.realm.message(id)?.content).toBe('second draft');
     expect(h.sim.realm.message(id)?.editHistory[0]?.prevContent).toBe('first draft');
-    expect(structured).toMatchObject({
+    expect(structured).toEqual({
       message_id: id,
+      permalink: expect.stringMatching(new RegExp(`/topic/edits/near/${id}$`)),
       changed: { content: true, topic: false, stream: false },
       propagate_mode: null,
-      previous: { stream: 'general', topic: 'edits' },
     });
     const [summary, line] = text.split('\n');
-    expect(summary).toContain(`Message ${id}: content edited`);
+    expect(summary).toBe(`Message ${id}: content edited (${structured.permalink}).`);
     expect(line).toMatch(
       new RegExp(`id=${id}\\] \\[#general > edits\\] Helper Bot: second draft \\(edited\\)$`),
     );
@@ -57,7 +57,7 @@ describe('edit_message', () => {
   it('moves a whole topic with change_all', async () => {
     const first = botPost(h, 'general', 'old place', 'one');
     const second = h.post(h.realm.ann, 'general', 'old place', 'two');
-    const { structured } = expectOk(
+    const { text, structured } = expectOk(
       h,
       'edit_message',
       await h.call('edit_message', { message_id: first, topic: 'new place', propagate_mode: 'change_all' }),
@@ -65,10 +65,17 @@ describe('edit_message', () => {
     expect(h.sim.realm.message(first)?.topic).toBe('new place');
     expect(h.sim.realm.message(second)?.topic).toBe('new place');
     expect(structured).toMatchObject({
+      message_id: first,
       changed: { content: false, topic: true, stream: false },
       propagate_mode: 'change_all',
-      previous: { stream: 'general', topic: 'old place' },
     });
+    const [summary, line] = text.split('\n');
+    expect(summary).toContain(
+      `Message ${first}: moved from #general > old place to #general > new place (whole topic)`,
+    );
+    expect(line).toMatch(
+      new RegExp(`id=${first}\\] \\[#general > new place\\] Helper Bot: one \\(moved\\)$`),
+    );
   });
 
   it('moves one message to another stream (change_one by default)', async () => {

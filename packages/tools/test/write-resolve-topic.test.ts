@@ -22,10 +22,7 @@ describe('resolve_topic', () => {
     expect(h.sim.realm.message(a)?.topic).toBe('✔ login bug');
     expect(h.sim.realm.message(b)?.topic).toBe('✔ login bug');
     expect(structured).toEqual({
-      stream: 'general',
       stream_id: h.realm.streams.general,
-      topic: 'login bug',
-      new_topic: '✔ login bug',
       resolved: true,
       changed: true,
       message_id: b,
@@ -37,8 +34,16 @@ describe('resolve_topic', () => {
       'resolve_topic',
       await h.call('resolve_topic', { stream: 'general', topic: 'login bug' }),
     );
-    expect(again.structured).toMatchObject({ changed: false, resolved: true, new_topic: '✔ login bug' });
-    expect(again.text).toContain('already resolved');
+    expect(again.structured).toMatchObject({
+      stream_id: h.realm.streams.general,
+      resolved: true,
+      changed: false,
+    });
+    // The newest message of the resolved topic (Zulip's notice of the resolve, if it posted one).
+    const newest = again.structured.message_id as number;
+    expect(newest).toBeGreaterThanOrEqual(b);
+    expect(h.sim.realm.message(newest)?.topic).toBe('✔ login bug');
+    expect(again.text).toBe('#general > ✔ login bug is already resolved; nothing changed.');
 
     const back = expectOk(
       h,
@@ -49,12 +54,8 @@ describe('resolve_topic', () => {
         unresolve: true,
       }),
     );
-    expect(back.structured).toMatchObject({
-      topic: '✔ login bug',
-      new_topic: 'login bug',
-      resolved: false,
-      changed: true,
-    });
+    expect(back.structured).toMatchObject({ resolved: false, changed: true, message_id: newest });
+    expect(back.text).toBe('Unresolved #general > ✔ login bug: it is now #general > login bug.');
     expect(h.sim.realm.message(a)?.topic).toBe('login bug');
     const twice = expectOk(
       h,

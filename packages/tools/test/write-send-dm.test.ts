@@ -26,9 +26,15 @@ describe('send_dm', () => {
     });
     const ids = [h.realm.bo.userId, h.realm.bot.userId].sort((a, b) => a - b);
     expect(structured.permalink).toMatch(new RegExp(`#narrow/dm/${ids.join(',')}-dm/near/${id}$`));
-    expect(structured.recipients).toEqual([
-      { user_id: h.realm.bo.userId, full_name: 'Bo Chen', email: 'bo@example.test' },
-    ]);
+    expect(structured).toEqual({
+      message_id: id,
+      permalink: structured.permalink,
+      recipient_ids: [h.realm.bo.userId],
+      attachments: 0,
+      normalized: false,
+      length: 18,
+      limit: 10_000,
+    });
     const [summary, line] = text.split('\n');
     expect(summary).toBe(`Sent direct message ${id} to Bo Chen (${structured.permalink}).`);
     expect(line).toMatch(new RegExp(`id=${id}\\] \\[DM\\] Helper Bot: hey, got a minute\\?$`));
@@ -45,7 +51,7 @@ describe('send_dm', () => {
     );
     const expected = [h.realm.ann.userId, h.realm.bo.userId, h.realm.bot.userId].sort((a, b) => a - b);
     expect(h.sim.realm.message(structured.message_id as number)?.recipientIds).toEqual(expected);
-    expect((structured.recipients as unknown[]).length).toBe(2);
+    expect(structured.recipient_ids).toEqual([h.realm.ann.userId, h.realm.bo.userId]);
   });
 
   it('answers an ambiguous name with the candidates and sends nothing', async () => {
@@ -113,6 +119,7 @@ describe('send_dm', () => {
   });
 
   it('normalizes Markdown and attaches inline data', async () => {
+    const uploadsBefore = h.sim.realm.uploads().length;
     const { structured } = expectOk(
       h,
       'send_dm',
@@ -122,11 +129,12 @@ describe('send_dm', () => {
         attachments: [{ data: Buffer.from('log line').toString('base64'), name: 'run.log' }],
       }),
     );
-    const [attachment] = structured.attachments as { markdown: string; path: string }[];
+    expect(structured).toMatchObject({ attachments: 1, normalized: true });
+    const uploads = h.sim.realm.uploads().slice(uploadsBefore);
+    expect(uploads.map((u) => u.filename)).toEqual(['run.log']);
     expect(h.sim.realm.message(structured.message_id as number)?.content).toBe(
-      `See:\n\n| k | v |\n|---|---|\n| a | 1 |\n${attachment?.markdown}`,
+      `See:\n\n| k | v |\n|---|---|\n| a | 1 |\n[run.log](${uploads[0]?.url})`,
     );
-    expect(h.sim.realm.uploads().find((u) => u.url === attachment?.path)?.filename).toBe('run.log');
   });
 });
 
@@ -160,15 +168,30 @@ describe('send_dm with DM reads open', () => {
   });
 
   it('reads the sent message back through the read gate', async () => {
-    const { structured } = expectOk(
+    const seen = open.sim.requests.length;
+    const { text, structured } = expectOk(
       open,
       'send_dm',
       await open.call('send_dm', { to: ['Bo Chen'], content: 'hi' }),
     );
-    const message = structured.message as { id: number; flags?: string[]; recipients?: unknown[] };
-    expect(message.id).toBe(structured.message_id);
-    // Flags come only from Zulip: the message was read back, not rebuilt locally.
-    expect(message.flags).toContain('read');
-    expect(message.recipients).toHaveLength(2);
+    const id = structured.message_id as number;
+    // The line comes from the message as Zulip holds it: read back after the send, not rebuilt.
+    const calls = open.sim.requests.slice(seen).map((r) => `${r.method} ${r.path}`);
+    const sent = calls.indexOf('POST /api/v1/messages');
+    expect(sent).toBeGreaterThanOrEqual(0);
+    expect(calls.slice(sent + 1)).toContain(`GET /api/v1/messages/${id}`);
+    expect(text.split('\n')[1]).toMatch(new RegExp(`id=${id}\\] \\[DM\\] Helper Bot: hi$`));
+  });
+
+  it('does not read a DM back when the policy keeps DMs closed', async () => {
+    const seen = h.sim.requests.length;
+    const { structured } = expectOk(
+      h,
+      'send_dm',
+      await h.call('send_dm', { to: ['Bo Chen'], content: 'hi' }),
+    );
+    const calls = h.sim.requests.slice(seen).map((r) => `${r.method} ${r.path}`);
+    expect(calls).toContain('POST /api/v1/messages');
+    expect(calls).not.toContain(`GET /api/v1/messages/${structured.message_id as number}`);
   });
 });
