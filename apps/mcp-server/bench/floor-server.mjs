@@ -1,13 +1,14 @@
-// The floor of any stdio MCP tool that returns a page: a minimal SDK server whose one tool
-// answers with n bytes of text and does no other work.
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+// The floor of any stdio MCP tool that returns a page: a minimal SDK server whose one tool answers
+// with a fixed result read from the file named on the command line, doing no other work.
+import { readFileSync } from 'node:fs';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { z } from 'zod';
+import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
-const server = new McpServer({ name: 'floor', version: '1.0.0' });
-server.registerTool(
-  'bytes',
-  { description: 'Answers with n bytes of text.', inputSchema: { n: z.number().int().min(0) } },
-  async ({ n }) => ({ content: [{ type: 'text', text: 'x'.repeat(n) }] }),
-);
+const result = JSON.parse(readFileSync(process.argv[2], 'utf8'));
+const server = new Server({ name: 'floor', version: '1.0.0' }, { capabilities: { tools: {} } });
+server.setRequestHandler(ListToolsRequestSchema, () => ({
+  tools: [{ name: 'page', description: 'Answers with a fixed page.', inputSchema: { type: 'object' } }],
+}));
+server.setRequestHandler(CallToolRequestSchema, () => result);
 await server.connect(new StdioServerTransport());

@@ -1,17 +1,25 @@
 // `pnpm --filter @zmcp/mcp-server bench`: the built zulip-mcp against zulip-sim, each figure
 // as a ratio to a baseline measured in the same run.
 //   1. cold start: spawn to the first tools/list answer, vs a minimal SDK stdio server with one tool;
-//   2. fetch_history of 100 messages over stdio, vs the raw GET /messages of the same page;
-//   3. text bytes each message line adds beyond the message body.
+//   2. what the model reads of a 100-message fetch_history: bytes as text and as the JSON of the
+//      structured result (Claude Code shows the latter);
+//   3. tools/list of the default surface and of `all`: name+description+input schema, and whole;
+//   4. fetch_history of 100 messages over stdio, vs the sum of its floors: the raw GET of the same
+//      page plus a minimal SDK stdio server answering the same bytes;
+//   5. the first tools/list round trip as an SDK client sees it (validators compiled), vs a
+//      minimal one-tool SDK server;
+//   6. text bytes each message line adds beyond the message body.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { escapeMsgText } from '@zmcp/core';
-import { ToolHost } from '@zmcp/tools';
+import { DEFAULT_TOOLSETS, TOOLSETS, ToolHost } from '@zmcp/tools';
 import { startZulipSim } from '@zmcp/zulip-sim';
 import { request } from 'undici';
 import { parseConfig } from '../src/config.js';
@@ -120,12 +128,12 @@ for (let i = 0; i < 10; i++) {
 }
 const coldRatio = median(ours) / median(base);
 
-// 2. fetch_history of 100 messages over stdio vs the raw GET /messages of the same page. The
-// tool is called with raw JSON-RPC lines on the child's stdio, so what is timed is the server
-// (and the pipe), not an SDK client's validation of the answer.
 /** A raw JSON-RPC client on a spawned server's stdio. */
-function rpcClient(args: string[]) {
-  const child = spawn(process.execPath, args, { env, stdio: ['pipe', 'pipe', 'ignore'] });
+function rpcClient(args: string[], extraEnv: Record<string, string> = {}) {
+  const child = spawn(process.execPath, args, {
+    env: { ...env, ...extraEnv },
+    stdio: ['pipe', 'pipe', 'ignore'],
+  });
   child.stdout.setEncoding('utf8');
   const waiting = new Map<number, (message: Record<string, unknown>) => void>();
   let pending = '';
@@ -154,6 +162,11 @@ function rpcClient(args: string[]) {
   return { child, rpc, ready };
 }
 
+interface ToolResult {
+  content?: { type: string; text?: string }[];
+  structuredContent?: Record<string, unknown>;
+}
+
 const { child: server, rpc, ready } = rpcClient([bin]);
 await ready;
 const auth = `Basic ${Buffer.from(`${creds.email}:${creds.apiKey}`).toString('base64')}`;
@@ -168,17 +181,52 @@ const call = async () =>
       name: 'fetch_history',
       arguments: { stream: 'bench', topic: 'load', limit: 100 },
     })
-  ).result as { content?: { type: string; text?: string }[]; structuredContent?: unknown };
+  ).result as ToolResult;
 const raw = async () => {
   const res = await request(rawUrl, { headers: { authorization: auth } });
   await res.body.json();
 };
+
+// 2. What the model reads.
+const page = await call();
+const text = (page.content ?? []).find((b) => b.type === 'text')?.text ?? '';
+const textBytes = Buffer.byteLength(text);
+const jsonBytes = Buffer.byteLength(JSON.stringify(page.structuredContent));
+const shownIds = (page.structuredContent?.ids ?? []) as number[];
+const readRatio = jsonBytes / textBytes;
+
+// 3. tools/list sizes, from the servers as a client lists them.
+async function listSizes(toolsets: string): Promise<{ model: number; whole: number; count: number }> {
+  const lister = rpcClient([bin], { ZULIP_TOOLSETS: toolsets });
+  await lister.ready;
+  const listed = (await lister.rpc('tools/list')).result as { tools: Record<string, unknown>[] };
+  lister.child.kill();
+  let model = 0;
+  for (const t of listed.tools) {
+    model += Buffer.byteLength(
+      JSON.stringify({ name: t.name, description: t.description, inputSchema: t.inputSchema }),
+    );
+  }
+  return { model, whole: Buffer.byteLength(JSON.stringify(listed)), count: listed.tools.length };
+}
+const defaults = await listSizes(DEFAULT_TOOLSETS.join(','));
+const everything = await listSizes('all');
+
+// 4. fetch_history over stdio vs its floors: the raw GET, and a minimal SDK server answering the
+// very same result (same bytes on the wire), measured alternately in this run.
+const pageFile = join(stateDir, 'page.json');
+await writeFile(pageFile, JSON.stringify(page));
+const floor = rpcClient([floorServer, pageFile]);
+await floor.ready;
+const floorCall = () => floor.rpc('tools/call', { name: 'page', arguments: {} });
 for (let i = 0; i < 10; i++) {
   await call();
   await raw();
+  await floorCall();
 }
 const toolMs: number[] = [];
 const rawMs: number[] = [];
+const floorMs: number[] = [];
 for (let i = 0; i < 60; i++) {
   let t = performance.now();
   await call();
@@ -186,26 +234,16 @@ for (let i = 0; i < 60; i++) {
   t = performance.now();
   await raw();
   rawMs.push(performance.now() - t);
-}
-const fetchRatio = median(toolMs) / median(rawMs);
-
-// The floor: a minimal SDK stdio server answering with as many bytes, doing nothing else.
-const firstAnswer = await call();
-const answerBytes = Buffer.byteLength(JSON.stringify({ jsonrpc: '2.0', id: 1, result: firstAnswer }));
-const floor = rpcClient([floorServer]);
-await floor.ready;
-const floorCall = () => floor.rpc('tools/call', { name: 'bytes', arguments: { n: answerBytes } });
-for (let i = 0; i < 10; i++) await floorCall();
-const floorMs: number[] = [];
-for (let i = 0; i < 60; i++) {
-  const t = performance.now();
+  t = performance.now();
   await floorCall();
   floorMs.push(performance.now() - t);
 }
 floor.child.kill();
+const floorsMs = median(rawMs) + median(floorMs);
+const fetchRatio = median(toolMs) / floorsMs;
+const answerBytes = Buffer.byteLength(JSON.stringify({ jsonrpc: '2.0', id: 1, result: page }));
 
-// Where the time goes: the same tool call in this process, without a transport, and the size
-// of the answer the stdio transport carries.
+// Where the time goes: the same tool call in this process, without a transport.
 const services = await buildServices(parseConfig(env, []), silentLogger);
 const host = new ToolHost(services.tools, { deadlineMs: 10_000 });
 const inProcess = () => host.call('fetch_history', { stream: 'bench', topic: 'load', limit: 100 });
@@ -218,18 +256,41 @@ for (let i = 0; i < 60; i++) {
 }
 await services.close();
 
-// 3. Bytes per line beyond the body, from one fetch_history page.
-const page = firstAnswer;
-const text =
-  ((page.content ?? []) as { type: string; text?: string }[]).find((b) => b.type === 'text')?.text ?? '';
-const messages = (page.structuredContent as { messages?: { id: number; content: string }[] }).messages ?? [];
+// 5. The first tools/list as an SDK client sees it: the round trip plus compiling a validator for
+// every output schema, against a minimal one-tool SDK server (a fresh client each round).
+async function firstList(args: string[], toolsets?: string): Promise<number> {
+  const client = new Client({ name: 'bench', version: '1' });
+  await client.connect(
+    new StdioClientTransport({
+      command: process.execPath,
+      args,
+      env: { ...env, ...(toolsets === undefined ? {} : { ZULIP_TOOLSETS: toolsets }) },
+      stderr: 'ignore',
+    }),
+  );
+  const t = performance.now();
+  await client.listTools();
+  const ms = performance.now() - t;
+  await client.close();
+  return ms;
+}
+const listOurs: number[] = [];
+const listBase: number[] = [];
+for (let i = 0; i < 8; i++) {
+  listOurs.push(await firstList([bin]));
+  listBase.push(await firstList([minimal]));
+}
+const listRatio = median(listOurs) / median(listBase);
+
+// 6. Bytes per line beyond the body, from one fetch_history page.
 const encoder = new TextEncoder();
 let overhead = 0;
 let counted = 0;
-for (const m of messages) {
-  const line = text.split('\n').find((l) => l.includes(` id=${m.id}]`));
-  if (line === undefined) continue;
-  overhead += encoder.encode(line).length - encoder.encode(escapeMsgText(m.content)).length;
+for (const id of shownIds) {
+  const line = text.split('\n').find((l) => l.includes(` id=${id}]`));
+  const body = sim.realm.message(id)?.content;
+  if (line === undefined || body === undefined) continue;
+  overhead += encoder.encode(line).length - encoder.encode(escapeMsgText(body)).length;
   counted++;
 }
 const perLine = counted === 0 ? Number.NaN : overhead / counted;
@@ -237,19 +298,28 @@ server.kill();
 await sim.close();
 await rm(stateDir, { recursive: true, force: true });
 
+const kib = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`;
 console.log('zulip-mcp bench (figures are medians; ratios against a baseline from this same run)');
 console.log(
   `cold start to tools/list: ${fmt(median(ours))} vs minimal SDK server ${fmt(median(base))}: ratio ${coldRatio.toFixed(2)} (target <= 1.3, ${verdict(coldRatio, 1.3)})`,
 );
 console.log(
-  `fetch_history 100 msgs over stdio: ${fmt(median(toolMs))} vs raw GET /messages ${fmt(median(rawMs))}: ratio ${fetchRatio.toFixed(2)} (target <= 1.3, ${verdict(fetchRatio, 1.3)})`,
+  `what the model reads of fetch_history(100), ${shownIds.length} messages shown: text ${kib(textBytes)}, JSON of the structured result ${kib(jsonBytes)}: ratio ${readRatio.toFixed(3)} (target <= 1.15, ${verdict(readRatio, 1.15)})`,
 );
 console.log(
-  `  of which the tool itself, in process: ${fmt(median(inProcessMs))} (ratio ${(median(inProcessMs) / median(rawMs)).toFixed(2)} to the raw GET); the answer on the wire is ${(answerBytes / 1024).toFixed(1)} KiB of JSON-RPC`,
+  `tools/list, default toolsets (${defaults.count} tools): name+description+input schema ${kib(defaults.model)} (target <= 16 KiB, ${verdict(defaults.model / 1024, 16)}); whole ${kib(defaults.whole)} (target <= 24 KiB, ${verdict(defaults.whole / 1024, 24)})`,
 );
 console.log(
-  `  floor: a minimal SDK stdio server answering ${(answerBytes / 1024).toFixed(1)} KiB and doing nothing else takes ${fmt(median(floorMs))}; with the GET that is a ratio of ${((median(floorMs) + median(rawMs)) / median(rawMs)).toFixed(2)} before any tool work`,
+  `tools/list, all toolsets (${everything.count} tools): name+description+input schema ${kib(everything.model)}; whole ${kib(everything.whole)}`,
+);
+console.log(
+  `fetch_history 100 msgs over stdio: ${fmt(median(toolMs))} vs its floors ${fmt(floorsMs)} (raw GET ${fmt(median(rawMs))} + minimal SDK server answering the same ${kib(answerBytes)} ${fmt(median(floorMs))}): ratio ${fetchRatio.toFixed(2)} (target <= 1.3, ${verdict(fetchRatio, 1.3)})`,
+);
+console.log(`  of which the tool itself, in process: ${fmt(median(inProcessMs))}`);
+console.log(
+  `first tools/list round trip in an SDK client (validators compiled): ${fmt(median(listOurs))} vs minimal one-tool server ${fmt(median(listBase))}: ratio ${listRatio.toFixed(2)} (target <= 2, ${verdict(listRatio, 2)})`,
 );
 console.log(
   `text bytes per message line beyond the body: ${perLine.toFixed(1)} over ${counted} lines (target <= 80, ${verdict(perLine, 80)})`,
 );
+console.log(`(all toolsets: ${TOOLSETS.join(', ')})`);

@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ToolError } from './errors.js';
 import { ToolHost } from './host.js';
-import { bindTool, defineTool, type ToolCallContext } from './tool.js';
+import { typedOutputSchema } from './listing.js';
+import { type AnyToolDefinition, bindTool, defineTool, type ToolCallContext } from './tool.js';
 
 // The call contract every host shares, exercised through a host with no transport at all.
 
@@ -192,10 +193,16 @@ describe('ToolHost', () => {
     ).toThrow(/not valid/);
   });
 
-  it('lists each tool with text first in its output schema', () => {
-    const [listing] = host(echo).listing();
-    expect(listing?.outputSchema).toMatchObject({
+  it('lists each tool with the one shared result schema, and types its fields apart', () => {
+    const h = host(echo);
+    const [listing] = h.listing();
+    expect(listing?.outputSchema).toEqual({
+      $id: 'urn:zmcp:tool-result:1',
       type: 'object',
+      properties: { text: { type: 'string' } },
+      required: ['text'],
+    });
+    expect(typedOutputSchema(h.definitions[0] as AnyToolDefinition)).toMatchObject({
       properties: { text: { type: 'string' }, n: { type: 'integer' } },
       required: ['text', 'n'],
     });

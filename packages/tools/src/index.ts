@@ -22,7 +22,7 @@ export { describeInvalidInput, failureFromError, toolFailure } from './failure.j
 export type { ToolCallOutcome, ToolCallRequest, ToolHostOptions } from './host.js';
 export { ToolHost } from './host.js';
 export type { JsonSchema, ToolListing } from './listing.js';
-export { toolListing } from './listing.js';
+export { toolListing, typedOutputSchema } from './listing.js';
 export { MonitorChanges } from './monitor/changes.js';
 export type { MonitorCatalog } from './monitor/index.js';
 export { monitorCatalog, monitorTools } from './monitor/index.js';

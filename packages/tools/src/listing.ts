@@ -14,7 +14,7 @@ export interface ToolListing {
   title: string;
   description: string;
   inputSchema: JsonSchema;
-  /** The schema of the whole structured result: `text` first, then the tool's typed fields. */
+  /** The schema every structured result meets (`text`, beside typed fields); see {@link typedOutputSchema}. */
   outputSchema: JsonSchema;
   annotations: ToolAnnotations;
 }
@@ -55,16 +55,35 @@ function convert(schema: z.ZodObject, io: 'input' | 'output'): JsonSchema {
   return json;
 }
 
-function outputSchemaOf(schema: z.ZodObject): JsonSchema {
-  let json = outputSchemas.get(schema);
+/**
+ * The output schema every tool lists: an object whose `text` is the model-facing text, beside the
+ * tool's typed fields. One schema for all tools, under one `$id`, because a client compiles a
+ * validator for each output schema at its first tools/list: with one shared `$id` it compiles one
+ * (the SDK's AJV caches by `$id`) instead of one per tool, which cost some 10× a minimal server's
+ * round trip. The typed fields are checked by the server against each tool's own zod schema
+ * before a result leaves (see {@link ToolHost}), and {@link typedOutputSchema} describes them.
+ */
+const RESULT_SCHEMA: JsonSchema = Object.freeze({
+  $id: 'urn:zmcp:tool-result:1',
+  type: 'object',
+  properties: { text: { type: 'string' } },
+  required: ['text'],
+}) as JsonSchema;
+
+/**
+ * The whole structured result of one tool as JSON Schema: `text` first, then the tool's typed
+ * fields (what its output zod schema checks). For documentation and for hosts that want it.
+ */
+export function typedOutputSchema(tool: AnyToolDefinition): JsonSchema {
+  let json = outputSchemas.get(tool.outputSchema);
   if (json === undefined) {
-    const fields = convert(schema, 'output');
+    const fields = convert(tool.outputSchema, 'output');
     json = {
       type: 'object',
       properties: { text: { type: 'string' }, ...fields.properties },
       required: ['text', ...(fields.required ?? [])],
     };
-    outputSchemas.set(schema, json);
+    outputSchemas.set(tool.outputSchema, json);
   }
   return json;
 }
@@ -81,7 +100,7 @@ export function toolListing(tool: AnyToolDefinition): ToolListing {
     title: tool.title,
     description: tool.description,
     inputSchema: input,
-    outputSchema: outputSchemaOf(tool.outputSchema),
+    outputSchema: RESULT_SCHEMA,
     annotations: tool.annotations,
   };
 }

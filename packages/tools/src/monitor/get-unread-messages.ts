@@ -27,10 +27,21 @@ const MAX_LIMIT = 200;
 const MAX_STREAMS = 50;
 
 const inputSchema = z.object({
-  streams: z.array(StreamNameSchema).min(1).max(MAX_STREAMS).optional().describe('Only these monitored streams'),
-  limit: z.number().int().min(1).max(MAX_LIMIT).optional().describe(`1-${MAX_LIMIT}, default ${DEFAULT_LIMIT}`),
+  streams: z
+    .array(StreamNameSchema)
+    .min(1)
+    .max(MAX_STREAMS)
+    .optional()
+    .describe('Only these monitored streams'),
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_LIMIT)
+    .optional()
+    .describe(`1-${MAX_LIMIT}, default ${DEFAULT_LIMIT}`),
   advance: z.boolean().optional().describe('Move the cursors past what is returned (default true)'),
-  mark_read_in_zulip: z.boolean().optional().describe('Also set Zulip\'s read flag on what is returned'),
+  mark_read_in_zulip: z.boolean().optional().describe("Also set Zulip's read flag on what is returned"),
   cursor: CursorSchema,
 });
 
@@ -65,7 +76,7 @@ export const getUnreadMessagesTool = defineTool({
   name: TOOL,
   title: 'Get unread messages',
   description:
-    'Read what is new in the monitored streams since each stream\'s cursor, oldest first, as message lines; by default the cursors then move past it (advance: false peeks).',
+    "Read what is new in the monitored streams since each stream's cursor, oldest first, as message lines; by default the cursors then move past it (advance: false peeks).",
   inputSchema,
   outputSchema,
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },

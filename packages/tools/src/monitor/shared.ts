@@ -1,9 +1,9 @@
 import {
   type CallOptions,
-  quoteName,
   isNoBotsMessage,
   isZmcpError,
   type Message,
+  quoteName,
   readNarrow,
   type StreamInfoLookup,
 } from '@zmcp/core';

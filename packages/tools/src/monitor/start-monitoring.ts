@@ -16,7 +16,7 @@ const inputSchema = z.object({
     .min(0)
     .max(Number.MAX_SAFE_INTEGER)
     .optional()
-    .describe('Start (or reset) the cursors here; default: each stream\'s newest message'),
+    .describe("Start (or reset) the cursors here; default: each stream's newest message"),
 });
 
 const outputSchema = z.object({
