@@ -1,21 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeCursor } from '../src/page.js';
+import { expectWithinBudget } from './call.js';
 import { failed, type MonitorHarness, ok, startMonitorHarness } from './monitor-fixtures.js';
 
 interface Started {
   streams: {
-    stream: string;
     stream_id: number;
     status: string;
     cursor: number | null;
     subscribed: boolean;
-    note: string | null;
   }[];
   monitored: number;
 }
 
 interface Unread {
-  messages: { id: number; content: string; stream?: string; flags?: string[] }[];
+  ids: number[];
   streams: {
     stream: string;
     stream_id: number | null;
@@ -32,16 +31,14 @@ interface Unread {
 
 interface Listed {
   streams: {
-    stream: string;
     stream_id: number | null;
     cursor: number | null;
     unread: number;
     unread_more: boolean;
     newest_id: number | null;
-    error: string | null;
   }[];
   total: number;
-  live_updates: { running: boolean; state: string; detail: string | null };
+  live_updates: boolean;
   next_cursor: string | null;
 }
 
@@ -64,14 +61,7 @@ describe('start_monitoring', () => {
     );
     expect(structured).toEqual({
       streams: [
-        {
-          stream: 'general',
-          stream_id: m.h.realm.streams.general,
-          status: 'started',
-          cursor: newest,
-          subscribed: true,
-          note: null,
-        },
+        { stream_id: m.h.realm.streams.general, status: 'started', cursor: newest, subscribed: true },
       ],
       monitored: 1,
     });
@@ -84,7 +74,7 @@ describe('start_monitoring', () => {
     ]);
     const fresh = m.post('general', 'new since monitoring began');
     const unread = ok<Unread>(m, 'get_unread_messages', await m.call('get_unread_messages', {}));
-    expect(unread.structured.messages.map((x) => x.id)).toEqual([fresh]);
+    expect(unread.structured.ids).toEqual([fresh]);
   });
 
   it('keeps the cursor of a stream already monitored, and resets it with since_message_id', async () => {
@@ -117,13 +107,13 @@ describe('start_monitoring', () => {
       'start_monitoring',
       await m.call('start_monitoring', { streams: ['dev'] }),
     );
-    expect(structured.streams[0]).toMatchObject({
-      stream: 'dev',
-      status: 'started',
-      subscribed: true,
-      note: null,
-    });
-    expect(text).toContain('#dev: started');
+    // dev holds no message yet: no cursor, so everything posted there will be unread.
+    expect(structured.streams).toEqual([
+      { stream_id: m.h.realm.streams.dev, status: 'started', cursor: null, subscribed: true },
+    ]);
+    expect(text.split('\n')[1]).toBe(
+      '#dev: started, no cursor yet (every message is unread), bot subscribed',
+    );
     expect(m.h.sim.realm.stream('dev')?.subscribers).toContain(botId);
     expect(structured.monitored).toBe(2);
   });
@@ -134,7 +124,7 @@ describe('start_monitoring', () => {
       'start_monitoring',
       await m.call('start_monitoring', { streams: ['secret'] }),
     );
-    expect(structured.streams[0]).toMatchObject({ stream: 'secret', subscribed: true });
+    expect(structured.streams[0]).toMatchObject({ stream_id: m.h.realm.streams.secret, subscribed: true });
     await m.call('stop_monitoring', { streams: ['secret'] });
   });
 
@@ -195,13 +185,16 @@ describe('start_monitoring in read-only mode', () => {
       'start_monitoring',
       await m.call('start_monitoring', { streams: ['dev'] }),
     );
-    expect(structured.streams[0]).toMatchObject({ stream: 'dev', status: 'started', subscribed: false });
-    expect(structured.streams[0]?.note).toMatch(/read-only/);
-    expect(text).toContain('bot not subscribed (read-only mode');
+    expect(structured.streams[0]).toMatchObject({
+      stream_id: m.h.realm.streams.dev,
+      status: 'started',
+      subscribed: false,
+    });
+    expect(text.split('\n')[1]).toMatch(/^#dev: started, .*bot not subscribed \(read-only mode/);
     expect(m.h.sim.realm.stream('dev')?.subscribers).not.toContain(m.h.realm.bot.userId);
     const id = m.post('dev', 'read by polling');
     const unread = ok<Unread>(m, 'get_unread_messages', await m.call('get_unread_messages', {}));
-    expect(unread.structured.messages.map((x) => x.id)).toEqual([id]);
+    expect(unread.structured.ids).toEqual([id]);
   });
 
   it('refuses mark_read_in_zulip clearly, reading and moving nothing; without it all works', async () => {
@@ -215,7 +208,7 @@ describe('start_monitoring in read-only mode', () => {
     expect(refused.text).toContain('without mark_read_in_zulip');
     expect(await m.monitor.list()).toEqual(before);
     const unread = ok<Unread>(m, 'get_unread_messages', await m.call('get_unread_messages', {}));
-    expect(unread.structured.messages.map((x) => x.id)).toEqual([id]);
+    expect(unread.structured.ids).toEqual([id]);
     expect(m.h.sim.realm.flags(m.h.realm.bot.userId, id)).not.toContain('read');
   });
 });
@@ -236,7 +229,7 @@ describe('stop_monitoring', () => {
       'stop_monitoring',
       await m.call('stop_monitoring', { streams: ['DEV', 'random'] }),
     );
-    expect(structured).toEqual({ stopped: ['dev'], not_monitored: ['random'], monitored: 1 });
+    expect(structured).toEqual({ stopped: 1, not_monitored: 1, monitored: 1 });
     expect(text.split('\n')).toEqual([
       'Stopped monitoring 1 stream; 1 stream still monitored.',
       '#dev: stopped',
@@ -283,7 +276,7 @@ describe('get_unread_messages', () => {
     m.post('general', 'keep this from bots /nobots');
     const c = m.post('secret', 'third <b>bold</b>');
     const { text, structured } = await read();
-    expect(structured.messages.map((x) => x.id)).toEqual([a, b, c]);
+    expect(structured.ids).toEqual([a, b, c]);
     expect(structured.hidden).toBe(1);
     expect(structured.advanced).toBe(true);
     expect(structured.marked_read).toBeNull();
@@ -314,7 +307,7 @@ describe('get_unread_messages', () => {
     expect(lines[1]).toMatch(new RegExp(`id=${a}\\] \\[#secret > chat\\] Ann Lee: first, in secret$`));
     expect(lines[3]).toContain('third &lt;b>bold&lt;/b>');
     const again = await read();
-    expect(again.structured.messages).toEqual([]);
+    expect(again.structured.ids).toEqual([]);
     expect(again.text).toBe('No unread messages in 2 monitored streams. Nothing more is unread.');
   });
 
@@ -322,20 +315,20 @@ describe('get_unread_messages', () => {
     const ids = [m.post('general', 'p1'), m.post('secret', 'p2'), m.post('general', 'p3')];
     const before = await m.monitor.list();
     const first = await read({ advance: false, limit: 2 });
-    expect(first.structured.messages.map((x) => x.id)).toEqual(ids.slice(0, 2));
+    expect(first.structured.ids).toEqual(ids.slice(0, 2));
     expect(first.structured.advanced).toBe(false);
     expect(first.text).toContain('Cursors not moved (peek). More unread remain: pass next_cursor as cursor.');
     expect(first.structured.next_cursor).not.toBeNull();
     const second = await read({ advance: false, limit: 2, cursor: first.structured.next_cursor });
-    expect(second.structured.messages.map((x) => x.id)).toEqual(ids.slice(2));
+    expect(second.structured.ids).toEqual(ids.slice(2));
     expect(second.structured.next_cursor).toBeNull();
     expect(await m.monitor.list()).toEqual(before);
     // Advancing now returns all three again, in pages, and the cursors follow.
     const a1 = await read({ limit: 2 });
-    expect(a1.structured.messages.map((x) => x.id)).toEqual(ids.slice(0, 2));
+    expect(a1.structured.ids).toEqual(ids.slice(0, 2));
     expect(a1.text).toContain('More unread remain: call get_unread_messages again.');
     const a2 = await read({ limit: 2 });
-    expect(a2.structured.messages.map((x) => x.id)).toEqual(ids.slice(2));
+    expect(a2.structured.ids).toEqual(ids.slice(2));
     expect(a2.structured.next_cursor).toBeNull();
   });
 
@@ -346,9 +339,11 @@ describe('get_unread_messages', () => {
     const ids = [m.post('general', big), m.post('general', big), m.post('general', big)];
     const pages: number[][] = [];
     for (let i = 0; i < 5; i++) {
-      const page = ok<Unread>(small, 'get_unread_messages', await small.call('get_unread_messages', {}));
-      if (page.structured.messages.length === 0) break;
-      pages.push(page.structured.messages.map((x) => x.id));
+      const result = await small.call('get_unread_messages', {});
+      const page = ok<Unread>(small, 'get_unread_messages', result);
+      if (page.structured.ids.length === 0) break;
+      expectWithinBudget(result, small.services.pageBudgetBytes);
+      pages.push(page.structured.ids);
     }
     expect(pages.flat()).toEqual(ids);
     expect(pages.length).toBeGreaterThan(1);
@@ -359,9 +354,10 @@ describe('get_unread_messages', () => {
     const g = m.post('general', 'in general');
     const s = m.post('secret', 'in secret');
     const only = await read({ streams: ['SECRET'] });
-    expect(only.structured.messages.map((x) => x.id)).toEqual([s]);
+    expect(only.structured.ids).toEqual([s]);
     expect(only.structured.streams.map((x) => x.stream)).toEqual(['secret']);
-    expect((await read()).structured.messages.map((x) => x.id)).toEqual([g]);
+    expect(only.structured.streams.map((x) => x.stream_id)).toEqual([m.h.realm.streams.secret]);
+    expect((await read()).structured.ids).toEqual([g]);
   });
 
   it('sets Zulip’s read flag on exactly the returned messages when asked', async () => {
@@ -389,7 +385,7 @@ describe('get_unread_messages', () => {
     const s = m.post('secret', 'not for this server');
     const g = m.post('general', 'fine');
     const r = ok<Unread>(closed, 'get_unread_messages', await closed.call('get_unread_messages', {}));
-    expect(r.structured.messages.map((x) => x.id)).toEqual([g]);
+    expect(r.structured.ids).toEqual([g]);
     const secret = r.structured.streams.find((x) => x.stream === 'secret');
     expect(secret?.error).toMatch(/^CORE_ACCESS_DENIED/);
     expect(secret?.cursor).toBeLessThan(s);
@@ -399,11 +395,11 @@ describe('get_unread_messages', () => {
 
   it('keeps cursors across a restart: another server over the same state directory goes on from them', async () => {
     const seen = m.post('general', 'seen before the restart');
-    expect((await read()).structured.messages.map((x) => x.id)).toEqual([seen]);
+    expect((await read()).structured.ids).toEqual([seen]);
     const later = m.post('general', 'after the restart');
     const restarted = await m.reopen({ policy: { privateStreams: ['secret'] } });
     const r = ok<Unread>(restarted, 'get_unread_messages', await restarted.call('get_unread_messages', {}));
-    expect(r.structured.messages.map((x) => x.id)).toEqual([later]);
+    expect(r.structured.ids).toEqual([later]);
     // And a different session has cursors of its own.
     const other = await m.reopen({ policy: { privateStreams: ['secret'] }, session: 'someone-else' });
     expect(await other.monitor.list()).toEqual([]);
@@ -436,48 +432,45 @@ describe('get_monitored_channels', () => {
     expect(first).toBeLessThan(newest);
     expect(structured.total).toBe(2);
     expect(structured.next_cursor).toBeNull();
-    expect(structured.live_updates).toEqual({
-      running: false,
-      state: 'idle',
-      detail: expect.stringContaining('subscribes'),
-    });
-    const dev = (await m.monitor.list()).find((s) => s.name === 'dev');
+    expect(structured.live_updates).toBe(false);
+    expect((await m.monitor.list()).find((s) => s.name === 'dev')?.lastReadId).toBeUndefined();
     expect(structured.streams).toEqual([
       {
-        stream: 'dev',
         stream_id: m.h.realm.streams.dev,
-        cursor: dev?.lastReadId ?? null,
+        cursor: null,
         unread: 0,
         unread_more: false,
         newest_id: null,
-        error: null,
       },
       {
-        stream: 'general',
         stream_id: m.h.realm.streams.general,
         cursor: g?.lastReadId ?? null,
         unread: 2,
         unread_more: false,
         newest_id: newest,
-        error: null,
       },
     ]);
     expect(text.split('\n')[0]).toBe('2 monitored streams; 2 unread in them. Live updates: off (idle).');
-    expect(text).toContain(`#general: 2 unread, newest id=${newest}, cursor id=${g?.lastReadId}`);
+    expect(text.split('\n').slice(1)).toEqual([
+      '#dev: 0 unread, no cursor',
+      `#general: 2 unread, newest id=${newest}, cursor id=${g?.lastReadId}`,
+    ]);
 
     const page1 = ok<Listed>(
       m,
       'get_monitored_channels',
       await m.call('get_monitored_channels', { limit: 1 }),
     );
-    expect(page1.structured.streams.map((s) => s.stream)).toEqual(['dev']);
+    expect(page1.structured.streams.map((s) => s.stream_id)).toEqual([m.h.realm.streams.dev]);
+    expect(page1.text.split('\n')[1]).toMatch(/^#dev: /);
     expect(page1.text).toContain('More streams: pass next_cursor as cursor.');
     const page2 = ok<Listed>(
       m,
       'get_monitored_channels',
       await m.call('get_monitored_channels', { limit: 1, cursor: page1.structured.next_cursor }),
     );
-    expect(page2.structured.streams.map((s) => s.stream)).toEqual(['general']);
+    expect(page2.structured.streams.map((s) => s.stream_id)).toEqual([m.h.realm.streams.general]);
+    expect(page2.text.split('\n')[1]).toMatch(/^#general: /);
     expect(page2.structured.next_cursor).toBeNull();
   });
 
@@ -488,7 +481,7 @@ describe('get_monitored_channels', () => {
       'get_monitored_channels',
       await m.call('get_monitored_channels', {}),
     );
-    const dev = structured.streams.find((s) => s.stream === 'dev');
+    const dev = structured.streams.find((s) => s.stream_id === m.h.realm.streams.dev);
     expect(dev).toMatchObject({ unread: 100, unread_more: true, newest_id: m.h.sim.realm.maxMessageId() });
     expect(text).toContain('#dev: 100+ unread');
   });

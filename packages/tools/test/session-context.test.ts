@@ -31,25 +31,24 @@ describe('set_context', () => {
       'set_context',
       await rig.call('set_context', { stream: 'General', topic: 'CTX-A', trigger_message_id: trigger }),
     );
-    expect(structured).toMatchObject({
-      stream: 'general',
+    expect(structured).toEqual({
       stream_id: h.realm.streams.general,
-      topic: 'ctx-a',
       trigger_message_id: trigger,
+      ids: [first, second, trigger, after],
       hidden: 0,
       truncated: false,
       has_older: false,
       has_newer: false,
       last_seen_id: after,
-      dismiss_emoji: 'stop',
     });
-    expect((structured.messages as { id: number }[]).map((m) => m.id)).toEqual([
+    const lines = text.split('\n');
+    expect(lines).toHaveLength(5);
+    expect(lines.slice(1).map((l) => Number(/ id=(\d+)\]/.exec(l)?.[1]))).toEqual([
       first,
       second,
       trigger,
       after,
     ]);
-    const lines = text.split('\n');
     expect(lines[0]).toContain('Session bound to #general > ctx-a');
     expect(lines[0]).toContain(`4 messages (ids ${first}–${after})`);
     expect(lines[0]).toContain(`the trigger ${trigger} marked →`);
@@ -73,13 +72,22 @@ describe('set_context', () => {
     h.post(h.realm.ann, 'general', 'ctx-b', 'one');
     const two = h.post(h.realm.ann, 'general', 'ctx-b', 'two');
     const three = h.post(h.realm.bo, 'general', 'ctx-b', 'three');
-    const { structured } = ok(
+    const { text, structured } = ok(
       rig,
       'set_context',
       await rig.call('set_context', { stream: h.realm.streams.general, topic: 'ctx-b', history: 2 }),
     );
-    expect((structured.messages as { id: number }[]).map((m) => m.id)).toEqual([two, three]);
-    expect(structured).toMatchObject({ has_older: true, trigger_message_id: null, last_seen_id: three });
+    expect(structured).toMatchObject({
+      ids: [two, three],
+      has_older: true,
+      trigger_message_id: null,
+      last_seen_id: three,
+    });
+    const lines = text.split('\n');
+    expect(lines.slice(1)).toEqual([
+      expect.stringMatching(new RegExp(`id=${two}\\] \\[#general > ctx-b\\] Ann Lee: two$`)),
+      expect.stringMatching(new RegExp(`id=${three}\\] \\[#general > ctx-b\\] Bo Chen: three$`)),
+    ]);
   });
 
   it('binds to an empty topic', async () => {
@@ -90,7 +98,8 @@ describe('set_context', () => {
       await rig.call('set_context', { stream: 'general', topic: 'brand new' }),
     );
     expect(text).toContain('no messages there yet');
-    expect(structured).toMatchObject({ messages: [], last_seen_id: 0 });
+    expect(structured).toMatchObject({ ids: [], last_seen_id: 0, trigger_message_id: null });
+    expect(text.split('\n')).toHaveLength(1);
   });
 
   it('leaves /nobots messages out and refuses /nobots topics', async () => {
@@ -102,7 +111,7 @@ describe('set_context', () => {
       'set_context',
       await rig.call('set_context', { stream: 'general', topic: 'ctx-nobots' }),
     );
-    expect((structured.messages as { id: number }[]).map((m) => m.id)).toEqual([visible]);
+    expect(structured.ids).toEqual([visible]);
     expect(structured.hidden).toBe(1);
     expect(structured.last_seen_id).toBe(hidden);
     expect(text).toContain('1 message hidden (opted out of bots with /nobots)');
@@ -162,12 +171,16 @@ describe('set_context', () => {
       policy: new AccessPolicy({ readOnly: false, privateStreams: ['secret'] }),
     });
     const allowed = sessionRig(h, {}, open);
-    const { structured } = ok(
+    const { text, structured } = ok(
       allowed,
       'set_context',
       await allowed.call('set_context', { stream: 'secret', topic: 'plans' }),
     );
-    expect((structured.messages as { content: string }[]).map((m) => m.content)).toEqual(['classified']);
+    expect(structured.stream_id).toBe(h.realm.streams.secret);
+    expect((structured.ids as number[]).length).toBe(1);
+    expect(text.split('\n').slice(1)).toEqual([
+      expect.stringMatching(/\[#secret > plans\] Ann Lee: classified$/),
+    ]);
   });
 });
 
@@ -178,7 +191,7 @@ describe('without a session', () => {
     expect(reply.text).toContain('set_context');
     fails(await rig.call('listen', { timeout_seconds: 5 }), 'TOOLS_NO_SESSION');
     const { text, structured } = ok(rig, 'end_session', await rig.call('end_session', {}));
-    expect(structured).toEqual({ ended: false, stream: null, topic: null, last_seen_id: 0 });
+    expect(structured).toEqual({ ended: false, last_seen_id: 0 });
     expect(text).toBe('No session was bound; nothing to end.');
   });
 });
@@ -186,13 +199,13 @@ describe('without a session', () => {
 describe('end_session', () => {
   it('clears the binding and stops typing', async () => {
     const rig = sessionRig(h, { autoTyping: false });
-    h.post(h.realm.ann, 'general', 'ctx-end', 'thanks, that is all');
+    const last = h.post(h.realm.ann, 'general', 'ctx-end', 'thanks, that is all');
     ok(rig, 'set_context', await rig.call('set_context', { stream: 'general', topic: 'ctx-end' }));
     const typing = typingLog(h);
     const { text, structured } = ok(rig, 'end_session', await rig.call('end_session', {}));
     typing.stop();
-    expect(structured).toMatchObject({ ended: true, stream: 'general', topic: 'ctx-end' });
-    expect(text).toContain('Session in #general > ctx-end ended');
+    expect(structured).toEqual({ ended: true, last_seen_id: last });
+    expect(text).toBe('Session in #general > ctx-end ended. Call set_context to start another.');
     expect(typing.ops).toEqual(['stop']);
     expect(rig.session.state()).toMatchObject({ bound: false, typing: 'stopped' });
     fails(await rig.call('reply', { content: 'one more thing' }), 'TOOLS_NO_SESSION');
@@ -207,18 +220,31 @@ describe('launch binding', () => {
       launch: { stream: 'general', topic: 'launched', triggerMessageId: trigger },
     });
     expect(rig.session.state().bound).toBe(false);
-    const { structured } = ok(rig, 'reply', await rig.call('reply', { content: 'On it.' }));
-    expect(structured).toMatchObject({ stream: 'general', topic: 'launched' });
-    expect((structured.arrived as { id: number }[]).map((m) => m.id)).toEqual([meanwhile]);
-    expect(h.sim.realm.message(structured.message_id as number)?.topic).toBe('launched');
+    const { text, structured } = ok(rig, 'reply', await rig.call('reply', { content: 'On it.' }));
+    expect(structured).toMatchObject({ arrived_ids: [meanwhile], hidden: 0, more_waiting: false });
+    expect(text.split('\n')[0]).toMatch(
+      new RegExp(`^Sent message ${structured.message_id} to #general > launched`),
+    );
+    expect(text).toContain('and include the numbers');
+    expect(h.sim.realm.message(structured.message_id as number)).toMatchObject({
+      streamId: h.realm.streams.general,
+      topic: 'launched',
+    });
     expect(rig.session.state()).toMatchObject({ bound: true, triggerMessageId: trigger });
   });
 
   it('binds from the trigger alone', async () => {
     const trigger = h.post(h.realm.ann, 'dev', 'Trigger Only', '@**Helper Bot** ping');
     const rig = sessionRig(h, { launch: { triggerMessageId: trigger } });
-    const { structured } = ok(rig, 'reply', await rig.call('reply', { content: 'pong' }));
-    expect(structured).toMatchObject({ stream: 'dev', topic: 'Trigger Only', arrived: [] });
+    const { text, structured } = ok(rig, 'reply', await rig.call('reply', { content: 'pong' }));
+    expect(structured).toMatchObject({ arrived_ids: [], hidden: 0 });
+    expect(text.split('\n')[0]).toMatch(
+      new RegExp(`^Sent message ${structured.message_id} to #dev > Trigger Only`),
+    );
+    expect(h.sim.realm.message(structured.message_id as number)).toMatchObject({
+      streamId: h.realm.streams.dev,
+      topic: 'Trigger Only',
+    });
   });
 
   it('a launch naming a /nobots topic fails once, then the model must choose', async () => {

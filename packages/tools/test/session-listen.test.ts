@@ -60,7 +60,15 @@ async function bound(
 }
 
 function ids(structured: Record<string, unknown>): number[] {
-  return (structured.messages as { id: number }[]).map((m) => m.id);
+  return structured.ids as number[];
+}
+
+/** The ids of the message lines of a listen text, in order. */
+function lineIds(text: string): number[] {
+  return text
+    .split('\n')
+    .filter((l) => / id=\d+\]/.test(l))
+    .map((l) => Number(/ id=(\d+)\]/.exec(l)?.[1]));
 }
 
 describe('listen', () => {
@@ -70,8 +78,19 @@ describe('listen', () => {
     const b = h.post(h.realm.ann, 'general', 'listen-now', 'second follow-up');
     const since = Date.now();
     const { text, structured } = ok(rig, 'listen', await rig.call('listen', {}));
-    expect(structured).toMatchObject({ status: 'messages', hidden: 0, more_waiting: false, last_seen_id: b });
-    expect(ids(structured)).toEqual([a, b]);
+    expect(structured).toEqual({
+      status: 'messages',
+      stream_id: h.realm.streams.general,
+      ids: [a, b],
+      hidden: 0,
+      more_waiting: false,
+      interrupts: 0,
+      dismissed_by: null,
+      waited_seconds: expect.any(Number),
+      last_seen_id: b,
+    });
+    expect(lineIds(text)).toEqual([a, b]);
+    expect(text).toContain('Bo Chen: first follow-up');
     expect(text.split('\n')[0]).toBe(
       `2 new messages in #general > listen-now (ids ${a}–${b}), oldest first. Answer with reply, then listen again.`,
     );
@@ -100,14 +119,15 @@ describe('listen', () => {
       indicator: { messageId: reply, emojiName: 'eyes', reactionType: 'unicode_emoji' },
     });
     const follow = h.post(h.realm.bo, 'general', 'listen-wake', 'one more question');
-    const { structured } = ok(rig, 'listen', await pending);
+    const { text, structured } = ok(rig, 'listen', await pending);
     expect(structured).toMatchObject({
       status: 'messages',
-      interrupts: [],
+      interrupts: 0,
       dismissed_by: null,
       last_seen_id: follow,
     });
     expect(ids(structured)).toEqual([follow]);
+    expect(lineIds(text)).toEqual([follow]);
     await rig.session.settled();
     typing.stop();
     expect(botReactions(h, reply)).toEqual([]);
@@ -131,9 +151,10 @@ describe('listen', () => {
   it('times out with an empty result, not an error', async () => {
     const { rig, reply } = await bound('listen-timeout');
     const { text, structured } = ok(rig, 'listen', await rig.call('listen', { timeout_seconds: 1 }));
-    expect(structured).toMatchObject({ status: 'timeout', messages: [], deadline_capped: false });
+    expect(structured).toMatchObject({ status: 'timeout', ids: [], hidden: 0, dismissed_by: null });
     expect(structured.waited_seconds as number).toBeGreaterThanOrEqual(1);
     expect(text).toMatch(/^No new messages in #general > listen-timeout after 1 s\. Call listen again/);
+    expect(text).not.toContain('deadline');
     await rig.session.settled();
     expect(botReactions(h, reply)).toEqual([]);
     expect(h.sim.queues(h.realm.bot.userId)).toEqual([]);
@@ -146,11 +167,20 @@ describe('listen', () => {
       'listen',
       await rig.call('listen', { timeout_seconds: 600 }, { signal: AbortSignal.timeout(300) }),
     );
-    expect(structured).toMatchObject({ status: 'timeout', deadline_capped: true });
+    expect(structured).toMatchObject({ status: 'timeout', ids: [] });
     expect(text).toContain("the server's tool deadline ended the wait");
     await rig.session.settled();
     expect(botReactions(h, reply)).toEqual([]);
     expect(h.sim.queues(h.realm.bot.userId)).toEqual([]);
+  });
+
+  it('waits 50 s by default, and its deadline leaves room beyond the wait', () => {
+    const rig = sessionRig(h);
+    const listen = rig.tools.get('listen');
+    if (listen === undefined) throw new Error('no listen tool');
+    const input = listen.inputSchema.parse({}) as { timeout_seconds: number };
+    expect(input.timeout_seconds).toBe(50);
+    expect(listen.deadlineMs?.(input)).toBeGreaterThan(50_000);
   });
 
   it('reports a cancelled call as cancelled', async () => {
@@ -197,6 +227,7 @@ describe('listen', () => {
     const visible = h.post(h.realm.bo, 'general', 'listen-hidden', 'for the bot');
     const { text, structured } = ok(rig, 'listen', await pending);
     expect(ids(structured)).toEqual([visible]);
+    expect(lineIds(text)).toEqual([visible]);
     expect(structured).toMatchObject({ hidden: 1, last_seen_id: visible });
     expect(text).not.toContain('not for the bot');
     expect(text).toContain('1 message hidden (opted out of bots with /nobots)');
@@ -229,7 +260,8 @@ describe('listen', () => {
     });
     // Zulip's notice of the resolution lands in the renamed topic: it is news for the agent.
     const notice = ok(rig, 'listen', await pending);
-    expect(notice.structured).toMatchObject({ status: 'messages', topic: '✔ listen-rename' });
+    expect(notice.structured).toMatchObject({ status: 'messages', stream_id: h.realm.streams.general });
+    expect(notice.text.split('\n')[0]).toMatch(/^1 new message in #general > ✔ listen-rename /);
     expect(notice.text).toContain('has marked this topic as resolved');
     const again = rig.call('listen', { timeout_seconds: 60 });
     await polling(h, '✔ listen-rename');
@@ -248,10 +280,7 @@ describe('dismissal during listen (events)', () => {
     await polling(h, 'dismiss-event');
     h.sim.realm.addReaction(h.realm.ann.userId, reply, 'stop');
     const { text, structured } = ok(rig, 'listen', await pending);
-    expect(structured).toMatchObject({
-      status: 'dismissed',
-      dismissed_by: { user_id: h.realm.ann.userId, full_name: 'Ann Lee', message_id: reply },
-    });
+    expect(structured).toMatchObject({ status: 'dismissed', dismissed_by: h.realm.ann.userId, ids: [] });
     expect(text).toContain(`Ann Lee reacted :stop: to your message ${reply}, which dismisses you`);
     await rig.session.settled();
     expect(botReactions(h, reply).map((r) => r.emojiName)).toEqual([]);
