@@ -379,6 +379,16 @@ class ZulipLauncher implements Launcher {
       this.#seen = ledger.lastMessageId;
       await this.#catchUp(upTo);
     }
+    const dmReads = this.#server.transport === 'stdio' ? this.#server.env.ZULIP_PRIVATE_STREAMS : undefined;
+    if (
+      (this.#o.directMessages ?? true) &&
+      this.#server.transport === 'stdio' &&
+      dmReads?.toUpperCase() !== '__ALL__'
+    ) {
+      this.#logger.warn(
+        'direct messages start agents, but the zulip server entry does not set ZULIP_PRIVATE_STREAMS=__ALL__: those agents cannot read the DM that called them',
+      );
+    }
     this.#logger.info('listening for mentions and direct messages', {
       account: me.email,
       backend: this.#o.backend ?? 'claude',

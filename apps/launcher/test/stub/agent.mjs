@@ -191,13 +191,17 @@ if (mode !== 'quick') {
       messages: heard.messages.map((m) => m.id),
     });
     if (heard.status === 'dismissed' || heard.status === 'ended' || heard.status === 'cancelled') break;
-    if (heard.status === 'interrupt' || heard.interrupts.length > 0) {
-      await call('reply', {
-        content: `${backend} got an interrupt: ${heard.interrupts.join(' | ').slice(0, 300)}`,
-      });
-    } else if (heard.status === 'messages') {
-      await call('reply', { content: `${backend} read ${heard.messages.map((m) => m.id).join(',')}` });
-    }
+    if (heard.status === 'timeout') continue;
+    const answer =
+      heard.interrupts.length > 0
+        ? `${backend} got an interrupt: ${heard.interrupts.join(' | ').slice(0, 300)}`
+        : `${backend} read ${heard.messages.map((m) => m.id).join(',')}`;
+    // A reply refused because the session ended meanwhile (a dismissal) ends the loop, as for an agent.
+    const sent = await call('reply', { content: answer }).then(
+      () => true,
+      () => false,
+    );
+    if (!sent) break;
   }
 }
 await call('end_session', {});
