@@ -45,6 +45,13 @@ export interface InvocationInput {
 
 const SECRET_NAME = /KEY|TOKEN|SECRET|PASS|AUTH|CRED|COOKIE/i;
 
+/** Variables the launcher sets per run: whatever the entry says about them gives way. */
+const BINDING_VARIABLES = ['SESSION_STREAM', 'SESSION_TOPIC', 'TRIGGER_MESSAGE_ID', 'ZULIP_INTERRUPT_FILE'];
+
+function withoutBinding(env: Readonly<Record<string, string>>): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).filter(([key]) => !BINDING_VARIABLES.includes(key)));
+}
+
 /** Expanded env (or header) values of the entry, and which of them count as secrets. */
 function expandAll(
   map: Readonly<Record<string, string>>,
@@ -213,6 +220,10 @@ function opencode(input: InvocationInput): BackendInvocation {
  *   `LAUNCHER_BACKEND_UNSUPPORTED` for an entry the backend cannot carry.
  */
 export function buildInvocation(input: InvocationInput): BackendInvocation {
+  if (input.server.transport === 'stdio') {
+    const env = withoutBinding(input.server.env);
+    input = { ...input, server: { ...input.server, env, raw: { ...input.server.raw, env } } };
+  }
   switch (input.backend) {
     case 'claude':
       return claude(input);

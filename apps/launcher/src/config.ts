@@ -503,13 +503,6 @@ const Schema = RawSchema.superRefine((raw, ctx) => {
       message: 'conflicts with ZULIP_REALM; set only one of the two',
     });
   }
-  if (raw.ZULIP_AGENT_ALLOWED_USERS === undefined && !raw['--demo'] && !raw['--help'] && !raw['--version']) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['ZULIP_AGENT_ALLOWED_USERS'],
-      message: 'is required: list the user ids or emails who may start an agent (no one may otherwise)',
-    });
-  }
 });
 
 type RawConfig = z.output<typeof RawSchema>;
@@ -621,6 +614,15 @@ export function parseConfig(
       const shown = raw !== undefined && !secret.has(key) ? ` (got ${quoteForError(raw)})` : '';
       problems.push(`${source[key] ?? key}: ${issue.message}${shown}`);
     }
+  }
+  // Checked apart from the schema, so it is reported beside every other problem.
+  if (
+    input.ZULIP_AGENT_ALLOWED_USERS === undefined &&
+    !['--demo', '--help', '--version'].some((k) => k in input)
+  ) {
+    problems.push(
+      'ZULIP_AGENT_ALLOWED_USERS: is required: list the user ids or emails who may start an agent (no one may otherwise)',
+    );
   }
   if (problems.length > 0 || !result.success) {
     throw new LauncherError('LAUNCHER_CONFIG_INVALID', `Invalid configuration:\n  ${problems.join('\n  ')}`, {
