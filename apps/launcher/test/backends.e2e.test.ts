@@ -117,8 +117,12 @@ describe('a mention starts an agent', () => {
       expect(existsSync(end.logFile)).toBe(true);
       const log = readFileSync(end.logFile, 'utf8');
       expect(log).toContain(`run ${end.runId}`);
+      expect(log).toContain('the key in my environment is [REDACTED]');
+      // The zulip server's own log lines come along.
+      expect(log).toContain('serving MCP on stdio');
       expect(log).not.toContain(w.bot.apiKey);
     }
+    expect(new Set(ends.map((e) => e.logFile)).size).toBe(3);
     // The run directories are gone; nothing is left running.
     for (const record of records)
       expect(existsSync(String(bindingOf(record).ZULIP_INTERRUPT_FILE))).toBe(false);

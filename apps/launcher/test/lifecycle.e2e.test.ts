@@ -157,11 +157,21 @@ describe('limits and failures', () => {
     const launcher = await w.launch({ timeLimitMs: 2000, stopGraceMs: 2000 });
     const notice = w.nextRequest(isBotPost(w, 'time limit'));
     const id = w.mention(w.ann, 'slow', '[stub:hang]');
+    await w.event('started', (e) => e.trigger.messageId === id);
+    // A follow-up the busy agent never takes from its interrupt file is not lost when it is stopped.
+    const later = w.mention(w.ann, 'slow', '[stub:quick] are you there?');
+    await w.event('trigger', (e) => e.trigger.messageId === later && e.action === 'followup');
     const end = await w.ended(id);
     expect(end.outcome).toBe('timeout');
     expect(end.reason).toBe('stopped after the time limit of 2 s');
+    expect(end.followUpsDelivered).toBe(0);
     await notice;
-    const [record] = w.records();
+    expect((await w.ended(later)).outcome).toBe('done');
+    const [record, again] = w.records();
+    expect(again?.events.find((e) => e.step === 'set_context')).toMatchObject({
+      mode: 'quick',
+      topic: 'slow',
+    });
     for (const pid of pidsOf(record as StubRecord)) expect(processAlive(pid)).toBe(false);
     expect(pidsOf(record as StubRecord)).toHaveLength(2);
     await launcher.close();

@@ -112,6 +112,9 @@ function record(extra) {
   );
 }
 
+// Agents print what they see; the launcher must keep secrets out of the log.
+process.stdout.write(`stub ${backend}: the key in my environment is ${process.env.TEST_BOT_KEY}\n`);
+
 if (mode === 'bench') {
   record({});
   process.exit(0);
