@@ -1,5 +1,5 @@
 import { homedir } from 'node:os';
-import { isAbsolute, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseReadOnlyFlag } from '@zmcp/core';
 import { parseSessionId } from '@zmcp/delivery';
 import { z } from 'zod';
@@ -649,12 +649,7 @@ export function parseConfig(
     },
     backend: raw.ZULIP_AGENT_BACKEND,
     streamBackends: raw.ZULIP_AGENT_STREAM_BACKENDS,
-    mcpConfigPath:
-      mcpConfig === undefined
-        ? join(workdir, '.mcp.json')
-        : isAbsolute(expandHome(mcpConfig, home))
-          ? expandHome(mcpConfig, home)
-          : path(mcpConfig),
+    mcpConfigPath: mcpConfig === undefined ? join(workdir, '.mcp.json') : path(mcpConfig),
     mcpServerName: raw.ZULIP_AGENT_MCP_SERVER ?? 'zulip',
     workdir,
     backendArgs: {

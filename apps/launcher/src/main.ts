@@ -7,7 +7,7 @@ import { isZmcpError, loadCredentials } from '@zmcp/core';
 import { isDeliveryError } from '@zmcp/delivery';
 import { helpText, type LauncherConfig, parseConfig } from './config.js';
 import { type DemoRealm, startDemoRealm } from './demo.js';
-import { isLauncherError } from './errors.js';
+import { isLauncherError, LauncherError } from './errors.js';
 import { createLauncher, type Launcher, type LauncherEvent } from './launcher.js';
 import { createLogger } from './logging.js';
 import { loadServerEntry, type McpServerEntry, parseServerEntry } from './mcp-config.js';
@@ -49,6 +49,20 @@ function isConfigurationError(err: unknown): boolean {
       'LAUNCHER_BACKEND_UNSUPPORTED',
     ) || isZmcpError(err, 'CORE_CONFIG_INVALID')
   );
+}
+
+async function readPromptFile(path: string | undefined): Promise<string | undefined> {
+  if (path === undefined) return undefined;
+  try {
+    return await readFile(path, 'utf8');
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    throw new LauncherError(
+      'LAUNCHER_CONFIG_INVALID',
+      `ZULIP_AGENT_SYSTEM_PROMPT_FILE: cannot read ${path} (${typeof code === 'string' ? code : 'read failed'})`,
+      { cause: err, details: { problems: ['ZULIP_AGENT_SYSTEM_PROMPT_FILE'] } },
+    );
+  }
 }
 
 /** The demo's zulip server: the configured entry if there is one, else `npx @zmcp/mcp-server`, pointed at the demo realm. */
@@ -142,8 +156,7 @@ export async function main(
       logger = makeLogger([config.zulip.apiKey, credentials.apiKey]);
       server = await loadServerEntry(config.mcpConfigPath, config.mcpServerName);
     }
-    const promptFile =
-      config.systemPromptFile === undefined ? undefined : await readFile(config.systemPromptFile, 'utf8');
+    const promptFile = await readPromptFile(config.systemPromptFile);
     launcher = createLauncher({
       zulip,
       mcpServer: server,

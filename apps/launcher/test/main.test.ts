@@ -96,6 +96,13 @@ describe('main', () => {
     delete env.ZULIP_API_KEY;
     expect(await main([], env, noKey)).toBe(2);
     expect(noKey.err()).toContain('ZULIP_API_KEY');
+    const noPrompt = streams();
+    const withPrompt = baseEnv({
+      ZULIP_AGENT_MCP_CONFIG: writeMcpConfig(w.server),
+      ZULIP_AGENT_SYSTEM_PROMPT_FILE: join(w.dir, 'missing.md'),
+    });
+    expect(await main([], withPrompt, noPrompt)).toBe(2);
+    expect(noPrompt.err()).toContain('ZULIP_AGENT_SYSTEM_PROMPT_FILE: cannot read');
   });
 
   it('runs until shut down, and exits 0', async () => {
