@@ -41,6 +41,28 @@ describe('configuration documentation', () => {
     expect(readme.slice(start + '<!-- settings:start -->'.length, end).trim()).toBe(configMarkdownTable());
   });
 
+  it('the public surface is what it was decided to be', async () => {
+    const api = await import('../src/index.js');
+    expect(Object.keys(api).sort()).toEqual([
+      'LauncherError',
+      'SERVER_NAME',
+      'backendNames',
+      'buildInvocation',
+      'configSettings',
+      'configVariableNames',
+      'createLauncher',
+      'createLogger',
+      'helpText',
+      'isLauncherError',
+      'loadServerEntry',
+      'main',
+      'parseConfig',
+      'parseServerEntry',
+      'selectServer',
+      'silentLogger',
+    ]);
+  });
+
   it('the README lists every export', async () => {
     const api = await import('../src/index.js');
     for (const name of Object.keys(api)) expect(readme, name).toContain(`\`${name}`);

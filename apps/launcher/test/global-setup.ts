@@ -1,10 +1,10 @@
 import { execFileSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { readdirSync, realpathSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 // The stub agents start zulip-mcp as an agent would: the built bin of @zmcp/mcp-server.
 const root = join(import.meta.dirname, '..', '..', '..');
-const serverDir = join(root, 'apps', 'mcp-server');
+const serverDir = realpathSync(join(import.meta.dirname, '..', 'node_modules', '@zmcp', 'mcp-server'));
 
 function newest(dir: string): number {
   let time = 0;

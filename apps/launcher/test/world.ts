@@ -20,8 +20,8 @@ import {
 } from '../src/index.js';
 
 export const appDir = join(import.meta.dirname, '..');
-/** The built zulip-mcp (test/global-setup.ts keeps it current). */
-export const zulipMcpBin = join(appDir, '..', 'mcp-server', 'dist', 'cli.js');
+/** The built zulip-mcp of the @zmcp/mcp-server dev dependency (test/global-setup.ts keeps it current). */
+export const zulipMcpBin = join(appDir, 'node_modules', '@zmcp', 'mcp-server', 'dist', 'cli.js');
 const stubScript = join(appDir, 'test', 'stub', 'agent.mjs');
 
 /** What a stub agent wrote about itself. */
