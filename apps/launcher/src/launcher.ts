@@ -152,7 +152,7 @@ interface Run {
   runId: string;
   trigger: TriggerInfo;
   backend: BackendName;
-  process: AgentProcess;
+  agent: AgentProcess;
   mailbox: InterruptMailbox;
   runDir: string;
   logFile: string;
@@ -316,7 +316,7 @@ class ZulipLauncher implements Launcher {
         runId: r.runId,
         trigger: r.trigger,
         backend: r.backend,
-        pid: r.process.pid,
+        pid: r.agent.pid,
         startedAt: r.startedAt,
       })),
       queued: [...this.#waiting],
@@ -412,7 +412,7 @@ class ZulipLauncher implements Launcher {
     await this.#loop?.catch(() => undefined);
     if (was !== 'new') {
       const runs = [...this.#runs.values()];
-      await Promise.all(runs.map((r) => r.process.stop('shutdown')));
+      await Promise.all(runs.map((r) => r.agent.stop('shutdown')));
       // Each run's end is recorded in the chain; wait for all of it.
       await this.#drainChain();
       await this.#ledger
@@ -649,7 +649,7 @@ class ZulipLauncher implements Launcher {
       this.#notify(trigger, 'I could not start: the launcher could not prepare the run (its log says why).');
       return;
     }
-    const process = startAgentProcess({
+    const agent = startAgentProcess({
       command: invocation.command,
       args: invocation.args,
       cwd: this.#workdir,
@@ -664,7 +664,7 @@ class ZulipLauncher implements Launcher {
       runId,
       trigger,
       backend,
-      process,
+      agent,
       mailbox,
       runDir,
       logFile,
@@ -673,7 +673,7 @@ class ZulipLauncher implements Launcher {
       fromQueue: from === 'queued',
     };
     this.#runs.set(trigger.conversation, run);
-    void process.started.then(
+    void agent.started.then(
       (pid) => {
         this.#logger.info('agent started', { messageId: trigger.messageId, runId, backend, pid });
         this.#emit({
@@ -690,7 +690,7 @@ class ZulipLauncher implements Launcher {
       },
       () => undefined,
     );
-    void process.exited.then((exit) => this.#serial(() => this.#finish(run, exit)));
+    void agent.exited.then((exit) => this.#serial(() => this.#finish(run, exit)));
   }
 
   async #finish(run: Run, exit: AgentExit): Promise<void> {
