@@ -156,5 +156,6 @@ describe('zulip-agent across a crash', () => {
     expect(w.records().map(topicOf).sort()).toEqual(['r1', 'r2', 'r3', 'r4']);
     expect(second.stderr()).toContain('an agent was running when the launcher stopped');
     expect(second.stderr()).not.toContain(w.bot.apiKey);
-  });
+    // Three launcher processes start from source here: give a loaded machine room.
+  }, 90_000);
 });
