@@ -1,0 +1,235 @@
+import { join } from 'node:path';
+import { LauncherError } from './errors.js';
+import { expandReferences, type McpServerEntry, referencedVariables } from './mcp-config.js';
+
+/** The agent CLIs the launcher can start. */
+export type BackendName = 'claude' | 'codex' | 'opencode';
+
+/** Every backend, in the order `--help` lists them. */
+export const backendNames: readonly BackendName[] = ['claude', 'codex', 'opencode'];
+
+/** The name the zulip server has in every configuration the launcher writes for a backend. */
+export const SERVER_NAME = 'zulip';
+
+/** What one agent run needs from its backend: how to start it, and the files to write first. */
+export interface BackendInvocation {
+  /** Executable, looked up on `PATH`: `claude`, `codex` or `opencode`. */
+  command: string;
+  args: string[];
+  /** Variables added to the launcher's environment for this run (never on the command line). */
+  env: Record<string, string>;
+  /** Files to write (mode 0600) before starting, such as Claude Code's MCP configuration. */
+  files: { path: string; content: string }[];
+  /** Values that must not appear in logs: the secrets the server entry expands to. */
+  secrets: string[];
+}
+
+/** Inputs of {@link buildInvocation}. */
+export interface InvocationInput {
+  backend: BackendName;
+  /** The zulip server of the user's `.mcp.json`. */
+  server: McpServerEntry;
+  /** Variables that bind the spawned server to the conversation (`TRIGGER_MESSAGE_ID`, `ZULIP_INTERRUPT_FILE`). */
+  binding: Readonly<Record<string, string>>;
+  /** The task: what happened and what to do. */
+  prompt: string;
+  /** Appended to the backend's own system prompt. */
+  systemPrompt: string;
+  /** Extra arguments for this backend, as configured. */
+  extraArgs: readonly string[];
+  /** A private directory of this run, for the files the backend reads. */
+  runDir: string;
+  /** The environment references expand against (the launcher's own). */
+  env: Readonly<Record<string, string | undefined>>;
+}
+
+const SECRET_NAME = /KEY|TOKEN|SECRET|PASS|AUTH|CRED|COOKIE/i;
+
+/** Variables the launcher sets per run: whatever the entry says about them gives way. */
+const BINDING_VARIABLES = ['SESSION_STREAM', 'SESSION_TOPIC', 'TRIGGER_MESSAGE_ID', 'ZULIP_INTERRUPT_FILE'];
+
+function withoutBinding(env: Readonly<Record<string, string>>): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).filter(([key]) => !BINDING_VARIABLES.includes(key)));
+}
+
+/** Expanded env (or header) values of the entry, and which of them count as secrets. */
+function expandAll(
+  map: Readonly<Record<string, string>>,
+  env: InvocationInput['env'],
+  field: 'env' | 'headers',
+): { values: Record<string, string>; secrets: string[] } {
+  const values: Record<string, string> = {};
+  const secrets: string[] = [];
+  for (const [key, value] of Object.entries(map)) {
+    const expanded = expandReferences(value, env, `${field}.${key}`);
+    values[key] = expanded;
+    const secret = field === 'headers' || SECRET_NAME.test(key) || referencedVariables(value).length > 0;
+    if (secret && expanded.length >= 4) secrets.push(expanded);
+  }
+  return { values, secrets };
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+// A TOML basic string: JSON's escapes, plus DEL, and no lone surrogates (TOML has no escape for them).
+function tomlString(value: string, field: string): string {
+  if (LONE_SURROGATE.test(value)) {
+    throw new LauncherError('LAUNCHER_BACKEND_UNSUPPORTED', `${field} is not well-formed Unicode.`, {
+      details: { backend: 'codex', field },
+    });
+  }
+  return JSON.stringify(value).replace(/\u007f/g, '\\u007f');
+}
+
+function tomlArray(values: readonly string[], field: string): string {
+  return `[${values.map((v, i) => tomlString(v, `${field}[${i}]`)).join(',')}]`;
+}
+
+function tomlTable(entries: readonly (readonly [string, string])[], field: string): string {
+  return `{${entries.map(([k, v]) => `${tomlString(k, field)}=${tomlString(v, `${field}.${k}`)}`).join(',')}}`;
+}
+
+function claude(input: InvocationInput): BackendInvocation {
+  const { server, binding } = input;
+  const file = join(input.runDir, 'mcp.json');
+  let entry: Record<string, unknown>;
+  let secrets: string[];
+  if (server.transport === 'stdio') {
+    // Claude Code expands the references itself; expanding here only checks each one is set.
+    secrets = expandAll(server.env, input.env, 'env').secrets;
+    entry = { ...server.raw, env: { ...server.env, ...binding } };
+  } else {
+    secrets = expandAll(server.headers, input.env, 'headers').secrets;
+    entry = { ...server.raw };
+  }
+  return {
+    command: 'claude',
+    // The prompt right after -p: --allowedTools and --mcp-config take lists and would swallow it.
+    args: [
+      '-p',
+      input.prompt,
+      '--allowedTools',
+      `mcp__${SERVER_NAME}`,
+      '--mcp-config',
+      file,
+      '--strict-mcp-config',
+      '--append-system-prompt',
+      input.systemPrompt,
+      ...input.extraArgs,
+    ],
+    env: {},
+    files: [
+      { path: file, content: `${JSON.stringify({ mcpServers: { [SERVER_NAME]: entry } }, null, 2)}\n` },
+    ],
+    secrets,
+  };
+}
+
+function codex(input: InvocationInput): BackendInvocation {
+  const { server, binding } = input;
+  const key = `mcp_servers.${SERVER_NAME}`;
+  const overrides: string[] = [];
+  const env: Record<string, string> = {};
+  let secrets: string[];
+  if (server.transport === 'stdio') {
+    overrides.push(`${key}.command=${tomlString(server.command, 'command')}`);
+    overrides.push(`${key}.args=${tomlArray(server.args, 'args')}`);
+    if (server.cwd !== undefined) overrides.push(`${key}.cwd=${tomlString(server.cwd, 'cwd')}`);
+    const expanded = expandAll(server.env, input.env, 'env');
+    secrets = expanded.secrets;
+    // The entry's values travel in codex's environment and are forwarded by name: never on argv.
+    Object.assign(env, expanded.values);
+    const names = Object.keys(expanded.values);
+    if (names.length > 0) overrides.push(`${key}.env_vars=${tomlArray(names, 'env_vars')}`);
+    // The binding is no secret; it goes straight to the server, not into codex's own environment.
+    const bound = Object.entries(binding);
+    if (bound.length > 0) overrides.push(`${key}.env=${tomlTable(bound, 'env')}`);
+  } else {
+    overrides.push(`${key}.url=${tomlString(server.url, 'url')}`);
+    const expanded = expandAll(server.headers, input.env, 'headers');
+    secrets = expanded.secrets;
+    const headers: [string, string][] = [];
+    Object.entries(expanded.values).forEach(([name, value], i) => {
+      const variable = `ZULIP_AGENT_HEADER_${i}`;
+      env[variable] = value;
+      headers.push([name, variable]);
+    });
+    if (headers.length > 0)
+      overrides.push(`${key}.env_http_headers=${tomlTable(headers, 'env_http_headers')}`);
+  }
+  overrides.push(`developer_instructions=${tomlString(input.systemPrompt, 'system prompt')}`);
+  return {
+    command: 'codex',
+    args: ['exec', ...overrides.flatMap((o) => ['-c', o]), ...input.extraArgs, '--', input.prompt],
+    env,
+    files: [],
+    secrets,
+  };
+}
+
+function opencode(input: InvocationInput): BackendInvocation {
+  const { server, binding } = input;
+  const instructions = join(input.runDir, 'instructions.md');
+  let mcp: Record<string, unknown>;
+  let secrets: string[];
+  if (server.transport === 'stdio') {
+    if (server.cwd !== undefined) {
+      throw new LauncherError(
+        'LAUNCHER_BACKEND_UNSUPPORTED',
+        'OpenCode cannot start an MCP server in another directory: remove "cwd" from the zulip server entry, or use another backend.',
+        { details: { backend: 'opencode', field: 'cwd' } },
+      );
+    }
+    const expanded = expandAll(server.env, input.env, 'env');
+    secrets = expanded.secrets;
+    mcp = {
+      type: 'local',
+      command: [server.command, ...server.args],
+      environment: { ...expanded.values, ...binding },
+      enabled: true,
+    };
+  } else {
+    const expanded = expandAll(server.headers, input.env, 'headers');
+    secrets = expanded.secrets;
+    mcp = { type: 'remote', url: server.url, headers: expanded.values, enabled: true };
+  }
+  const config = {
+    $schema: 'https://opencode.ai/config.json',
+    instructions: [instructions],
+    mcp: { [SERVER_NAME]: mcp },
+  };
+  return {
+    command: 'opencode',
+    // The prompt first: later positionals would be read as more words of it.
+    args: ['run', input.prompt, ...input.extraArgs],
+    // Inline configuration, in the environment: header and env values never reach argv.
+    env: { OPENCODE_CONFIG_CONTENT: JSON.stringify(config) },
+    files: [{ path: instructions, content: `${input.systemPrompt}\n` }],
+    secrets,
+  };
+}
+
+/**
+ * Translates the zulip server of the user's `.mcp.json` into what `backend` reads, and builds
+ * the command that starts one agent run: Claude Code gets a `.mcp.json` of its own (it expands
+ * the references itself), Codex gets `-c mcp_servers...` overrides with every env and header
+ * value forwarded from its environment by name, OpenCode gets inline JSON configuration in
+ * `OPENCODE_CONFIG_CONTENT`. Secrets never reach the command line.
+ *
+ * @throws LauncherError `LAUNCHER_MCP_CONFIG_INVALID` for a reference to an unset variable,
+ *   `LAUNCHER_BACKEND_UNSUPPORTED` for an entry the backend cannot carry.
+ */
+export function buildInvocation(input: InvocationInput): BackendInvocation {
+  if (input.server.transport === 'stdio') {
+    const env = withoutBinding(input.server.env);
+    input = { ...input, server: { ...input.server, env, raw: { ...input.server.raw, env } } };
+  }
+  switch (input.backend) {
+    case 'claude':
+      return claude(input);
+    case 'codex':
+      return codex(input);
+    case 'opencode':
+      return opencode(input);
+  }
+}

@@ -1,0 +1,725 @@
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseReadOnlyFlag } from '@zmcp/core';
+import { parseSessionId } from '@zmcp/delivery';
+import { z } from 'zod';
+import { type BackendName, backendNames } from './backends.js';
+import { LauncherError } from './errors.js';
+import { type LogLevel, logLevels } from './logging.js';
+import { hasEnvReference } from './mcp-config.js';
+
+/** Who may start an agent: user ids, and exact email addresses (compared case-insensitively). */
+export interface AllowedUsers {
+  userIds: readonly number[];
+  /** Lowercased. */
+  emails: readonly string[];
+}
+
+/** A per-stream backend choice: the stream by id, or by its exact name (case-insensitive). */
+export interface StreamBackendRule {
+  stream: number | string;
+  backend: BackendName;
+}
+
+/** The Zulip account the launcher listens as; resolving it against a zuliprc is `@zmcp/core`'s job. */
+export interface LauncherZulipSettings {
+  site: string | undefined;
+  email: string | undefined;
+  /** Secret: never logged, never echoed in an error. */
+  apiKey: string | undefined;
+  rcPath: string | undefined;
+  allowInsecureHttp: boolean;
+}
+
+/** The reactions that show a trigger's state on the message that made it. */
+export interface StatusEmoji {
+  queued: string;
+  working: string;
+  done: string;
+  failed: string;
+}
+
+/** The whole configuration of one `zulip-agent` process, from environment variables and flags. */
+export interface LauncherConfig {
+  command: 'run' | 'help' | 'version';
+  demo: boolean;
+  zulip: LauncherZulipSettings;
+  backend: BackendName;
+  streamBackends: readonly StreamBackendRule[];
+  /** Absolute path of the `.mcp.json` holding the zulip server. */
+  mcpConfigPath: string;
+  mcpServerName: string;
+  /** Absolute working directory of the agents. */
+  workdir: string;
+  backendArgs: Readonly<Record<BackendName, readonly string[]>>;
+  systemPrompt: string | undefined;
+  /** Absolute path, read at start. */
+  systemPromptFile: string | undefined;
+  /** Unset only with `--demo`, which allows the demo realm's people. */
+  allowedUsers: AllowedUsers | undefined;
+  directMessages: boolean;
+  maxRunning: number;
+  maxQueued: number;
+  timeLimitMs: number;
+  stopGraceMs: number;
+  catchUpMs: number;
+  emoji: StatusEmoji;
+  stateDir: string;
+  launcherId: string;
+  logDir: string;
+  logLevel: LogLevel;
+}
+
+/** What `--help`, the README and `.env.example` say about one setting. */
+export interface SettingInfo {
+  /** Environment variable, or the flag itself for flag-only settings. */
+  name: string;
+  flag: string | undefined;
+  /** Placeholder of the flag's value; unset for switches. */
+  flagArg: string | undefined;
+  defaultText: string;
+  help: string;
+  group: string;
+  /** Never echoed in an error, never accepted as a flag. */
+  secret: boolean;
+}
+
+type Meta = Omit<SettingInfo, 'name' | 'flag' | 'flagArg' | 'secret'> & {
+  flag?: string;
+  flagArg?: string;
+  secret?: boolean;
+};
+
+const settingMeta = z.registry<Meta>();
+
+type Raw = string | undefined;
+
+/** A setting: a raw string (or unset) turned into a value, or an issue naming what was expected. */
+function setting<T>(meta: Meta, parse: (raw: string) => T | { problem: string }, fallback: T) {
+  return z
+    .string()
+    .optional()
+    .transform((raw: Raw, ctx): T => {
+      if (raw === undefined) return fallback;
+      const value = parse(raw);
+      if (typeof value === 'object' && value !== null && 'problem' in value) {
+        ctx.addIssue({ code: 'custom', message: value.problem });
+        return z.NEVER;
+      }
+      return value as T;
+    })
+    .register(settingMeta, meta);
+}
+
+const problem = (text: string) => ({ problem: text });
+
+function text(meta: Meta, pattern?: RegExp, expected?: string) {
+  return setting<string | undefined>(
+    meta,
+    (raw) => (pattern === undefined || pattern.test(raw) ? raw : problem(expected ?? 'malformed')),
+    undefined,
+  );
+}
+
+function flagSwitch(meta: Meta) {
+  return z
+    .string()
+    .optional()
+    .transform((raw) => raw !== undefined)
+    .register(settingMeta, meta);
+}
+
+function boolean(meta: Omit<Meta, 'defaultText'>, fallback: boolean) {
+  return setting(
+    { ...meta, defaultText: fallback ? 'on' : 'off' },
+    (raw) => {
+      try {
+        return parseReadOnlyFlag(raw);
+      } catch {
+        return problem('expected one of 1/0, true/false, yes/no, on/off');
+      }
+    },
+    fallback,
+  );
+}
+
+function integer(meta: Omit<Meta, 'defaultText'>, min: number, max: number, fallback: number) {
+  return setting(
+    { ...meta, defaultText: String(fallback) },
+    (raw) => {
+      const value = /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : Number.NaN;
+      return Number.isSafeInteger(value) && value >= min && value <= max
+        ? value
+        : problem(`expected a whole number from ${min} to ${max}`);
+    },
+    fallback,
+  );
+}
+
+function oneOf<const T extends string>(meta: Omit<Meta, 'defaultText'>, values: readonly T[], fallback: T) {
+  return setting(
+    { ...meta, defaultText: fallback },
+    (raw) => {
+      const word = raw.trim().toLowerCase();
+      return (values as readonly string[]).includes(word)
+        ? (word as T)
+        : problem(`expected one of ${values.join(', ')}`);
+    },
+    fallback,
+  );
+}
+
+const emojiPattern = /^[a-z0-9_+-]{1,60}$/;
+function emoji(meta: Omit<Meta, 'defaultText'>, fallback: string) {
+  return setting(
+    { ...meta, defaultText: fallback },
+    (raw) => {
+      const name = raw.trim().replace(/^:(.*):$/, '$1');
+      return emojiPattern.test(name)
+        ? name
+        : problem('expected an emoji name such as working_on_it or check');
+    },
+    fallback,
+  );
+}
+
+function backendArgs(backend: BackendName) {
+  return setting<readonly string[]>(
+    {
+      group: 'Agents',
+      defaultText: 'none',
+      help: `Extra arguments for ${backend}, as a JSON list of strings; environment references are refused.`,
+    },
+    (raw) => {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(raw);
+      } catch {
+        return problem('expected a JSON list of strings, such as ["--model", "x"]');
+      }
+      if (!Array.isArray(parsed) || !parsed.every((a) => typeof a === 'string')) {
+        return problem('expected a JSON list of strings, such as ["--model", "x"]');
+      }
+      const bad = parsed.findIndex((a: string) => hasEnvReference(a));
+      if (bad >= 0) {
+        return problem(
+          `item ${bad} holds an environment reference; nothing is expanded, and secrets stay off command lines`,
+        );
+      }
+      return parsed as string[];
+    },
+    [],
+  );
+}
+
+/** Reads `ids and emails` of ZULIP_AGENT_ALLOWED_USERS: names are refused, since anyone can take a name. */
+export function parseAllowedUsers(raw: string): AllowedUsers | { problem: string } {
+  const userIds: number[] = [];
+  const emails: string[] = [];
+  const items = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  if (items.length === 0) return problem('expected user ids or email addresses, comma-separated');
+  for (const item of items) {
+    if (/^\d{1,15}$/.test(item) && Number(item) > 0) userIds.push(Number(item));
+    else if (/^[^\s@,]+@[^\s@,]+$/.test(item)) emails.push(item.toLowerCase());
+    else {
+      return problem(
+        `${JSON.stringify(item.slice(0, 60))} is neither a user id nor an email address (names are not accepted: anyone can take a name)`,
+      );
+    }
+  }
+  return { userIds: [...new Set(userIds)], emails: [...new Set(emails)] };
+}
+
+function parseStreamBackends(raw: string): StreamBackendRule[] | { problem: string } {
+  const rules: StreamBackendRule[] = [];
+  for (const item of raw.split(',').map((s) => s.trim())) {
+    if (item === '') continue;
+    const eq = item.lastIndexOf('=');
+    const stream = eq > 0 ? item.slice(0, eq).trim() : '';
+    const backend =
+      eq > 0
+        ? item
+            .slice(eq + 1)
+            .trim()
+            .toLowerCase()
+        : '';
+    if (stream === '' || !(backendNames as readonly string[]).includes(backend)) {
+      return problem(
+        `expected stream=backend pairs such as ops=codex or 12=opencode (backends: ${backendNames.join(', ')})`,
+      );
+    }
+    rules.push({ stream: /^\d+$/.test(stream) ? Number(stream) : stream, backend: backend as BackendName });
+  }
+  return rules.length > 0 ? rules : problem('expected at least one stream=backend pair');
+}
+
+/**
+ * The one schema of the launcher's configuration: every key is an environment variable (or,
+ * for flag-only switches, the flag), every value the raw string as given.
+ */
+const RawSchema = z.object({
+  ZULIP_REALM: text({
+    group: 'Zulip account',
+    defaultText: 'from zuliprc',
+    help: 'Zulip server URL of the bot the launcher listens as, e.g. https://chat.example.com.',
+  }),
+  ZULIP_SITE: text({
+    group: 'Zulip account',
+    defaultText: 'from zuliprc',
+    help: 'The same as ZULIP_REALM (the name zuliprc files use); set one of the two.',
+  }),
+  ZULIP_EMAIL: text(
+    { group: 'Zulip account', defaultText: 'from zuliprc', help: 'Email address of the bot account.' },
+    /^[^\s@]+@[^\s@]+$/,
+    'expected an email address such as bot@example.com',
+  ),
+  ZULIP_API_KEY: text(
+    {
+      group: 'Zulip account',
+      defaultText: 'from zuliprc',
+      help: 'API key of the bot account. Secret: never logged, and there is no flag for it.',
+      secret: true,
+    },
+    /^\S+$/,
+    'expected an API key without spaces',
+  ),
+  ZULIP_RC_PATH: text({
+    group: 'Zulip account',
+    flag: '--zuliprc',
+    flagArg: '<path>',
+    defaultText: 'unset',
+    help: 'Path of a zuliprc file for the bot account, instead of the variables above.',
+  }),
+  ZULIP_ALLOW_INSECURE_HTTP: boolean(
+    {
+      group: 'Zulip account',
+      help: 'Allow an http:// server URL that is not loopback (the API key then travels unencrypted).',
+    },
+    false,
+  ),
+  ZULIP_AGENT_BACKEND: oneOf(
+    {
+      group: 'Agents',
+      flag: '--backend',
+      flagArg: '<name>',
+      help: 'The agent CLI to start: claude (Claude Code), codex (codex exec) or opencode (opencode run).',
+    },
+    backendNames,
+    'claude',
+  ),
+  ZULIP_AGENT_STREAM_BACKENDS: setting<readonly StreamBackendRule[]>(
+    {
+      group: 'Agents',
+      defaultText: 'none',
+      help: 'Per-stream backends as stream=backend pairs (comma list); a stream is its id or exact name.',
+    },
+    parseStreamBackends,
+    [],
+  ),
+  ZULIP_AGENT_MCP_CONFIG: text({
+    group: 'Agents',
+    flag: '--mcp-config',
+    flagArg: '<path>',
+    defaultText: '.mcp.json in the work directory',
+    help: 'The .mcp.json whose zulip server every agent gets, translated for its backend.',
+  }),
+  ZULIP_AGENT_MCP_SERVER: text(
+    {
+      group: 'Agents',
+      flag: '--mcp-server',
+      flagArg: '<name>',
+      defaultText: 'zulip',
+      help: 'The name of the zulip server in that .mcp.json.',
+    },
+    /^[^\s]{1,100}$/,
+    'expected a server name without spaces',
+  ),
+  ZULIP_AGENT_WORKDIR: text({
+    group: 'Agents',
+    flag: '--workdir',
+    flagArg: '<dir>',
+    defaultText: 'the current directory',
+    help: 'Working directory the agents start in.',
+  }),
+  ZULIP_AGENT_CLAUDE_ARGS: backendArgs('claude'),
+  ZULIP_AGENT_CODEX_ARGS: backendArgs('codex'),
+  ZULIP_AGENT_OPENCODE_ARGS: backendArgs('opencode'),
+  ZULIP_AGENT_SYSTEM_PROMPT: text({
+    group: 'Agents',
+    defaultText: 'none',
+    help: 'Text added to the built-in system prompt of every agent (team conventions, where the code is).',
+  }),
+  ZULIP_AGENT_SYSTEM_PROMPT_FILE: text({
+    group: 'Agents',
+    defaultText: 'none',
+    help: 'A file whose text is added to the system prompt, after ZULIP_AGENT_SYSTEM_PROMPT; read at start.',
+  }),
+  ZULIP_AGENT_ALLOWED_USERS: setting<AllowedUsers | undefined>(
+    {
+      group: 'Who may call',
+      defaultText: 'required',
+      help: 'Who may start an agent: user ids or exact email addresses (comma list). Anyone else is ignored.',
+    },
+    parseAllowedUsers,
+    undefined,
+  ),
+  ZULIP_AGENT_DIRECT_MESSAGES: boolean(
+    {
+      group: 'Who may call',
+      help: 'Start agents for direct messages to the bot (one-to-one; in a group DM only when mentioned).',
+    },
+    true,
+  ),
+  ZULIP_AGENT_MAX_RUNNING: integer(
+    {
+      group: 'Limits',
+      flag: '--max-running',
+      flagArg: '<n>',
+      help: 'Most agents running at once; later triggers wait in a queue, marked on the message.',
+    },
+    1,
+    64,
+    2,
+  ),
+  ZULIP_AGENT_MAX_QUEUED: integer(
+    {
+      group: 'Limits',
+      help: 'Most triggers waiting for a free slot; beyond it a trigger is refused with a short reply.',
+    },
+    0,
+    1000,
+    20,
+  ),
+  ZULIP_AGENT_TIME_LIMIT_MS: integer(
+    {
+      group: 'Limits',
+      help: 'Longest an agent may run, in milliseconds; then it is stopped and the trigger marked failed.',
+    },
+    1000,
+    86_400_000,
+    1_800_000,
+  ),
+  ZULIP_AGENT_STOP_GRACE_MS: integer(
+    {
+      group: 'Limits',
+      help: 'How long a stopped agent gets after SIGTERM before SIGKILL, in milliseconds.',
+    },
+    0,
+    600_000,
+    10_000,
+  ),
+  ZULIP_AGENT_CATCH_UP_MS: integer(
+    {
+      group: 'Limits',
+      help: 'After a restart, triggers missed while down start if younger than this, in milliseconds; 0: none.',
+    },
+    0,
+    604_800_000,
+    3_600_000,
+  ),
+  ZULIP_AGENT_QUEUED_EMOJI: emoji(
+    { group: 'Status', help: 'Reaction on a trigger waiting for a free slot.' },
+    'hourglass',
+  ),
+  ZULIP_AGENT_WORKING_EMOJI: emoji(
+    { group: 'Status', help: 'Reaction on a trigger whose agent is running.' },
+    'working_on_it',
+  ),
+  ZULIP_AGENT_DONE_EMOJI: emoji(
+    { group: 'Status', help: 'Reaction on a trigger whose agent finished.' },
+    'check',
+  ),
+  ZULIP_AGENT_FAILED_EMOJI: emoji(
+    { group: 'Status', help: 'Reaction on a trigger whose agent failed, timed out or was refused.' },
+    'warning',
+  ),
+  ZULIP_AGENT_STATE_DIR: text({
+    group: 'State and logs',
+    flag: '--state-dir',
+    flagArg: '<dir>',
+    defaultText: '~/.zmcp/launcher',
+    help: 'Directory of the trigger record, run files and interrupt files; keep it across restarts.',
+  }),
+  ZULIP_AGENT_ID: setting(
+    {
+      group: 'State and logs',
+      defaultText: 'zulip-agent',
+      help: 'Names this launcher’s trigger record (<id>.json in the state directory); 1-128 of A-Z a-z 0-9 . _ -.',
+    },
+    (raw) => {
+      try {
+        return parseSessionId(raw.trim());
+      } catch (err) {
+        return problem((err as Error).message.replace(/^invalid session id: /, ''));
+      }
+    },
+    'zulip-agent',
+  ),
+  ZULIP_AGENT_LOG_DIR: text({
+    group: 'State and logs',
+    flag: '--log-dir',
+    flagArg: '<dir>',
+    defaultText: '<state dir>/logs',
+    help: 'Directory of the agents’ output, one log file per conversation.',
+  }),
+  ZMCP_LOG_LEVEL: oneOf(
+    {
+      group: 'State and logs',
+      flag: '--log-level',
+      flagArg: '<level>',
+      help: 'Log level on stderr: debug, info, warn, error or silent. Message bodies only at debug.',
+    },
+    logLevels,
+    'info',
+  ),
+  '--demo': flagSwitch({
+    group: 'Other',
+    flag: '--demo',
+    defaultText: 'off',
+    help: 'Listen on a simulated, seeded Zulip realm on loopback, with a scripted first mention; no account needed.',
+  }),
+  '--help': flagSwitch({
+    group: 'Other',
+    flag: '--help',
+    defaultText: '',
+    help: 'Print this help and exit.',
+  }),
+  '--version': flagSwitch({
+    group: 'Other',
+    flag: '--version',
+    defaultText: '',
+    help: 'Print the version and exit.',
+  }),
+});
+
+const Schema = RawSchema.superRefine((raw, ctx) => {
+  if (raw.ZULIP_REALM !== undefined && raw.ZULIP_SITE !== undefined && raw.ZULIP_REALM !== raw.ZULIP_SITE) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['ZULIP_SITE'],
+      message: 'conflicts with ZULIP_REALM; set only one of the two',
+    });
+  }
+});
+
+type RawConfig = z.output<typeof RawSchema>;
+type SettingKey = keyof RawConfig & string;
+
+/** Every setting in table order, as `--help`, the README and `.env.example` list them. */
+export function configSettings(): SettingInfo[] {
+  return Object.entries(RawSchema.shape).map(([name, schema]) => {
+    const meta = settingMeta.get(schema);
+    if (!meta) throw new Error(`setting ${name} has no help entry`);
+    return {
+      name,
+      flag: meta.flag,
+      flagArg: meta.flagArg,
+      defaultText: meta.defaultText,
+      help: meta.help,
+      group: meta.group,
+      secret: meta.secret ?? false,
+    };
+  });
+}
+
+/** Names of every environment variable the launcher reads. */
+export function configVariableNames(): string[] {
+  return configSettings()
+    .map((s) => s.name)
+    .filter((name) => !name.startsWith('-'));
+}
+
+function quoteForError(raw: string): string {
+  return JSON.stringify(raw.length > 60 ? `${raw.slice(0, 57)}...` : raw);
+}
+
+function expandHome(path: string, home: string): string {
+  if (path === '~') return home;
+  return path.startsWith('~/') ? join(home, path.slice(2)) : path;
+}
+
+/**
+ * Parses the environment and command-line flags (a flag wins over its variable) into a validated
+ * {@link LauncherConfig}. Pure: it reads nothing but its arguments (relative paths start from
+ * `options.cwd`, default the process's). Empty variables count as unset.
+ *
+ * @throws LauncherError `LAUNCHER_CONFIG_INVALID` naming every bad variable or flag and what was
+ *   expected, never a secret's value; `details.problems` lists them.
+ */
+export function parseConfig(
+  env: Readonly<Record<string, string | undefined>>,
+  argv: readonly string[],
+  options: { cwd?: string } = {},
+): LauncherConfig {
+  const settings = configSettings();
+  const secret = new Set(settings.filter((s) => s.secret).map((s) => s.name));
+  const flags = new Map<string, { key: SettingKey; takesValue: boolean }>();
+  for (const s of settings) {
+    if (s.flag !== undefined)
+      flags.set(s.flag, { key: s.name as SettingKey, takesValue: s.flagArg !== undefined });
+  }
+  flags.set('-h', { key: '--help', takesValue: false });
+  flags.set('-V', { key: '--version', takesValue: false });
+
+  const problems: string[] = [];
+  const input: Record<string, string | undefined> = {};
+  const source: Record<string, string> = {};
+  for (const name of configVariableNames()) {
+    const value = env[name];
+    if (value !== undefined && value.trim() !== '') {
+      input[name] = value;
+      source[name] = name;
+    }
+  }
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    const eq = arg.indexOf('=');
+    const name = arg.startsWith('--') && eq > 0 ? arg.slice(0, eq) : arg;
+    const flag = flags.get(name);
+    if (flag === undefined) {
+      if (arg.startsWith('-')) {
+        problems.push(`${name}: unknown option (zulip-agent --help lists them)`);
+        // Its value is skipped unseen: it may be a secret someone tried to pass as a flag.
+        if (eq < 0 && argv[i + 1] !== undefined && !argv[i + 1]?.startsWith('-')) i++;
+      } else problems.push(`${quoteForError(arg)}: unexpected argument (zulip-agent takes only options)`);
+      continue;
+    }
+    let value: string | undefined;
+    if (eq > 0 && arg.startsWith('--')) {
+      if (!flag.takesValue) {
+        problems.push(`${name}: takes no value`);
+        continue;
+      }
+      value = arg.slice(eq + 1);
+    } else if (flag.takesValue) {
+      value = argv[i + 1];
+      if (value === undefined || value.startsWith('--')) {
+        problems.push(`${name}: expects a value`);
+        continue;
+      }
+      i++;
+    } else value = 'true';
+    input[flag.key] = value;
+    source[flag.key] = name;
+  }
+
+  const result = Schema.safeParse(input);
+  if (!result.success) {
+    for (const issue of result.error.issues) {
+      const key = String(issue.path[0] ?? '');
+      const raw = input[key];
+      const shown = raw !== undefined && !secret.has(key) ? ` (got ${quoteForError(raw)})` : '';
+      problems.push(`${source[key] ?? key}: ${issue.message}${shown}`);
+    }
+  }
+  // Checked apart from the schema, so it is reported beside every other problem.
+  if (
+    input.ZULIP_AGENT_ALLOWED_USERS === undefined &&
+    !['--demo', '--help', '--version'].some((k) => k in input)
+  ) {
+    problems.push(
+      'ZULIP_AGENT_ALLOWED_USERS: is required: list the user ids or emails who may start an agent (no one may otherwise)',
+    );
+  }
+  if (problems.length > 0 || !result.success) {
+    throw new LauncherError('LAUNCHER_CONFIG_INVALID', `Invalid configuration:\n  ${problems.join('\n  ')}`, {
+      details: { problems },
+    });
+  }
+
+  const raw = result.data;
+  const cwd = options.cwd ?? process.cwd();
+  const home = env.HOME !== undefined && env.HOME !== '' ? env.HOME : homedir();
+  const path = (p: string) => resolve(cwd, expandHome(p, home));
+  const workdir = path(raw.ZULIP_AGENT_WORKDIR ?? '.');
+  const stateDir = path(raw.ZULIP_AGENT_STATE_DIR ?? '~/.zmcp/launcher');
+  const mcpConfig = raw.ZULIP_AGENT_MCP_CONFIG;
+  return {
+    command: raw['--help'] ? 'help' : raw['--version'] ? 'version' : 'run',
+    demo: raw['--demo'],
+    zulip: {
+      site: raw.ZULIP_REALM ?? raw.ZULIP_SITE,
+      email: raw.ZULIP_EMAIL,
+      apiKey: raw.ZULIP_API_KEY,
+      rcPath: raw.ZULIP_RC_PATH === undefined ? undefined : path(raw.ZULIP_RC_PATH),
+      allowInsecureHttp: raw.ZULIP_ALLOW_INSECURE_HTTP,
+    },
+    backend: raw.ZULIP_AGENT_BACKEND,
+    streamBackends: raw.ZULIP_AGENT_STREAM_BACKENDS,
+    mcpConfigPath: mcpConfig === undefined ? join(workdir, '.mcp.json') : path(mcpConfig),
+    mcpServerName: raw.ZULIP_AGENT_MCP_SERVER ?? 'zulip',
+    workdir,
+    backendArgs: {
+      claude: raw.ZULIP_AGENT_CLAUDE_ARGS,
+      codex: raw.ZULIP_AGENT_CODEX_ARGS,
+      opencode: raw.ZULIP_AGENT_OPENCODE_ARGS,
+    },
+    systemPrompt: raw.ZULIP_AGENT_SYSTEM_PROMPT,
+    systemPromptFile:
+      raw.ZULIP_AGENT_SYSTEM_PROMPT_FILE === undefined ? undefined : path(raw.ZULIP_AGENT_SYSTEM_PROMPT_FILE),
+    allowedUsers: raw.ZULIP_AGENT_ALLOWED_USERS,
+    directMessages: raw.ZULIP_AGENT_DIRECT_MESSAGES,
+    maxRunning: raw.ZULIP_AGENT_MAX_RUNNING,
+    maxQueued: raw.ZULIP_AGENT_MAX_QUEUED,
+    timeLimitMs: raw.ZULIP_AGENT_TIME_LIMIT_MS,
+    stopGraceMs: raw.ZULIP_AGENT_STOP_GRACE_MS,
+    catchUpMs: raw.ZULIP_AGENT_CATCH_UP_MS,
+    emoji: {
+      queued: raw.ZULIP_AGENT_QUEUED_EMOJI,
+      working: raw.ZULIP_AGENT_WORKING_EMOJI,
+      done: raw.ZULIP_AGENT_DONE_EMOJI,
+      failed: raw.ZULIP_AGENT_FAILED_EMOJI,
+    },
+    stateDir,
+    launcherId: raw.ZULIP_AGENT_ID,
+    logDir: raw.ZULIP_AGENT_LOG_DIR === undefined ? join(stateDir, 'logs') : path(raw.ZULIP_AGENT_LOG_DIR),
+    logLevel: raw.ZMCP_LOG_LEVEL,
+  };
+}
+
+function label(s: SettingInfo): string {
+  if (s.name.startsWith('-')) return s.flagArg ? `${s.name} ${s.flagArg}` : s.name;
+  return `${s.name}${s.flag ? `, ${s.flag}${s.flagArg ? ` ${s.flagArg}` : ''}` : ''}`;
+}
+
+/** The `--help` text: usage, then every setting with its flag, default and one line of help. */
+export function helpText(): string {
+  const settings = configSettings();
+  const width = Math.max(...settings.map((s) => label(s).length)) + 2;
+  const lines = [
+    'zulip-agent: an @-mention of the bot in Zulip starts a coding agent (Claude Code, Codex or',
+    'OpenCode) in that conversation, with the zulip MCP server of your .mcp.json bound to it.',
+    '',
+    'Usage: zulip-agent [options]',
+    '',
+    'Settings are environment variables; where a flag is shown, it overrides the variable.',
+    'Boolean variables take 1/0, true/false, yes/no or on/off. Empty variables count as unset.',
+  ];
+  let group = '';
+  for (const s of settings) {
+    if (s.group !== group) {
+      group = s.group;
+      lines.push('', `${group}:`);
+    }
+    lines.push(`  ${label(s).padEnd(width)}${s.help}${s.defaultText ? ` [default: ${s.defaultText}]` : ''}`);
+  }
+  lines.push(
+    '',
+    'Exit codes: 0 after a clean shutdown, 1 when start-up fails, 2 on a bad configuration.',
+    '',
+  );
+  return lines.join('\n');
+}
+
+/** The README's settings table, in markdown, generated from the same table as `--help`. */
+export function configMarkdownTable(): string {
+  const rows = configSettings().map((s) => {
+    const variable = s.name.startsWith('-') ? '' : `\`${s.name}\``;
+    const flag = s.flag ? `\`${s.flag}${s.flagArg ? ` ${s.flagArg}` : ''}\`` : '';
+    return `| ${variable} | ${flag} | ${s.defaultText} | ${s.help.replace(/\|/g, '\\|')} |`;
+  });
+  return ['| variable | flag | default | what it does |', '|---|---|---|---|', ...rows].join('\n');
+}

@@ -1,0 +1,45 @@
+/**
+ * Every failure `@zmcp/launcher` reports, as a stable string code. Callers switch on
+ * `err.code` (or {@link isLauncherError}), never on `instanceof` or the message.
+ */
+export type LauncherErrorCode =
+  /** A variable or flag has a bad value; `details.problems` lists one line per setting. */
+  | 'LAUNCHER_CONFIG_INVALID'
+  /** The `.mcp.json` cannot be read, is not JSON of the expected shape, or lacks the named server. */
+  | 'LAUNCHER_MCP_CONFIG_INVALID'
+  /**
+   * An environment reference (`${VAR}`, `$VAR`) sits in the server's command, args, cwd or url,
+   * where expanding it would put a secret on a command line; `details.field` names the place.
+   */
+  | 'LAUNCHER_ENV_REFERENCE'
+  /** The server entry cannot be given to the chosen backend as it is (see `details.backend`). */
+  | 'LAUNCHER_BACKEND_UNSUPPORTED'
+  /** `start()` was called twice, or after `close()`. */
+  | 'LAUNCHER_STATE_INVALID';
+
+/** Options accepted by every `LauncherError`. */
+export interface LauncherErrorOptions {
+  cause?: unknown;
+  details?: Readonly<Record<string, unknown>> | undefined;
+}
+
+/** The one error class of `@zmcp/launcher`: a stable `code`, optional `details` and the original `cause`. */
+export class LauncherError extends Error {
+  override readonly name: string = 'LauncherError';
+  readonly code: LauncherErrorCode;
+  readonly details: Readonly<Record<string, unknown>> | undefined;
+
+  constructor(code: LauncherErrorCode, message: string, options: LauncherErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.details = options.details;
+  }
+}
+
+/** True when `err` carries a launcher code (from any copy of this package): one of `codes`, or any when none are given. */
+export function isLauncherError(err: unknown, ...codes: LauncherErrorCode[]): err is LauncherError {
+  if (typeof err !== 'object' || err === null) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code !== 'string' || !code.startsWith('LAUNCHER_')) return false;
+  return codes.length === 0 || codes.includes(code as LauncherErrorCode);
+}

@@ -1,0 +1,32 @@
+// The public API of @zmcp/launcher. Every export below is a promise to users: adding a line is
+// an API decision. The bin (`zulip-agent`) is src/cli.ts and is not exported.
+
+export type { BackendInvocation, BackendName, InvocationInput } from './backends.js';
+export { backendNames, buildInvocation, SERVER_NAME } from './backends.js';
+export type {
+  AllowedUsers,
+  LauncherConfig,
+  LauncherZulipSettings,
+  SettingInfo,
+  StatusEmoji,
+  StreamBackendRule,
+} from './config.js';
+export { configSettings, configVariableNames, helpText, parseConfig } from './config.js';
+export type { LauncherErrorCode, LauncherErrorOptions } from './errors.js';
+export { isLauncherError, LauncherError } from './errors.js';
+export type {
+  Launcher,
+  LauncherEvent,
+  LauncherOptions,
+  LauncherStatus,
+  SessionEndInfo,
+  SessionOutcome,
+} from './launcher.js';
+export { createLauncher } from './launcher.js';
+export type { LogFields, Logger, LoggerOptions, LogLevel } from './logging.js';
+export { createLogger, silentLogger } from './logging.js';
+export type { MainIo } from './main.js';
+export { main } from './main.js';
+export type { HttpServerEntry, McpServerEntry, StdioServerEntry } from './mcp-config.js';
+export { loadServerEntry, parseServerEntry, selectServer } from './mcp-config.js';
+export type { IgnoreReason, TriggerInfo } from './triggers.js';

@@ -1,0 +1,889 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import {
+  EventQueue,
+  type Message,
+  mentionSyntax,
+  narrow,
+  type QueueItem,
+  type RealmEmoji,
+  ZulipClient,
+} from '@zmcp/core';
+import { FileStateStore, parseSessionId, type StateStore } from '@zmcp/delivery';
+import { type AgentExit, type AgentProcess, reapProcessGroup, startAgentProcess } from './agent-process.js';
+import { type BackendName, backendNames, buildInvocation } from './backends.js';
+import type { AllowedUsers, StatusEmoji, StreamBackendRule } from './config.js';
+import { LauncherError } from './errors.js';
+import { TriggerLedger } from './ledger.js';
+import { createRedactor, type Logger, silentLogger } from './logging.js';
+import { InterruptMailbox } from './mailbox.js';
+import { type McpServerEntry, parseServerEntry } from './mcp-config.js';
+import { agentPrompt, followUpNote, systemPrompt } from './prompt.js';
+import {
+  classifyMessage,
+  conversationSlug,
+  type IgnoreReason,
+  loadTrigger,
+  storeTrigger,
+  type TriggerInfo,
+} from './triggers.js';
+
+/** How an agent run ended. `stopped`: the launcher shut down while it ran. */
+export type SessionOutcome = 'done' | 'failed' | 'timeout' | 'stopped';
+
+/** What the session-end callback is told about one agent run. */
+export interface SessionEndInfo {
+  runId: string;
+  trigger: TriggerInfo;
+  backend: BackendName;
+  outcome: SessionOutcome;
+  /** A short reason for anything but `done`. */
+  reason: string | undefined;
+  exitCode: number | null;
+  signal: string | null;
+  /** Follow-ups the agent took from its interrupt file. */
+  followUpsDelivered: number;
+  /** The conversation's output log. */
+  logFile: string;
+  durationMs: number;
+}
+
+/** What the launcher did, as it happens: for status displays, metrics and tests. */
+export type LauncherEvent =
+  | { type: 'ignored'; messageId: number; senderId: number; reason: IgnoreReason | 'stale' }
+  | {
+      type: 'trigger';
+      trigger: TriggerInfo;
+      /** start: an agent starts now; queue: it waits for a slot; followup: handed to the running agent; merge: folded into a waiting trigger; refuse: the queue is full. */
+      action: 'start' | 'queue' | 'followup' | 'merge' | 'refuse';
+    }
+  | {
+      type: 'started';
+      runId: string;
+      trigger: TriggerInfo;
+      backend: BackendName;
+      pid: number;
+      argv: readonly string[];
+    }
+  | { type: 'ended'; end: SessionEndInfo }
+  | { type: 'recovered'; messageId: number; action: 'requeued' | 'failed' | 'merged'; killedOrphan: boolean };
+
+/** A snapshot of what runs and what waits. */
+export interface LauncherStatus {
+  running: {
+    runId: string;
+    trigger: TriggerInfo;
+    backend: BackendName;
+    pid: number | undefined;
+    startedAt: number;
+  }[];
+  queued: TriggerInfo[];
+}
+
+/** Options of {@link createLauncher}. */
+export interface LauncherOptions {
+  /** The bot account the launcher listens as (it must be subscribed to the streams it serves). */
+  zulip: { site: string; email: string; apiKey: string; allowInsecureHttp?: boolean | undefined };
+  /**
+   * The zulip server every agent gets: a server entry as a `.mcp.json` holds it (`command`,
+   * `args`, `env`, `cwd`, or `url`, `headers`), or one returned by `loadServerEntry`.
+   */
+  mcpServer: McpServerEntry | Readonly<Record<string, unknown>>;
+  /** Who may start an agent: user ids, and exact email addresses. Anyone else is ignored. */
+  allowedUsers: AllowedUsers | readonly (number | string)[];
+  /** The trigger record, run files and interrupt files live here. */
+  stateDir: string;
+  /** Default `claude`. */
+  backend?: BackendName | undefined;
+  streamBackends?: readonly StreamBackendRule[] | undefined;
+  backendArgs?: Partial<Record<BackendName, readonly string[]>> | undefined;
+  /** Added to the built-in system prompt. */
+  systemPrompt?: string | undefined;
+  /** Where agents start. Default: the process's working directory. */
+  workdir?: string | undefined;
+  /** The agents' environment, and what references in the server entry expand against. Default `process.env`. */
+  env?: Readonly<Record<string, string | undefined>> | undefined;
+  /** Names the trigger record. Default `zulip-agent`. */
+  launcherId?: string | undefined;
+  /** One output log per conversation. Default `<stateDir>/logs`. */
+  logDir?: string | undefined;
+  /** Where the trigger record is kept. Default a `FileStateStore` on `stateDir`. */
+  store?: StateStore | undefined;
+  /** Start agents for DMs to the bot. Default true. */
+  directMessages?: boolean | undefined;
+  /** Default 2. */
+  maxRunning?: number | undefined;
+  /** Default 20. */
+  maxQueued?: number | undefined;
+  /** Default 30 minutes. */
+  timeLimitMs?: number | undefined;
+  /** SIGTERM to SIGKILL. Default 10 s. */
+  stopGraceMs?: number | undefined;
+  /** After a restart, missed triggers younger than this start. Default 1 hour; 0 turns catch-up off. */
+  catchUpMs?: number | undefined;
+  emoji?: Partial<StatusEmoji> | undefined;
+  logger?: Logger | undefined;
+  /** Hook: text put first in every agent's prompt (a string, or made per trigger). */
+  messagePrefix?: string | ((trigger: TriggerInfo) => string | undefined) | undefined;
+  /** Hook: called when an agent run ends, whatever the outcome. */
+  onSessionEnd?: ((end: SessionEndInfo) => void | Promise<void>) | undefined;
+  /** Hook: every decision and state change, as it happens. */
+  onEvent?: ((event: LauncherEvent) => void) | undefined;
+}
+
+/** A launcher: listens for triggers and runs one agent per conversation. */
+export interface Launcher {
+  /**
+   * Connects, recovers what an earlier run left (queued triggers start, an agent that was
+   * running is reported failed), catches up on triggers missed while down, and starts listening.
+   * @throws LauncherError `LAUNCHER_STATE_INVALID` when called twice or after close; the
+   *   client's `CORE_*` codes when the realm cannot be reached; `DELIVERY_STATE_CORRUPT`.
+   */
+  start(): Promise<void>;
+  /** Stops listening, stops every agent (SIGTERM, then SIGKILL after the grace) and waits for them. Idempotent. */
+  close(): Promise<void>;
+  status(): LauncherStatus;
+  /** Settles when the launcher stopped on its own (its event queue failed for good), with the error. */
+  readonly failed: Promise<unknown>;
+}
+
+interface Run {
+  runId: string;
+  trigger: TriggerInfo;
+  backend: BackendName;
+  agent: AgentProcess;
+  mailbox: InterruptMailbox;
+  runDir: string;
+  logFile: string;
+  startedAt: number;
+  followUps: number[];
+  /** It waited in the queue, so its trigger carries the queued reaction. */
+  fromQueue: boolean;
+}
+
+const DEFAULT_EMOJI: StatusEmoji = {
+  queued: 'hourglass',
+  working: 'working_on_it',
+  done: 'check',
+  failed: 'warning',
+};
+/** Mentions and DMs read back per request while catching up. */
+const CATCH_UP_PAGE = 1000;
+
+function normalizeAllowedUsers(value: LauncherOptions['allowedUsers']): AllowedUsers {
+  if (!Array.isArray(value)) {
+    const users = value as AllowedUsers;
+    return { userIds: [...users.userIds], emails: users.emails.map((e) => e.toLowerCase()) };
+  }
+  const userIds: number[] = [];
+  const emails: string[] = [];
+  for (const item of value as readonly (number | string)[]) {
+    if (typeof item === 'number' && Number.isSafeInteger(item) && item > 0) userIds.push(item);
+    else if (typeof item === 'string' && /^[^\s@,]+@[^\s@,]+$/.test(item.trim()))
+      emails.push(item.trim().toLowerCase());
+    else {
+      throw new LauncherError(
+        'LAUNCHER_CONFIG_INVALID',
+        `allowedUsers: ${JSON.stringify(String(item).slice(0, 60))} is neither a user id nor an email address (names are not accepted).`,
+        { details: { problems: ['allowedUsers'] } },
+      );
+    }
+  }
+  return { userIds, emails };
+}
+
+function positive(name: string, value: number | undefined, fallback: number, min: number): number {
+  const v = value ?? fallback;
+  if (!Number.isSafeInteger(v) || v < min) {
+    throw new LauncherError('LAUNCHER_CONFIG_INVALID', `${name} must be a whole number of at least ${min}.`, {
+      details: { problems: [name] },
+    });
+  }
+  return v;
+}
+
+function isParsedEntry(value: LauncherOptions['mcpServer']): value is McpServerEntry {
+  const v = value as { transport?: unknown; raw?: unknown };
+  return (v.transport === 'stdio' || v.transport === 'http') && typeof v.raw === 'object' && v.raw !== null;
+}
+
+function describeMinutes(ms: number): string {
+  if (ms % 60_000 === 0) return `${ms / 60_000} min`;
+  return `${Math.round(ms / 1000)} s`;
+}
+
+class ZulipLauncher implements Launcher {
+  readonly #o: LauncherOptions;
+  readonly #server: McpServerEntry;
+  readonly #allowed: AllowedUsers;
+  readonly #env: Readonly<Record<string, string | undefined>>;
+  readonly #stateDir: string;
+  readonly #logDir: string;
+  readonly #runsDir: string;
+  readonly #workdir: string;
+  readonly #id: string;
+  readonly #emoji: StatusEmoji;
+  readonly #maxRunning: number;
+  readonly #maxQueued: number;
+  readonly #timeLimitMs: number;
+  readonly #stopGraceMs: number;
+  readonly #catchUpMs: number;
+  readonly #logger: Logger;
+  readonly #systemPrompt: string;
+  readonly #redact: (text: string) => string;
+  #client: ZulipClient | undefined;
+  #selfId = 0;
+  #ledger: TriggerLedger | undefined;
+  #queue: EventQueue | undefined;
+  readonly #stop = new AbortController();
+  readonly #runs = new Map<string, Run>();
+  #waiting: TriggerInfo[] = [];
+  #seen = 0;
+  #chain: Promise<unknown> = Promise.resolve();
+  readonly #background = new Set<Promise<unknown>>();
+  readonly #reactions = new Map<number, Promise<void>>();
+  #realmEmoji = new Map<string, RealmEmoji>();
+  #state: 'new' | 'starting' | 'running' | 'closing' | 'closed' = 'new';
+  #loop: Promise<void> | undefined;
+  #closing: Promise<void> | undefined;
+  #fail!: (err: unknown) => void;
+  readonly failed: Promise<unknown>;
+
+  constructor(options: LauncherOptions) {
+    this.#o = options;
+    this.#server = isParsedEntry(options.mcpServer) ? options.mcpServer : parseServerEntry(options.mcpServer);
+    this.#allowed = normalizeAllowedUsers(options.allowedUsers);
+    this.#env = options.env ?? process.env;
+    this.#stateDir = resolve(options.stateDir);
+    this.#logDir = resolve(options.logDir ?? join(this.#stateDir, 'logs'));
+    this.#runsDir = join(this.#stateDir, 'runs');
+    this.#workdir = resolve(options.workdir ?? process.cwd());
+    try {
+      this.#id = parseSessionId(options.launcherId ?? 'zulip-agent');
+    } catch (err) {
+      throw new LauncherError('LAUNCHER_CONFIG_INVALID', `launcherId: ${(err as Error).message}`, {
+        cause: err,
+        details: { problems: ['launcherId'] },
+      });
+    }
+    this.#emoji = { ...DEFAULT_EMOJI, ...options.emoji };
+    this.#maxRunning = positive('maxRunning', options.maxRunning, 2, 1);
+    this.#maxQueued = positive('maxQueued', options.maxQueued, 20, 0);
+    this.#timeLimitMs = positive('timeLimitMs', options.timeLimitMs, 1_800_000, 1);
+    this.#stopGraceMs = positive('stopGraceMs', options.stopGraceMs, 10_000, 0);
+    this.#catchUpMs = positive('catchUpMs', options.catchUpMs, 3_600_000, 0);
+    this.#logger = options.logger ?? silentLogger;
+    this.#systemPrompt = systemPrompt([options.systemPrompt]);
+    for (const backend of this.#backendsInUse()) {
+      if (!backendNames.includes(backend)) {
+        throw new LauncherError('LAUNCHER_CONFIG_INVALID', `unknown backend ${JSON.stringify(backend)}.`, {
+          details: { problems: ['backend'] },
+        });
+      }
+    }
+    // Every backend that may run is given the entry once now, so a reference to an unset
+    // variable or an entry a backend cannot carry stops start-up instead of a first trigger.
+    const secrets = new Set<string>([options.zulip.apiKey]);
+    for (const backend of this.#backendsInUse()) {
+      const trial = buildInvocation({
+        backend,
+        server: this.#server,
+        binding: {},
+        prompt: '',
+        systemPrompt: '',
+        extraArgs: [],
+        runDir: this.#runsDir,
+        env: this.#env,
+      });
+      for (const s of trial.secrets) secrets.add(s);
+    }
+    this.#redact = createRedactor([...secrets]);
+    this.failed = new Promise((resolve) => {
+      this.#fail = resolve;
+    });
+  }
+
+  #backendsInUse(): BackendName[] {
+    return [
+      ...new Set([this.#o.backend ?? 'claude', ...(this.#o.streamBackends ?? []).map((r) => r.backend)]),
+    ];
+  }
+
+  status(): LauncherStatus {
+    return {
+      running: [...this.#runs.values()].map((r) => ({
+        runId: r.runId,
+        trigger: r.trigger,
+        backend: r.backend,
+        pid: r.agent.pid,
+        startedAt: r.startedAt,
+      })),
+      queued: [...this.#waiting],
+    };
+  }
+
+  async start(): Promise<void> {
+    if (this.#state !== 'new') {
+      throw new LauncherError('LAUNCHER_STATE_INVALID', 'start() was already called on this launcher.');
+    }
+    this.#state = 'starting';
+    try {
+      await this.#start();
+      this.#state = 'running';
+    } catch (err) {
+      this.#state = 'closed';
+      this.#stop.abort();
+      await this.#queue?.close();
+      await this.#client?.close();
+      throw err;
+    }
+  }
+
+  async #start(): Promise<void> {
+    for (const dir of [this.#stateDir, this.#logDir, this.#runsDir])
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+    const client = new ZulipClient({
+      site: this.#o.zulip.site,
+      email: this.#o.zulip.email,
+      apiKey: this.#o.zulip.apiKey,
+      allowInsecureHttp: this.#o.zulip.allowInsecureHttp,
+      logger: this.#logger,
+    });
+    this.#client = client;
+    const [me, emoji] = await Promise.all([
+      client.getOwnUser(),
+      client.getRealmEmoji().catch(() => [] as RealmEmoji[]),
+    ]);
+    this.#selfId = me.user_id;
+    this.#realmEmoji = new Map(emoji.filter((e) => e.deactivated !== true).map((e) => [e.name, e]));
+    const { ledger, fresh } = await TriggerLedger.open(
+      this.#o.store ?? new FileStateStore({ dir: this.#stateDir }),
+      this.#id,
+    );
+    this.#ledger = ledger;
+    // Registered before catching up: nothing posted from here on can fall between the two.
+    const queue = await EventQueue.open(client, {
+      eventTypes: ['message'],
+      applyMarkdown: false,
+      signal: this.#stop.signal,
+      logger: this.#logger,
+    });
+    this.#queue = queue;
+    const upTo = queue.registration.max_message_id ?? me.max_message_id ?? 0;
+    await this.#recover();
+    if (fresh) {
+      this.#seen = upTo;
+      await ledger.advance(upTo);
+    } else {
+      this.#seen = ledger.lastMessageId;
+      await this.#catchUp(upTo);
+    }
+    const dmReads = this.#server.transport === 'stdio' ? this.#server.env.ZULIP_PRIVATE_STREAMS : undefined;
+    if (
+      (this.#o.directMessages ?? true) &&
+      this.#server.transport === 'stdio' &&
+      dmReads?.toUpperCase() !== '__ALL__'
+    ) {
+      this.#logger.warn(
+        'direct messages start agents, but the zulip server entry does not set ZULIP_PRIVATE_STREAMS=__ALL__: those agents cannot read the DM that called them',
+      );
+    }
+    this.#logger.info('listening for mentions and direct messages', {
+      account: me.email,
+      backend: this.#o.backend ?? 'claude',
+      maxRunning: this.#maxRunning,
+    });
+    await this.#serial(() => this.#pump());
+    this.#loop = this.#consume(queue);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closing !== undefined) return this.#closing;
+    this.#closing = this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
+    const was = this.#state;
+    this.#state = 'closing';
+    this.#stop.abort();
+    await this.#queue?.close();
+    await this.#loop?.catch(() => undefined);
+    if (was !== 'new') {
+      const runs = [...this.#runs.values()];
+      await Promise.all(runs.map((r) => r.agent.stop('shutdown')));
+      // Each run's end is recorded in the chain; wait for all of it.
+      await this.#drainChain();
+      await this.#ledger
+        ?.advance(this.#seen)
+        .catch((err: unknown) => this.#logger.warn('could not save the catch-up point', { err }));
+      while (this.#background.size > 0) await Promise.all([...this.#background]);
+    }
+    await this.#client?.close();
+    this.#state = 'closed';
+  }
+
+  async #drainChain(): Promise<void> {
+    let last: Promise<unknown>;
+    do {
+      last = this.#chain;
+      await last;
+    } while (last !== this.#chain);
+  }
+
+  /** Work on triggers and run ends happens one piece at a time, in order. */
+  #serial<T>(work: () => Promise<T>): Promise<T> {
+    const next = this.#chain.then(work);
+    this.#chain = next.catch((err: unknown) => this.#logger.error('launcher step failed', { err }));
+    return next;
+  }
+
+  /** Zulip calls whose result nothing waits on (reactions, notices); close() waits for them. */
+  #track(work: Promise<unknown>, what: string): void {
+    const p = work.catch((err: unknown) => this.#logger.warn(`could not ${what}`, { err }));
+    this.#background.add(p);
+    void p.finally(() => this.#background.delete(p));
+  }
+
+  #emit(event: LauncherEvent): void {
+    try {
+      this.#o.onEvent?.(event);
+    } catch (err) {
+      this.#logger.warn('onEvent hook threw', { err });
+    }
+  }
+
+  async #consume(queue: EventQueue): Promise<void> {
+    try {
+      for await (const item of queue) {
+        await this.#serial(() => this.#onItem(item));
+      }
+    } catch (err) {
+      if (this.#stop.signal.aborted) return;
+      this.#logger.error('the event queue failed; the launcher stops listening', { err });
+      this.#fail(err);
+    }
+  }
+
+  async #onItem(item: QueueItem): Promise<void> {
+    if (item.kind === 'gap') {
+      this.#logger.warn('the event queue was replaced; reading missed triggers from history');
+      await this.#catchUp(item.newMaxMessageId ?? this.#seen, true);
+      return;
+    }
+    if (item.kind === 'event' && item.event.type === 'message') await this.#onMessage(item.event.message);
+  }
+
+  /** Reads mentions and DMs after the catch-up point up to `upTo` from history, as if they had just arrived. */
+  async #catchUp(upTo: number, inChain = false): Promise<void> {
+    const client = this.#client as ZulipClient;
+    const from = this.#seen;
+    if (upTo <= from) return;
+    const found = new Map<number, Message>();
+    if (this.#catchUpMs > 0) {
+      for (const terms of [narrow().is('mentioned').build(), narrow().is('dm').build()]) {
+        let anchor = from;
+        for (;;) {
+          const page = await client.getMessages({
+            anchor,
+            includeAnchor: false,
+            numBefore: 0,
+            numAfter: CATCH_UP_PAGE,
+            narrow: terms,
+            applyMarkdown: false,
+          });
+          for (const m of page.messages) if (m.id <= upTo) found.set(m.id, m);
+          const last = page.messages[page.messages.length - 1];
+          if (page.found_newest === true || last === undefined || last.id >= upTo) break;
+          anchor = last.id;
+        }
+      }
+    }
+    const oldest = Date.now() - this.#catchUpMs;
+    const handle = async () => {
+      for (const m of [...found.values()].sort((a, b) => a.id - b.id)) {
+        if (m.timestamp * 1000 < oldest) {
+          this.#seen = Math.max(this.#seen, m.id);
+          this.#emit({ type: 'ignored', messageId: m.id, senderId: m.sender_id, reason: 'stale' });
+          continue;
+        }
+        await this.#onMessage(m);
+      }
+      this.#seen = Math.max(this.#seen, upTo);
+      await this.#ledger?.advance(upTo);
+    };
+    if (found.size > 0)
+      this.#logger.info('catching up on triggers missed while away', { messages: found.size });
+    await (inChain ? handle() : this.#serial(handle));
+  }
+
+  async #onMessage(message: Message): Promise<void> {
+    if (message.id <= this.#seen) return;
+    this.#seen = message.id;
+    if (this.#state === 'closing' || this.#state === 'closed') return;
+    const decision = classifyMessage(message, {
+      selfUserId: this.#selfId,
+      allowedUsers: this.#allowed,
+      directMessages: this.#o.directMessages ?? true,
+    });
+    if (decision.kind === 'ignored') {
+      if (decision.reason !== 'own-message' && decision.reason !== 'not-addressed') {
+        this.#logger.info('trigger ignored', {
+          messageId: message.id,
+          senderId: message.sender_id,
+          reason: decision.reason,
+        });
+      }
+      this.#emit({
+        type: 'ignored',
+        messageId: decision.messageId,
+        senderId: decision.senderId,
+        reason: decision.reason,
+      });
+      return;
+    }
+    const trigger = decision.trigger;
+    const ledger = this.#ledger as TriggerLedger;
+    if (ledger.get(trigger.messageId) !== undefined) return;
+    const run = this.#runs.get(trigger.conversation);
+    if (run !== undefined) {
+      await ledger.add(storeTrigger(trigger), 'followup', { into: run.trigger.messageId });
+      run.followUps.push(trigger.messageId);
+      this.#emit({ type: 'trigger', trigger, action: 'followup' });
+      this.#logger.info('follow-up handed to the running agent', {
+        messageId: trigger.messageId,
+        runId: run.runId,
+      });
+      await run.mailbox.post(trigger.messageId, followUpNote(message, this.#selfId)).catch((err: unknown) => {
+        this.#logger.warn('could not write the interrupt file', { runId: run.runId, err });
+      });
+      return;
+    }
+    const waiting = this.#waiting.find((t) => t.conversation === trigger.conversation);
+    if (waiting !== undefined) {
+      await ledger.add(storeTrigger(trigger), 'merged', { into: waiting.messageId });
+      this.#emit({ type: 'trigger', trigger, action: 'merge' });
+      return;
+    }
+    if (this.#runs.size < this.#maxRunning) {
+      this.#emit({ type: 'trigger', trigger, action: 'start' });
+      await this.#startRun(trigger, 'new');
+      return;
+    }
+    if (this.#waiting.length < this.#maxQueued) {
+      await ledger.add(storeTrigger(trigger), 'queued');
+      this.#waiting.push(trigger);
+      this.#emit({ type: 'trigger', trigger, action: 'queue' });
+      this.#logger.info('trigger queued', { messageId: trigger.messageId, ahead: this.#waiting.length - 1 });
+      this.#react(trigger.messageId, 'queued', 'add');
+      return;
+    }
+    await ledger.add(storeTrigger(trigger), 'failed', { reason: 'queue full' });
+    this.#emit({ type: 'trigger', trigger, action: 'refuse' });
+    this.#react(trigger.messageId, 'failed', 'add');
+    this.#notify(
+      trigger,
+      `I am busy with ${this.#runs.size} other conversations and ${this.#waiting.length} are waiting; mention me again later.`,
+    );
+  }
+
+  #backendFor(trigger: TriggerInfo): BackendName {
+    if (trigger.kind === 'stream') {
+      for (const rule of this.#o.streamBackends ?? []) {
+        if (
+          typeof rule.stream === 'number'
+            ? rule.stream === trigger.streamId
+            : rule.stream.toLowerCase() === trigger.stream?.toLowerCase()
+        ) {
+          return rule.backend;
+        }
+      }
+    }
+    return this.#o.backend ?? 'claude';
+  }
+
+  #prefix(trigger: TriggerInfo): string | undefined {
+    const hook = this.#o.messagePrefix;
+    if (hook === undefined) return undefined;
+    if (typeof hook === 'string') return hook;
+    try {
+      return hook(trigger);
+    } catch (err) {
+      this.#logger.warn('messagePrefix hook threw; starting without a prefix', { err });
+      return undefined;
+    }
+  }
+
+  /** Starts the agent of a trigger; its state is on disk as `running` before the process exists. */
+  async #startRun(trigger: TriggerInfo, from: 'new' | 'queued'): Promise<void> {
+    const ledger = this.#ledger as TriggerLedger;
+    const backend = this.#backendFor(trigger);
+    const runId = `${trigger.messageId}-${randomBytes(3).toString('hex')}`;
+    const runDir = join(this.#runsDir, runId);
+    const logFile = join(this.#logDir, `${conversationSlug(trigger)}.log`);
+    const mailbox = new InterruptMailbox(join(runDir, 'interrupt'));
+    const binding: Record<string, string> = { ZULIP_INTERRUPT_FILE: mailbox.path };
+    if (trigger.kind === 'stream') binding.TRIGGER_MESSAGE_ID = String(trigger.messageId);
+    if (from === 'new') await ledger.add(storeTrigger(trigger), 'running', { runId, backend });
+    else await ledger.update(trigger.messageId, { status: 'running', runId, backend });
+    let invocation: ReturnType<typeof buildInvocation>;
+    try {
+      invocation = buildInvocation({
+        backend,
+        server: this.#server,
+        binding,
+        prompt: agentPrompt(trigger, this.#prefix(trigger)),
+        systemPrompt: this.#systemPrompt,
+        extraArgs: this.#o.backendArgs?.[backend] ?? [],
+        runDir,
+        env: this.#env,
+      });
+      await mkdir(runDir, { recursive: true, mode: 0o700 });
+      for (const file of invocation.files) await writeFile(file.path, file.content, { mode: 0o600 });
+    } catch (err) {
+      this.#logger.error('could not prepare the agent run', { messageId: trigger.messageId, err });
+      await ledger.update(trigger.messageId, { status: 'failed', reason: 'could not prepare the run' });
+      if (from === 'queued') this.#react(trigger.messageId, 'queued', 'remove');
+      this.#react(trigger.messageId, 'failed', 'add');
+      this.#notify(trigger, 'I could not start: the launcher could not prepare the run (its log says why).');
+      return;
+    }
+    const agent = startAgentProcess({
+      command: invocation.command,
+      args: invocation.args,
+      cwd: this.#workdir,
+      env: { ...this.#env, ...invocation.env, ZULIP_AGENT_RUN: runId },
+      logFile,
+      header: `=== ${new Date().toISOString()} run ${runId}: ${backend} for message ${trigger.messageId} in ${trigger.kind === 'stream' ? JSON.stringify(`#${trigger.stream} > ${trigger.topic}`) : `DM with ${trigger.dmUserIds?.join(',')}`}`,
+      redact: this.#redact,
+      timeLimitMs: this.#timeLimitMs,
+      stopGraceMs: this.#stopGraceMs,
+    });
+    const run: Run = {
+      runId,
+      trigger,
+      backend,
+      agent,
+      mailbox,
+      runDir,
+      logFile,
+      startedAt: Date.now(),
+      followUps: [],
+      fromQueue: from === 'queued',
+    };
+    this.#runs.set(trigger.conversation, run);
+    void agent.started.then(
+      (pid) => {
+        this.#logger.info('agent started', { messageId: trigger.messageId, runId, backend, pid });
+        this.#emit({
+          type: 'started',
+          runId,
+          trigger,
+          backend,
+          pid,
+          argv: [invocation.command, ...invocation.args],
+        });
+        this.#track(ledger.update(trigger.messageId, { pid }), 'record the agent pid');
+        if (from === 'queued') this.#react(trigger.messageId, 'queued', 'remove');
+        this.#react(trigger.messageId, 'working', 'add');
+      },
+      () => undefined,
+    );
+    void agent.exited.then((exit) => this.#serial(() => this.#finish(run, exit)));
+  }
+
+  async #finish(run: Run, exit: AgentExit): Promise<void> {
+    const ledger = this.#ledger as TriggerLedger;
+    const untaken = await run.mailbox.drain();
+    this.#runs.delete(run.trigger.conversation);
+    let outcome: SessionOutcome;
+    let reason: string | undefined;
+    let notice: string | undefined;
+    if (exit.spawnError !== undefined) {
+      outcome = 'failed';
+      reason = `could not start ${run.backend}: ${exit.spawnError}`;
+      notice = `I could not start: ${run.backend} could not be run where the launcher runs (${exit.spawnError}).`;
+    } else if (exit.stoppedFor === 'time limit') {
+      outcome = 'timeout';
+      reason = `stopped after the time limit of ${describeMinutes(this.#timeLimitMs)}`;
+      notice = `I was stopped after the time limit of ${describeMinutes(this.#timeLimitMs)}, before I finished.`;
+    } else if (exit.stoppedFor !== undefined) {
+      outcome = 'stopped';
+      reason = 'the launcher shut down';
+      notice = 'The launcher shut down while I was working on this; mention me again to pick it up.';
+    } else if (exit.code === 0) {
+      outcome = 'done';
+    } else {
+      outcome = 'failed';
+      reason = exit.code !== null ? `exited with code ${exit.code}` : `ended by ${exit.signal ?? 'a signal'}`;
+      notice = `Something went wrong: the agent (${run.backend}) ${reason} before it finished. Its log is on the launcher's host.`;
+    }
+    await ledger.update(run.trigger.messageId, { status: outcome === 'done' ? 'done' : 'failed', reason });
+    for (const id of run.followUps) {
+      if (!untaken.includes(id)) await ledger.update(id, { status: 'done' });
+    }
+    // Follow-ups the agent never took are not dropped: the newest becomes a trigger of its own.
+    const newest = untaken.length > 0 ? Math.max(...untaken) : undefined;
+    if (newest !== undefined) {
+      for (const id of untaken)
+        if (id !== newest) await ledger.update(id, { status: 'merged', into: newest });
+      await ledger.update(newest, { status: 'queued' });
+      const record = ledger.get(newest);
+      if (record !== undefined) this.#waiting.unshift(loadTrigger(record.trigger));
+    }
+    if (exit.spawnError === undefined) this.#react(run.trigger.messageId, 'working', 'remove');
+    else if (run.fromQueue) this.#react(run.trigger.messageId, 'queued', 'remove');
+    this.#react(run.trigger.messageId, outcome === 'done' ? 'done' : 'failed', 'add');
+    if (notice !== undefined) this.#notify(run.trigger, notice);
+    this.#track(rm(run.runDir, { recursive: true, force: true }), 'remove the run directory');
+    const end: SessionEndInfo = {
+      runId: run.runId,
+      trigger: run.trigger,
+      backend: run.backend,
+      outcome,
+      reason,
+      exitCode: exit.code,
+      signal: exit.signal,
+      followUpsDelivered: run.followUps.length - untaken.length,
+      logFile: run.logFile,
+      durationMs: Date.now() - run.startedAt,
+    };
+    this.#logger.info('agent ended', { messageId: run.trigger.messageId, runId: run.runId, outcome, reason });
+    this.#emit({ type: 'ended', end });
+    const hook = this.#o.onSessionEnd;
+    if (hook !== undefined) {
+      this.#track((async () => hook(end))(), 'run the onSessionEnd hook');
+    }
+    await this.#pump();
+  }
+
+  /** Starts waiting triggers while there are free slots; runs inside the chain, like every other step. */
+  async #pump(): Promise<void> {
+    while (this.#state !== 'closing' && this.#state !== 'closed' && this.#runs.size < this.#maxRunning) {
+      const next = this.#waiting.shift();
+      if (next === undefined) return;
+      if (this.#runs.has(next.conversation)) continue;
+      await this.#startRun(next, 'queued');
+    }
+  }
+
+  /** What an earlier process left: waiting triggers wait again; an agent that ran is gone, and said so. */
+  async #recover(): Promise<void> {
+    const ledger = this.#ledger as TriggerLedger;
+    for (const record of ledger.active()) {
+      const id = record.trigger.messageId;
+      if (record.status === 'queued') {
+        this.#waiting.push(loadTrigger(record.trigger));
+        this.#emit({ type: 'recovered', messageId: id, action: 'requeued', killedOrphan: false });
+      } else if (record.status === 'followup') {
+        await ledger.update(id, { status: 'merged' });
+        this.#emit({ type: 'recovered', messageId: id, action: 'merged', killedOrphan: false });
+      } else if (record.status === 'running') {
+        const killed =
+          record.pid !== undefined && record.runId !== undefined
+            ? await this.#stopOrphan(record.pid, record.runId)
+            : false;
+        await ledger.update(id, { status: 'failed', reason: 'the launcher restarted while the agent ran' });
+        if (record.runId !== undefined)
+          await rm(join(this.#runsDir, record.runId), { recursive: true, force: true });
+        const trigger = loadTrigger(record.trigger);
+        this.#react(id, 'working', 'remove');
+        this.#react(id, 'failed', 'add');
+        this.#notify(
+          trigger,
+          'The launcher restarted while I was working on this; mention me again to pick it up.',
+        );
+        this.#logger.warn('an agent was running when the launcher stopped; reported as failed', {
+          messageId: id,
+          runId: record.runId,
+          stoppedOrphan: killed,
+        });
+        this.#emit({ type: 'recovered', messageId: id, action: 'failed', killedOrphan: killed });
+      }
+    }
+  }
+
+  /**
+   * Stops an agent a crashed launcher left behind, if it still runs: only a process whose
+   * environment carries this run's marker (Linux `/proc`), so a reused pid is never hit.
+   */
+  async #stopOrphan(pid: number, runId: string): Promise<boolean> {
+    let environ: string;
+    try {
+      environ = await readFile(`/proc/${pid}/environ`, 'latin1');
+    } catch {
+      return false;
+    }
+    if (!environ.split('\0').includes(`ZULIP_AGENT_RUN=${runId}`)) return false;
+    try {
+      process.kill(-pid, 'SIGTERM');
+    } catch {
+      return false;
+    }
+    await reapProcessGroup(pid, this.#stopGraceMs);
+    return true;
+  }
+
+  #emojiParams(name: string): {
+    emojiName: string;
+    emojiCode?: string;
+    reactionType: 'unicode_emoji' | 'realm_emoji';
+  } {
+    const custom = this.#realmEmoji.get(name);
+    return custom !== undefined
+      ? { emojiName: name, emojiCode: custom.id, reactionType: 'realm_emoji' }
+      : { emojiName: name, reactionType: 'unicode_emoji' };
+  }
+
+  /** Adds or removes a status reaction; the changes on one message go out in order. */
+  #react(messageId: number, which: keyof StatusEmoji, op: 'add' | 'remove'): void {
+    const client = this.#client;
+    if (client === undefined) return;
+    const params = this.#emojiParams(this.#emoji[which]);
+    const before = this.#reactions.get(messageId) ?? Promise.resolve();
+    const call = before.then(() =>
+      (op === 'add' ? client.addReaction(messageId, params) : client.removeReaction(messageId, params)).catch(
+        (err: unknown) => {
+          const code = (err as { zulipCode?: unknown }).zulipCode;
+          if (code === 'REACTION_ALREADY_EXISTS' || code === 'REACTION_DOES_NOT_EXIST') return;
+          this.#logger.warn(`could not ${op} the ${which} reaction`, { messageId, err });
+        },
+      ),
+    );
+    this.#reactions.set(messageId, call);
+    void call.finally(() => {
+      if (this.#reactions.get(messageId) === call) this.#reactions.delete(messageId);
+    });
+    this.#track(call, 'change a reaction');
+  }
+
+  /** A short message in the trigger's conversation, mentioning who called. */
+  #notify(trigger: TriggerInfo, text: string): void {
+    const client = this.#client;
+    if (client === undefined) return;
+    const content = `${mentionSyntax({ user_id: trigger.senderId, full_name: trigger.senderName })} ${text}`;
+    const send =
+      trigger.kind === 'stream'
+        ? client.sendMessage({
+            type: 'stream',
+            to: trigger.streamId as number,
+            topic: trigger.topic ?? '',
+            content,
+          })
+        : client.sendMessage({ type: 'direct', to: [...(trigger.dmUserIds ?? [trigger.senderId])], content });
+    this.#track(send, 'post a status reply');
+  }
+}
+
+/**
+ * Builds a launcher in process: the `zulip-agent` command is this plus configuration. It
+ * validates the options and the server entry now (an environment reference in the command,
+ * args, cwd or url, or a reference to an unset variable, fails here), connects on `start()`.
+ *
+ * @throws LauncherError `LAUNCHER_CONFIG_INVALID`, `LAUNCHER_MCP_CONFIG_INVALID`,
+ *   `LAUNCHER_ENV_REFERENCE`, `LAUNCHER_BACKEND_UNSUPPORTED`.
+ */
+export function createLauncher(options: LauncherOptions): Launcher {
+  return new ZulipLauncher(options);
+}

@@ -1,0 +1,169 @@
+import { createHash } from 'node:crypto';
+import { isNoBotsMessage, type Message } from '@zmcp/core';
+import { z } from 'zod';
+import type { AllowedUsers } from './config.js';
+
+/** A message that calls for an agent: who sent it, and the conversation it belongs to. */
+export interface TriggerInfo {
+  messageId: number;
+  kind: 'stream' | 'dm';
+  /** One key per conversation: `stream:<id>:<topic, lowercased>` or `dm:<sorted user ids>`. */
+  conversation: string;
+  /** Stream triggers only. */
+  streamId: number | undefined;
+  stream: string | undefined;
+  topic: string | undefined;
+  /** DM triggers only: the participants besides the bot, sorted. */
+  dmUserIds: readonly number[] | undefined;
+  senderId: number;
+  senderEmail: string;
+  senderName: string;
+  /** UNIX seconds. */
+  timestamp: number;
+}
+
+/** The shape of a {@link TriggerInfo} in the launcher's state file. */
+export const TriggerInfoSchema = z.object({
+  messageId: z.number().int().positive(),
+  kind: z.enum(['stream', 'dm']),
+  conversation: z.string().min(1),
+  streamId: z.number().int().optional(),
+  stream: z.string().optional(),
+  topic: z.string().optional(),
+  dmUserIds: z.array(z.number().int()).optional(),
+  senderId: z.number().int(),
+  senderEmail: z.string(),
+  senderName: z.string(),
+  timestamp: z.number(),
+});
+
+/** A trigger in its JSON form (undefined fields left out). */
+export type StoredTrigger = z.infer<typeof TriggerInfoSchema>;
+
+/** Why a message the launcher saw starts nothing. */
+export type IgnoreReason =
+  /** The bot's own message. */
+  | 'own-message'
+  /** A stream message without a direct mention of the bot, or a group DM without one. */
+  | 'not-addressed'
+  /** The message or its topic opted out of bots (`/nobots`). */
+  | 'nobots'
+  /** The sender is not on the allowlist. */
+  | 'not-allowed'
+  /** Direct messages are switched off. */
+  | 'direct-messages-off';
+
+/** What one message means to the launcher. */
+export type Classification =
+  | { kind: 'trigger'; trigger: TriggerInfo }
+  | { kind: 'ignored'; reason: IgnoreReason; messageId: number; senderId: number };
+
+/** True when the sender may start an agent: by user id, or by exact email (case-insensitive). Never by name. */
+export function isAllowed(users: AllowedUsers, senderId: number, senderEmail: string): boolean {
+  if (users.userIds.includes(senderId)) return true;
+  const email = senderEmail.toLowerCase();
+  return email !== '' && users.emails.includes(email);
+}
+
+/** What {@link classifyMessage} needs to decide. */
+export interface ClassifyOptions {
+  selfUserId: number;
+  allowedUsers: AllowedUsers;
+  directMessages: boolean;
+}
+
+/**
+ * Decides whether a message starts (or reaches) an agent: a direct @-mention of the bot in a
+ * stream topic, a one-to-one DM to it, or a group DM that mentions it; never the bot's own
+ * messages, never `/nobots` ones (content or topic), and only from someone on the allowlist.
+ */
+export function classifyMessage(message: Message, options: ClassifyOptions): Classification {
+  const ignored = (reason: IgnoreReason): Classification => ({
+    kind: 'ignored',
+    reason,
+    messageId: message.id,
+    senderId: message.sender_id,
+  });
+  if (message.sender_id === options.selfUserId) return ignored('own-message');
+  // Only a mention of the bot itself: wildcard mentions (@all, @topic) call no agent.
+  const mentioned = message.flags?.includes('mentioned') === true;
+  let trigger: TriggerInfo;
+  if (message.type === 'stream') {
+    if (!mentioned) return ignored('not-addressed');
+    const streamId = message.stream_id;
+    if (streamId === undefined || typeof message.display_recipient !== 'string')
+      return ignored('not-addressed');
+    trigger = {
+      messageId: message.id,
+      kind: 'stream',
+      conversation: `stream:${streamId}:${message.subject.toLowerCase()}`,
+      streamId,
+      stream: message.display_recipient,
+      topic: message.subject,
+      dmUserIds: undefined,
+      senderId: message.sender_id,
+      senderEmail: message.sender_email,
+      senderName: message.sender_full_name,
+      timestamp: message.timestamp,
+    };
+  } else {
+    if (!options.directMessages) return ignored('direct-messages-off');
+    const recipients = Array.isArray(message.display_recipient) ? message.display_recipient : [];
+    const others = [...new Set(recipients.map((r) => r.id))]
+      .filter((id) => id !== options.selfUserId)
+      .sort((a, b) => a - b);
+    if (others.length === 0) return ignored('not-addressed');
+    if (others.length > 1 && !mentioned) return ignored('not-addressed');
+    trigger = {
+      messageId: message.id,
+      kind: 'dm',
+      conversation: `dm:${others.join(',')}`,
+      streamId: undefined,
+      stream: undefined,
+      topic: undefined,
+      dmUserIds: others,
+      senderId: message.sender_id,
+      senderEmail: message.sender_email,
+      senderName: message.sender_full_name,
+      timestamp: message.timestamp,
+    };
+  }
+  if (isNoBotsMessage(message)) return ignored('nobots');
+  if (!isAllowed(options.allowedUsers, message.sender_id, message.sender_email))
+    return ignored('not-allowed');
+  return { kind: 'trigger', trigger };
+}
+
+/** A file-name-safe name of a conversation: `stream-<id>-<hash of the topic>` or `dm-<ids>`. */
+export function conversationSlug(
+  trigger: Pick<TriggerInfo, 'kind' | 'streamId' | 'topic' | 'dmUserIds'>,
+): string {
+  if (trigger.kind === 'dm') return `dm-${(trigger.dmUserIds ?? []).join('-')}`;
+  const topic = createHash('sha256')
+    .update((trigger.topic ?? '').toLowerCase())
+    .digest('hex')
+    .slice(0, 12);
+  return `stream-${trigger.streamId}-${topic}`;
+}
+
+/** The JSON form of a trigger, for the state file. */
+export function storeTrigger(t: TriggerInfo): StoredTrigger {
+  return JSON.parse(JSON.stringify(t)) as StoredTrigger;
+}
+
+/** A trigger read back from the state file. */
+export function loadTrigger(t: StoredTrigger): TriggerInfo {
+  return {
+    messageId: t.messageId,
+    kind: t.kind,
+    conversation: t.conversation,
+    streamId: t.streamId,
+    stream: t.stream,
+    topic: t.topic,
+    dmUserIds: t.dmUserIds,
+    senderId: t.senderId,
+    senderEmail: t.senderEmail,
+    senderName: t.senderName,
+    timestamp: t.timestamp,
+  };
+}

@@ -1,0 +1,130 @@
+// A mention starts exactly one agent, with the right binding and configuration, for each backend.
+import { existsSync, readFileSync } from 'node:fs';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type StubRecord, startWorld, type World } from './world.js';
+
+let w: World;
+
+beforeEach(async () => {
+  w = await startWorld();
+});
+
+afterEach(async () => {
+  await w.close();
+});
+
+function bindingOf(record: StubRecord): Record<string, unknown> {
+  const config = record.config as Record<string, unknown>;
+  if (record.backend === 'claude') {
+    return (config as { mcpServers: { zulip: { env: Record<string, unknown> } } }).mcpServers.zulip.env;
+  }
+  if (record.backend === 'codex') return config['mcp_servers.zulip.env'] as Record<string, unknown>;
+  return (config as { mcp: { zulip: { environment: Record<string, unknown> } } }).mcp.zulip.environment;
+}
+
+describe('a mention starts an agent', () => {
+  it('on the backend of its stream, one per mention, bound to the conversation, secrets off argv', async () => {
+    const launcher = await w.launch({
+      backend: 'claude',
+      streamBackends: [
+        { stream: 'ops', backend: 'codex' },
+        { stream: w.sim.realm.stream('design')?.streamId as number, backend: 'opencode' },
+      ],
+      backendArgs: {
+        claude: ['--model', 'sonnet'],
+        codex: ['--skip-git-repo-check'],
+        opencode: ['--model', 'x/y'],
+      },
+      systemPrompt: 'The code lives in ./service.',
+      maxRunning: 3,
+    });
+    const ids = {
+      claude: w.mention(w.ann, 'deploy', '[stub:quick]', 'general'),
+      codex: w.mention(w.ann, 'incident', '[stub:quick]', 'ops'),
+      opencode: w.mention(w.ann, 'logo', '[stub:quick]', 'design'),
+    };
+    const ends = await Promise.all(Object.values(ids).map((id) => w.ended(id)));
+    expect(ends.map((e) => e.outcome)).toEqual(['done', 'done', 'done']);
+    expect(ends.map((e) => e.backend)).toEqual(['claude', 'codex', 'opencode']);
+    await launcher.close();
+
+    const records = w.records();
+    expect(records.map((r) => r.backend).sort()).toEqual(['claude', 'codex', 'opencode']);
+    for (const record of records) {
+      const id = ids[record.backend as keyof typeof ids];
+      // The binding: the trigger names the conversation; the interrupt file is this run's own.
+      const binding = bindingOf(record);
+      expect(binding.TRIGGER_MESSAGE_ID).toBe(String(id));
+      expect(String(binding.ZULIP_INTERRUPT_FILE)).toContain(`${w.stateDir}/runs/${id}-`);
+      expect(binding.SESSION_STREAM).toBeUndefined();
+      expect(record.server?.command).toBe(process.execPath);
+      expect(record.cwd).toBe(w.dir);
+      // The agent joined the conversation it was called to, and answered there.
+      expect(record.events.map((e) => e.step)).toEqual(['connected', 'set_context', 'end_session']);
+      // No secret on any command line.
+      expect(record.argv.join(' ')).not.toContain(w.bot.apiKey);
+      expect(record.prompt).toContain(`"trigger_message_id":${id}`);
+    }
+
+    const byBackend = Object.fromEntries(records.map((r) => [r.backend, r])) as Record<string, StubRecord>;
+    const claude = byBackend.claude as StubRecord;
+    expect(claude.argv.slice(0, 2)).toEqual(['-p', claude.prompt]);
+    expect(claude.argv).toContain('--strict-mcp-config');
+    expect(claude.argv.slice(-2)).toEqual(['--model', 'sonnet']);
+    expect(claude.argv[claude.argv.indexOf('--append-system-prompt') + 1]).toContain(
+      'The code lives in ./service.',
+    );
+    // Claude Code reads the file itself: the reference stays a reference, expanded by the agent.
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the reference as written
+    expect(bindingOf(claude).ZULIP_API_KEY).toBe('${TEST_BOT_KEY}');
+
+    const codex = byBackend.codex as StubRecord;
+    expect(codex.argv[0]).toBe('exec');
+    expect(codex.argv).toContain('--skip-git-repo-check');
+    const overrides = codex.config as Record<string, unknown>;
+    expect(overrides['mcp_servers.zulip.command']).toBe(process.execPath);
+    expect(overrides['mcp_servers.zulip.env_vars']).toEqual([
+      'ZULIP_SITE',
+      'ZULIP_EMAIL',
+      'ZULIP_API_KEY',
+      'ZULIP_STATE_DIR',
+    ]);
+    expect(String(overrides.developer_instructions)).toContain('The code lives in ./service.');
+    // The values travel in codex's environment, forwarded by name.
+    expect(codex.env.ZULIP_API_KEY).toBe(w.bot.apiKey);
+
+    const opencode = byBackend.opencode as StubRecord;
+    expect(opencode.argv.slice(0, 2)).toEqual(['run', opencode.prompt]);
+    expect(opencode.argv.slice(2)).toEqual(['--model', 'x/y']);
+    const inline = opencode.config as { mcp: { zulip: Record<string, unknown> }; instructions: string[] };
+    expect(inline.mcp.zulip.type).toBe('local');
+    expect(inline.mcp.zulip.command).toEqual([process.execPath, ...(w.server.args as string[])]);
+    expect((inline.mcp.zulip.environment as Record<string, string>).ZULIP_API_KEY).toBe(w.bot.apiKey);
+
+    // Status on the trigger: done, and no working reaction left; the agent's reply in the topic.
+    for (const id of Object.values(ids)) expect(w.reactions(id)).toEqual(['check']);
+    for (const [backend, topic] of [
+      ['claude', 'deploy'],
+      ['codex', 'incident'],
+      ['opencode', 'logo'],
+    ] as const) {
+      expect(w.messages({ topic, sender: w.bot.userId }).map((m) => m.content)).toEqual([
+        `${backend} is on it.`,
+      ]);
+    }
+    // One log per conversation, with the run's header and nothing secret.
+    for (const end of ends) {
+      expect(existsSync(end.logFile)).toBe(true);
+      const log = readFileSync(end.logFile, 'utf8');
+      expect(log).toContain(`run ${end.runId}`);
+      expect(log).toContain('the key in my environment is [REDACTED]');
+      // The zulip server's own log lines come along.
+      expect(log).toContain('serving MCP on stdio');
+      expect(log).not.toContain(w.bot.apiKey);
+    }
+    expect(new Set(ends.map((e) => e.logFile)).size).toBe(3);
+    // The run directories are gone; nothing is left running.
+    for (const record of records)
+      expect(existsSync(String(bindingOf(record).ZULIP_INTERRUPT_FILE))).toBe(false);
+  });
+});

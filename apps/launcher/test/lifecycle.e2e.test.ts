@@ -1,0 +1,224 @@
+// One agent per conversation: follow-ups by interrupt, dismissal, who may call, /nobots, DMs,
+// the concurrency limit and its queue, the time limit, failures, and a clean shutdown.
+import { readFileSync } from 'node:fs';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { processAlive, type StubRecord, startWorld, type World } from './world.js';
+
+let w: World;
+
+beforeEach(async () => {
+  w = await startWorld();
+});
+
+afterEach(async () => {
+  await w.close();
+});
+
+function isBotPost(w: World, text: string) {
+  return (r: {
+    method: string;
+    path: string;
+    userId: number | null;
+    params: Readonly<Record<string, unknown>>;
+  }) =>
+    r.method === 'POST' &&
+    r.path.endsWith('/messages') &&
+    r.userId === w.bot.userId &&
+    String(r.params.content ?? '').includes(text);
+}
+
+function isReaction(w: World, messageId: number, emoji: string, method = 'POST') {
+  return (r: {
+    method: string;
+    path: string;
+    userId: number | null;
+    params: Readonly<Record<string, unknown>>;
+  }) =>
+    r.method === method &&
+    r.path.endsWith(`/messages/${messageId}/reactions`) &&
+    r.userId === w.bot.userId &&
+    r.params.emoji_name === emoji;
+}
+
+/** The pids a stub started: its own and its zulip-mcp's. */
+function pidsOf(record: StubRecord): number[] {
+  const server = record.events.find((e) => e.step === 'connected')?.serverPid;
+  return [record.pid, ...(typeof server === 'number' ? [server] : [])];
+}
+
+describe('a running agent', () => {
+  it('gets follow-ups through its interrupt file, never a second agent, and ends when dismissed', async () => {
+    const launcher = await w.launch();
+    const listening = w.nextListen('deploy');
+    const onIt = w.nextRequest(isBotPost(w, 'claude is on it.'));
+    const first = w.mention(w.ann, 'deploy');
+    await w.event('started', (e) => e.trigger.messageId === first);
+    await onIt;
+    await listening;
+    expect(w.reactions(first)).toContain('working_on_it');
+
+    const interrupted = w.nextRequest(isBotPost(w, 'claude got an interrupt'));
+    const second = w.mention(w.ann, 'Deploy', 'also check the canary');
+    await w.event('trigger', (e) => e.trigger.messageId === second && e.action === 'followup');
+    const reply = await interrupted;
+    // The note carries the follow-up as a message line, with its id.
+    expect(String(reply.params.content)).toContain(`id=${second}`);
+
+    // A person reacts 🛑 to the agent's message: the session ends, the agent leaves.
+    const botMessage = w.messages({ topic: 'deploy', sender: w.bot.userId })[0];
+    w.sim.realm.addReaction(w.ann.userId, botMessage?.id as number, 'stop');
+    const end = await w.ended(first);
+    expect(end.outcome).toBe('done');
+    expect(end.followUpsDelivered).toBe(1);
+    expect(w.events.filter((e) => e.type === 'started')).toHaveLength(1);
+    const [record] = w.records();
+    expect(w.records()).toHaveLength(1);
+    expect(record?.events.map((e) => e.step)).toContain('end_session');
+    expect(record?.events.some((e) => e.step === 'listen' && (e.interrupts as string[]).length > 0)).toBe(
+      true,
+    );
+    await launcher.close();
+    expect(w.reactions(first)).toEqual(['check']);
+    expect(w.reactions(second)).toEqual([]);
+  });
+
+  it('starts only for people on the allowlist, never for /nobots, and answers DMs by DM', async () => {
+    // zulip-mcp reads DMs only when told to: the agent must read the one it is called by.
+    const env = { ...(w.server.env as Record<string, string>), ZULIP_PRIVATE_STREAMS: '__ALL__' };
+    await w.launch({ mcpServer: { ...w.server, env } });
+    const bo = w.mention(w.bo, 'a'); // not on the allowlist
+    const nobotsTopic = w.mention(w.ann, 'b /nobots');
+    const nobotsBody = w.mention(w.ann, 'c', 'but /nobots please');
+    const wildcard = w.post(w.ann, 'd', '@**all** lunch?');
+    const groupDm = w.dm(w.ann, 'no mention here', [w.bot.userId, w.bo.userId]);
+    const dmNobots = w.dm(w.ann, '/nobots just notes');
+    const byEmail = w.mention(w.cy, 'e', '[stub:quick]'); // allowed by exact email, given in another case
+    const dm = w.dm(w.ann, 'what is our deploy policy?');
+    const [emailEnd, dmEnd] = await Promise.all([w.ended(byEmail), w.ended(dm)]);
+    expect([emailEnd.outcome, dmEnd.outcome]).toEqual(['done', 'done']);
+
+    const ignored = new Map(
+      w.events.flatMap((e) => (e.type === 'ignored' ? [[e.messageId, e.reason] as const] : [])),
+    );
+    expect(ignored.get(bo)).toBe('not-allowed');
+    expect(ignored.get(nobotsTopic)).toBe('nobots');
+    expect(ignored.get(nobotsBody)).toBe('nobots');
+    expect(ignored.get(wildcard)).toBe('not-addressed');
+    expect(ignored.get(groupDm)).toBe('not-addressed');
+    expect(ignored.get(dmNobots)).toBe('nobots');
+    expect(w.records().map((r) => r.backend)).toEqual(['claude', 'claude']);
+    for (const id of [bo, nobotsTopic, nobotsBody, wildcard, groupDm, dmNobots])
+      expect(w.reactions(id)).toEqual([]);
+    // The DM was answered by DM.
+    const answer = w.messages({ dmWith: w.ann.userId, sender: w.bot.userId });
+    expect(answer.map((m) => m.content)).toEqual(['claude answers your message.']);
+    expect(dmEnd.trigger.kind).toBe('dm');
+  });
+
+  it('waits in a visible queue beyond the concurrency limit, and the queue has a limit too', async () => {
+    const launcher = await w.launch({ maxRunning: 1, maxQueued: 1 });
+    const listening = w.nextListen('one');
+    const one = w.mention(w.ann, 'one');
+    await listening;
+
+    const two = w.mention(w.ann, 'two', '[stub:quick]');
+    const hourglass = w.nextRequest(isReaction(w, two, 'hourglass'));
+    await w.event('trigger', (e) => e.trigger.messageId === two && e.action === 'queue');
+    await hourglass;
+    expect(launcher.status().queued.map((t) => t.messageId)).toEqual([two]);
+
+    const busy = w.nextRequest(isBotPost(w, 'I am busy'));
+    const three = w.mention(w.ann, 'three');
+    await w.event('trigger', (e) => e.trigger.messageId === three && e.action === 'refuse');
+    await busy;
+    // A second mention in the waiting conversation joins it, it does not queue again.
+    const twoAgain = w.mention(w.ann, 'two', 'and more');
+    await w.event('trigger', (e) => e.trigger.messageId === twoAgain && e.action === 'merge');
+    expect(w.records()).toHaveLength(1);
+
+    const botMessage = w.messages({ topic: 'one', sender: w.bot.userId })[0];
+    const unmarked = w.nextRequest(isReaction(w, two, 'hourglass', 'DELETE'));
+    w.sim.realm.addReaction(w.ann.userId, botMessage?.id as number, 'stop');
+    expect((await w.ended(one)).outcome).toBe('done');
+    expect((await w.ended(two)).outcome).toBe('done');
+    await unmarked;
+    expect(w.records().map((r) => r.events.find((e) => e.step === 'set_context')?.topic)).toEqual([
+      'one',
+      'two',
+    ]);
+    const started = w.events.filter((e) => e.type === 'started').map((e) => e.trigger.messageId);
+    expect(started).toEqual([one, two]);
+    expect(w.reactions(three)).toEqual(['warning']);
+  });
+});
+
+describe('limits and failures', () => {
+  it('stops an agent at the time limit, with everything it started, and says so', async () => {
+    const launcher = await w.launch({ timeLimitMs: 2000, stopGraceMs: 2000 });
+    const notice = w.nextRequest(isBotPost(w, 'time limit'));
+    const id = w.mention(w.ann, 'slow', '[stub:hang]');
+    const end = await w.ended(id);
+    expect(end.outcome).toBe('timeout');
+    expect(end.reason).toBe('stopped after the time limit of 2 s');
+    await notice;
+    const [record] = w.records();
+    for (const pid of pidsOf(record as StubRecord)) expect(processAlive(pid)).toBe(false);
+    expect(pidsOf(record as StubRecord)).toHaveLength(2);
+    await launcher.close();
+    expect(w.reactions(id)).toEqual(['warning']);
+  });
+
+  it('reports an agent that fails, and a backend that is not installed', async () => {
+    await w.launch({ env: { ...w.env, STUB_MODE: 'fail' } });
+    const notice = w.nextRequest(isBotPost(w, 'exited with code 3'));
+    const failed = w.mention(w.ann, 'broken');
+    const end = await w.ended(failed);
+    expect(end).toMatchObject({ outcome: 'failed', exitCode: 3, reason: 'exited with code 3' });
+    await notice;
+    expect(readFileSync(end.logFile, 'utf8')).toContain('launcher: exited with code 3');
+
+    await w.close();
+    w = await startWorld();
+    await w.launch({ env: { ...w.env, PATH: '/nonexistent' } });
+    const missing = w.nextRequest(isBotPost(w, 'could not be run'));
+    const id = w.mention(w.ann, 'nothing');
+    expect(await w.ended(id)).toMatchObject({ outcome: 'failed', reason: 'could not start claude: ENOENT' });
+    await missing;
+  });
+
+  it('stops its agents on close, leaving nothing running, and keeps a follow-up they never took', async () => {
+    const launcher = await w.launch();
+    const listening = w.nextListen('long');
+    const long = w.mention(w.ann, 'long');
+    await listening;
+    // An agent busy elsewhere (it never listens), and a follow-up for it.
+    const joined = w.nextRequest(
+      (r) =>
+        r.method === 'GET' && r.userId === w.bot.userId && String(r.params.narrow ?? '').includes('"stuck"'),
+    );
+    const stuck = w.mention(w.ann, 'stuck', '[stub:hang]');
+    await joined;
+    const later = w.mention(w.ann, 'stuck', '[stub:quick] still there?');
+    await w.event('trigger', (e) => e.trigger.messageId === later && e.action === 'followup');
+    const connected = w.records().filter((r) => r.events.some((e) => e.step === 'connected'));
+    expect(connected).toHaveLength(2);
+
+    const notice = w.nextRequest(isBotPost(w, 'shut down'));
+    await launcher.close();
+    expect((await w.ended(long)).outcome).toBe('stopped');
+    expect((await w.ended(stuck)).outcome).toBe('stopped');
+    await notice;
+    for (const record of connected) for (const pid of pidsOf(record)) expect(processAlive(pid)).toBe(false);
+    expect(launcher.status().running).toEqual([]);
+
+    // The next launcher on the same state starts the follow-up nobody answered.
+    await w.launch();
+    await w.event('recovered', (e) => e.messageId === later && e.action === 'requeued');
+    expect((await w.ended(later)).outcome).toBe('done');
+    expect(w.events.filter((e) => e.type === 'started').map((e) => e.trigger.messageId)).toEqual([
+      long,
+      stuck,
+      later,
+    ]);
+  });
+});

@@ -1,0 +1,175 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: these tests are about literal ${VAR} references
+// main(), the zulip-agent command, in process: help, exit codes, failing closed, and --demo.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type LauncherEvent, main } from '../src/index.js';
+import { startWorld, type World } from './world.js';
+
+function streams() {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  const collect = (s: PassThrough) => {
+    const chunks: Buffer[] = [];
+    s.on('data', (c: Buffer) => chunks.push(c));
+    return () => Buffer.concat(chunks).toString('utf8');
+  };
+  return { stdout, stderr, out: collect(stdout), err: collect(stderr) };
+}
+
+let w: World;
+
+beforeEach(async () => {
+  w = await startWorld();
+});
+
+afterEach(async () => {
+  await w.close();
+});
+
+function baseEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const creds = w.sim.credentials(w.bot.userId);
+  return {
+    ...w.env,
+    ZULIP_SITE: creds.site,
+    ZULIP_EMAIL: creds.email,
+    ZULIP_API_KEY: creds.apiKey,
+    ZULIP_AGENT_ALLOWED_USERS: String(w.ann.userId),
+    ZULIP_AGENT_STATE_DIR: w.stateDir,
+    ZULIP_AGENT_WORKDIR: w.dir,
+    ...extra,
+  };
+}
+
+function writeMcpConfig(server: Record<string, unknown>): string {
+  const path = join(w.dir, '.mcp.json');
+  writeFileSync(path, JSON.stringify({ mcpServers: { zulip: server } }));
+  return path;
+}
+
+describe('main', () => {
+  it('prints help and the version on stdout, whatever the environment', async () => {
+    const io = streams();
+    expect(await main(['--help'], { ZULIP_AGENT_MAX_RUNNING: 'lots' }, io)).toBe(0);
+    expect(io.out()).toContain('Usage: zulip-agent [options]');
+    expect(io.err()).toBe('');
+    const v = streams();
+    expect(await main(['-V'], {}, v)).toBe(0);
+    expect(v.out()).toMatch(/^\d+\.\d+\.\d+\n$/);
+  });
+
+  it('exits 2 on a bad setting, naming it, never echoing the key', async () => {
+    const io = streams();
+    const code = await main(
+      [],
+      { ZULIP_API_KEY: 'a secret with spaces', ZULIP_AGENT_MAX_RUNNING: 'lots' },
+      io,
+    );
+    expect(code).toBe(2);
+    expect(io.err()).toContain('ZULIP_AGENT_MAX_RUNNING: expected a whole number from 1 to 64 (got "lots")');
+    expect(io.err()).toContain('ZULIP_AGENT_ALLOWED_USERS: is required');
+    expect(io.err()).not.toContain('a secret');
+    expect(io.out()).toBe('');
+  });
+
+  it('exits 2 when the .mcp.json would put a secret on argv, and starts nothing', async () => {
+    const path = writeMcpConfig({
+      ...w.server,
+      args: [...(w.server.args as string[]), '--key', '${TEST_BOT_KEY}'],
+    });
+    const io = streams();
+    expect(await main([], baseEnv({ ZULIP_AGENT_MCP_CONFIG: path }), io)).toBe(2);
+    expect(io.err()).toContain('args[2] holds an environment reference');
+    expect(io.err()).not.toContain(w.bot.apiKey);
+    expect(w.records()).toEqual([]);
+    // No request ever reached the realm: it failed before connecting.
+    expect(w.sim.requests.filter((r) => r.userId === w.bot.userId)).toEqual([]);
+  });
+
+  it('exits 2 when the .mcp.json is missing, or the credentials are', async () => {
+    const io = streams();
+    expect(await main([], baseEnv({ ZULIP_AGENT_MCP_CONFIG: join(w.dir, 'none.json') }), io)).toBe(2);
+    expect(io.err()).toContain('cannot read');
+    const noKey = streams();
+    const env = baseEnv({ ZULIP_AGENT_MCP_CONFIG: writeMcpConfig(w.server) });
+    delete env.ZULIP_API_KEY;
+    expect(await main([], env, noKey)).toBe(2);
+    expect(noKey.err()).toContain('ZULIP_API_KEY');
+    const noPrompt = streams();
+    const withPrompt = baseEnv({
+      ZULIP_AGENT_MCP_CONFIG: writeMcpConfig(w.server),
+      ZULIP_AGENT_SYSTEM_PROMPT_FILE: join(w.dir, 'missing.md'),
+    });
+    expect(await main([], withPrompt, noPrompt)).toBe(2);
+    expect(noPrompt.err()).toContain('ZULIP_AGENT_SYSTEM_PROMPT_FILE: cannot read');
+  });
+
+  it('runs until shut down, and exits 0', async () => {
+    const shutdown = new AbortController();
+    const io = streams();
+    const events: LauncherEvent[] = [];
+    let ended!: () => void;
+    const done = new Promise<void>((resolve) => {
+      ended = resolve;
+    });
+    const running = main(
+      [],
+      baseEnv({ ZULIP_AGENT_MCP_CONFIG: writeMcpConfig(w.server), STUB_MODE: 'quick' }),
+      {
+        ...io,
+        shutdown: shutdown.signal,
+        onReady: () => {
+          w.mention(w.ann, 'via main');
+        },
+        onEvent: (e) => {
+          events.push(e);
+          if (e.type === 'ended') ended();
+        },
+      },
+    );
+    await done;
+    shutdown.abort();
+    expect(await running).toBe(0);
+    expect(events.find((e) => e.type === 'ended')).toMatchObject({ end: { outcome: 'done' } });
+    expect(io.err()).toContain('agent started');
+    expect(io.err()).not.toContain(w.bot.apiKey);
+  });
+
+  it('--demo listens on a simulated realm and sends itself a first mention', async () => {
+    const shutdown = new AbortController();
+    const io = streams();
+    let ended!: (e: LauncherEvent) => void;
+    const done = new Promise<LauncherEvent>((resolve) => {
+      ended = resolve;
+    });
+    // The configured entry is used, pointed at the demo realm; here it names the built zulip-mcp.
+    const env = {
+      ...w.env,
+      ZULIP_AGENT_MCP_CONFIG: writeMcpConfig(w.server),
+      ZULIP_AGENT_WORKDIR: w.dir,
+      STUB_MODE: 'quick',
+    };
+    let site: string | undefined;
+    const running = main(['--demo'], env, {
+      ...io,
+      shutdown: shutdown.signal,
+      onReady: ({ demo }) => {
+        site = demo?.site;
+      },
+      onEvent: (e) => {
+        if (e.type === 'ended') ended(e);
+      },
+    });
+    const end = await done;
+    shutdown.abort();
+    expect(await running).toBe(0);
+    expect(end).toMatchObject({
+      end: { outcome: 'done', trigger: { stream: 'general', topic: 'zulip-agent demo' } },
+    });
+    expect(site).not.toBe(w.sim.url);
+    const [record] = w.records();
+    expect(record?.server?.envKeys).toContain('ZULIP_API_KEY');
+    expect(io.err()).toContain('demo realm started');
+  });
+});

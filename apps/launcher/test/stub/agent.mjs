@@ -1,0 +1,212 @@
+// A stand-in for the agent CLIs (claude, codex, opencode) in tests and the bench. The launcher
+// finds it on PATH under the backend's name (a shim in a temp dir imports this file). It records
+// the argv, environment and configuration it was given, then does what an agent does: reads the
+// zulip server out of that configuration, starts it, and talks MCP to it: set_context → reply →
+// listen → end_session.
+//
+// Behaviour: STUB_MODE (environment) or a "[stub:MODE]" in the trigger message picks it:
+//   teammate (default)  reply, then listen and answer until dismissed
+//   quick               reply once, end_session, exit 0
+//   hang                set_context, then wait forever (for time limits and shutdown)
+//   fail                exit 3 at once
+//   bench               record the start time and exit 0 at once (no MCP)
+import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+
+const startedAt = performance.timeOrigin + performance.now();
+const backend = basename(process.argv[1] ?? 'agent');
+const argv = process.argv.slice(2);
+const recordDir = process.env.STUB_RECORD_DIR;
+const base = recordDir === undefined ? undefined : join(recordDir, `${backend}-${process.pid}`);
+let mode = process.env.STUB_MODE ?? 'teammate';
+
+function event(entry) {
+  if (base !== undefined)
+    appendFileSync(`${base}.events.jsonl`, `${JSON.stringify({ ...entry, at: Date.now() })}\n`);
+}
+
+/** `${VAR}`, `${VAR:-default}` and `$VAR`, expanded from this process's environment, as Claude Code does. */
+function expand(value) {
+  return value.replace(
+    /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g,
+    (_m, a, d, b) => {
+      const v = process.env[a ?? b];
+      return v !== undefined && v !== '' ? v : (d ?? '');
+    },
+  );
+}
+
+/** A TOML value as the launcher writes it in -c overrides: a string, a list of strings, or a table of strings. */
+function toml(value) {
+  if (value.startsWith('{')) {
+    const table = {};
+    for (const m of value.matchAll(/("(?:\\.|[^"\\])*")=("(?:\\.|[^"\\])*")/g))
+      table[JSON.parse(m[1])] = JSON.parse(m[2]);
+    return table;
+  }
+  return JSON.parse(value);
+}
+
+/** The zulip server this backend was told about, as a command to start: from the config the launcher gave it. */
+function serverFromConfig() {
+  if (backend === 'claude') {
+    const file = argv[argv.indexOf('--mcp-config') + 1];
+    const config = JSON.parse(readFileSync(file, 'utf8'));
+    const entry = config.mcpServers.zulip;
+    const env = Object.fromEntries(Object.entries(entry.env ?? {}).map(([k, v]) => [k, expand(v)]));
+    return {
+      config,
+      prompt: argv[argv.indexOf('-p') + 1],
+      server: { command: entry.command, args: entry.args ?? [], env, cwd: entry.cwd },
+    };
+  }
+  if (backend === 'codex') {
+    const overrides = {};
+    for (let i = 0; i < argv.length; i++) {
+      if (argv[i] === '-c') {
+        const item = argv[++i];
+        const eq = item.indexOf('=');
+        overrides[item.slice(0, eq)] = toml(item.slice(eq + 1));
+      }
+    }
+    const key = 'mcp_servers.zulip';
+    const env = { ...(overrides[`${key}.env`] ?? {}) };
+    for (const name of overrides[`${key}.env_vars`] ?? [])
+      if (process.env[name] !== undefined) env[name] = process.env[name];
+    return {
+      config: overrides,
+      prompt: argv[argv.length - 1],
+      server: {
+        command: overrides[`${key}.command`],
+        args: overrides[`${key}.args`] ?? [],
+        env,
+        cwd: overrides[`${key}.cwd`],
+      },
+    };
+  }
+  const config = JSON.parse(process.env.OPENCODE_CONFIG_CONTENT ?? '{}');
+  const entry = config.mcp.zulip;
+  return {
+    config,
+    prompt: argv[1],
+    server: { command: entry.command[0], args: entry.command.slice(1), env: entry.environment ?? {} },
+  };
+}
+
+const pick = (prefixes) =>
+  Object.fromEntries(Object.entries(process.env).filter(([k]) => prefixes.some((p) => k.startsWith(p))));
+
+function record(extra) {
+  if (base === undefined) return;
+  writeFileSync(
+    `${base}.json`,
+    JSON.stringify({
+      backend,
+      pid: process.pid,
+      startedAt,
+      argv,
+      cwd: process.cwd(),
+      env: pick(['ZULIP_', 'SESSION_', 'TRIGGER_', 'OPENCODE_', 'STUB_', 'TEST_']),
+      ...extra,
+    }),
+  );
+}
+
+// Agents print what they see; the launcher must keep secrets out of the log.
+process.stdout.write(`stub ${backend}: the key in my environment is ${process.env.TEST_BOT_KEY}\n`);
+
+if (mode === 'bench') {
+  record({});
+  process.exit(0);
+}
+if (mode === 'fail') {
+  record({});
+  process.exit(3);
+}
+
+const { config, prompt, server } = serverFromConfig();
+const conversation = JSON.parse(/^Conversation: (.*)$/m.exec(prompt)?.[1] ?? '{}');
+record({
+  config,
+  prompt,
+  server: { command: server.command, args: server.args, envKeys: Object.keys(server.env) },
+});
+
+const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+const { StdioClientTransport, getDefaultEnvironment } = await import(
+  '@modelcontextprotocol/sdk/client/stdio.js'
+);
+const transport = new StdioClientTransport({
+  command: server.command,
+  args: server.args,
+  env: { ...getDefaultEnvironment(), ...server.env },
+  cwd: server.cwd,
+  stderr: 'inherit',
+});
+const client = new Client({ name: `stub-${backend}`, version: '0.0.0' });
+await client.connect(transport);
+event({ step: 'connected', serverPid: transport.pid });
+
+async function call(name, args) {
+  const result = await client.callTool({ name, arguments: args }, undefined, { timeout: 600_000 });
+  if (result.isError === true) {
+    event({ step: name, error: result.content?.[0]?.text });
+    throw new Error(`${name} failed: ${result.content?.[0]?.text}`);
+  }
+  return result.structuredContent;
+}
+
+async function finish(code) {
+  await client.close();
+  process.exit(code);
+}
+
+if (conversation.stream_id === undefined) {
+  // A DM: read it, answer it, done.
+  await call('get_message', { message_id: conversation.trigger_message_id });
+  await call('send_dm', { to: conversation.dm_user_ids, content: `${backend} answers your message.` });
+  event({ step: 'answered-dm' });
+  await finish(0);
+}
+
+const context = await call('set_context', {
+  stream: conversation.stream_id,
+  topic: conversation.topic,
+  trigger_message_id: conversation.trigger_message_id,
+});
+const trigger = context.messages.find((m) => m.id === conversation.trigger_message_id);
+mode = /\[stub:(\w+)\]/.exec(trigger?.content ?? '')?.[1] ?? mode;
+event({ step: 'set_context', mode, topic: context.topic });
+
+if (mode === 'hang') {
+  setInterval(() => undefined, 1 << 30);
+  await new Promise(() => undefined);
+}
+
+await call('reply', { content: `${backend} is on it.` });
+if (mode !== 'quick') {
+  for (;;) {
+    const heard = await call('listen', { timeout_seconds: 60 });
+    event({
+      step: 'listen',
+      status: heard.status,
+      interrupts: heard.interrupts,
+      messages: heard.messages.map((m) => m.id),
+    });
+    if (heard.status === 'dismissed' || heard.status === 'ended' || heard.status === 'cancelled') break;
+    if (heard.status === 'timeout') continue;
+    const answer =
+      heard.interrupts.length > 0
+        ? `${backend} got an interrupt: ${heard.interrupts.join(' | ').slice(0, 300)}`
+        : `${backend} read ${heard.messages.map((m) => m.id).join(',')}`;
+    // A reply refused because the session ended meanwhile (a dismissal) ends the loop, as for an agent.
+    const sent = await call('reply', { content: answer }).then(
+      () => true,
+      () => false,
+    );
+    if (!sent) break;
+  }
+}
+await call('end_session', {});
+event({ step: 'end_session' });
+await finish(0);
