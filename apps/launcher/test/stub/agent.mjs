@@ -174,9 +174,10 @@ const context = await call('set_context', {
   topic: conversation.topic,
   trigger_message_id: conversation.trigger_message_id,
 });
-const trigger = context.messages.find((m) => m.id === conversation.trigger_message_id);
-mode = /\[stub:(\w+)\]/.exec(trigger?.content ?? '')?.[1] ?? mode;
-event({ step: 'set_context', mode, topic: context.topic });
+// What an agent reads is the text: the trigger's message line is marked →.
+const triggerLine = context.text.split('\n').find((line) => line.startsWith('→ ')) ?? '';
+mode = /\[stub:(\w+)\]/.exec(triggerLine)?.[1] ?? mode;
+event({ step: 'set_context', mode, topic: conversation.topic });
 
 if (mode === 'hang') {
   setInterval(() => undefined, 1 << 30);
@@ -187,18 +188,20 @@ await call('reply', { content: `${backend} is on it.` });
 if (mode !== 'quick') {
   for (;;) {
     const heard = await call('listen', { timeout_seconds: 60 });
-    event({
-      step: 'listen',
-      status: heard.status,
-      interrupts: heard.interrupts,
-      messages: heard.messages.map((m) => m.id),
-    });
+    // Interrupt notes are indented lines of the text; the typed fields count them and list ids.
+    const interrupts = [];
+    for (const line of heard.text.split('\n')) {
+      if (line.startsWith('  Interrupt: ')) interrupts.push(line.slice('  Interrupt: '.length));
+      else if (line.startsWith('    ') && interrupts.length > 0)
+        interrupts.push(`${interrupts.pop()} ${line.trim()}`);
+    }
+    event({ step: 'listen', status: heard.status, interrupts, messages: heard.ids });
     if (heard.status === 'dismissed' || heard.status === 'ended' || heard.status === 'cancelled') break;
     if (heard.status === 'timeout') continue;
     const answer =
-      heard.interrupts.length > 0
-        ? `${backend} got an interrupt: ${heard.interrupts.join(' | ').slice(0, 300)}`
-        : `${backend} read ${heard.messages.map((m) => m.id).join(',')}`;
+      interrupts.length > 0
+        ? `${backend} got an interrupt: ${interrupts.join(' | ').slice(0, 300)}`
+        : `${backend} read ${heard.ids.join(',')}`;
     // A reply refused because the session ended meanwhile (a dismissal) ends the loop, as for an agent.
     const sent = await call('reply', { content: answer }).then(
       () => true,
