@@ -1,5 +1,7 @@
+import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import { parseReadOnlyFlag, parseStreamAllowlist, type StreamAllowlist, type TimeStyle } from '@zmcp/core';
 import { parseUploadRoots, type UploadRootSpec } from '@zmcp/uploads';
 import { z } from 'zod';
@@ -41,6 +43,11 @@ export interface Config {
   transport: 'stdio' | 'http';
   zulip: ZulipCredentialSettings;
   stateDir: string;
+  /**
+   * Where `stateDir` came from: the variable or flag, this server's default (`~/.zmcp/state`), or
+   * the default of the earlier TypeScript server (`~/.zulip_mcp_state`), used when only that one exists.
+   */
+  stateDirSource: 'setting' | 'default' | 'earlier default';
   sessionId: string;
   /** IANA time zone of message-line timestamps. */
   timezone: string;
@@ -180,13 +187,19 @@ function optionalInteger(meta: SettingMeta, min: number, max: number) {
   return schema.register(settingMeta, meta);
 }
 
-function oneOf<const T extends string>(meta: DerivedMeta, values: readonly T[], fallback: T) {
+function oneOf<const T extends string>(
+  meta: DerivedMeta,
+  values: readonly T[],
+  fallback: T,
+  aliases: Readonly<Record<string, T>> = {},
+) {
   const schema = z
     .string()
     .optional()
     .transform((raw, ctx): T => {
       if (raw === undefined) return fallback;
       const word = raw.trim().toLowerCase();
+      if (Object.hasOwn(aliases, word)) return aliases[word] as T;
       return (values as readonly string[]).includes(word)
         ? (word as T)
         : expected(ctx, `expected one of ${values.join(', ')}`);
@@ -276,8 +289,8 @@ const RawConfigSchema = z.object({
     group: 'State',
     flag: '--state-dir',
     flagArg: '<dir>',
-    defaultText: '~/.zmcp/state',
-    help: 'Directory of read cursors and other state; put it on storage that survives a redeploy.',
+    defaultText: '~/.zmcp/state (~/.zulip_mcp_state if only that exists)',
+    help: 'Directory of read cursors and other state, one folder per realm and bot; put it on storage that survives a redeploy.',
   }),
   ZULIP_SESSION_ID: textWithDefault(
     {
@@ -311,10 +324,12 @@ const RawConfigSchema = z.object({
   AGENT_TIMESTAMP_STYLE: oneOf(
     {
       group: 'Message lines',
-      help: 'Timestamps in message lines: iso (full, with offset), short (time of day) or none (id only).',
+      help: 'Timestamps in message lines: iso (full, with offset; full is accepted for it), short (time of day) or none (id only).',
     },
     ['iso', 'short', 'none'],
     'iso',
+    // The earlier servers' name for the same style.
+    { full: 'iso' },
   ),
   ZULIP_READ_ONLY: strictBoolean(
     {
@@ -606,6 +621,58 @@ const ConfigSchema = RawConfigSchema.superRefine((raw, ctx) => {
 
 type SettingKey = keyof RawConfig & string;
 
+/** A variable of an earlier Zulip MCP server: read as its replacement here, or refused with a pointer. */
+export interface LegacySetting {
+  /** The earlier variable. */
+  name: string;
+  /** The server that used it. */
+  origin: string;
+  /** The variable that replaces it. */
+  replacement: string;
+  /** Read as `replacement` (`alias`), or a start-up error naming `replacement` (`refused`). */
+  handling: 'alias' | 'refused';
+  /** For a refused variable: what to do instead. */
+  instead?: string;
+}
+
+const zulipmcp = 'zulipmcp (the Python server)';
+const mcplServer = 'the earlier TypeScript Zulip MCP server';
+
+const legacySettingList: readonly LegacySetting[] = [
+  { name: 'ZULIPMCP_READ_ONLY', origin: zulipmcp, replacement: 'ZULIP_READ_ONLY', handling: 'alias' },
+  {
+    name: 'BOT_ALLOWED_PRIVATE_STREAMS',
+    origin: zulipmcp,
+    replacement: 'ZULIP_PRIVATE_STREAMS',
+    handling: 'alias',
+  },
+  {
+    name: 'BOT_ALLOWED_WRITE_STREAMS',
+    origin: zulipmcp,
+    replacement: 'ZULIP_WRITE_STREAMS',
+    handling: 'alias',
+  },
+  {
+    name: 'ZULIPMCP_MARKDOWN_AUTOFIX',
+    origin: zulipmcp,
+    replacement: 'ZULIP_MARKDOWN_AUTOFIX',
+    handling: 'alias',
+  },
+  {
+    name: 'ZULIP_SUBSCRIBE',
+    origin: mcplServer,
+    replacement: 'the subscribe tool',
+    handling: 'refused',
+    instead:
+      'the bot is not subscribed to anything at start-up here; subscribe it in Zulip or with the subscribe tool, and use start_monitoring to follow streams',
+  },
+];
+
+/** The variables of earlier Zulip MCP servers this one recognises, and what it does with each. */
+export function legacySettings(): LegacySetting[] {
+  return legacySettingList.map((s) => ({ ...s }));
+}
+
 /** Every setting in table order, as `--help`, the README and `.env.example` list them. */
 export function configSettings(): SettingInfo[] {
   return Object.entries(RawConfigSchema.shape).map(([name, schema]) => {
@@ -642,6 +709,45 @@ function flagTable(): Map<string, { key: SettingKey; takesValue: boolean }> {
   return flags;
 }
 
+function isSet(value: string | undefined): value is string {
+  return value !== undefined && value.trim() !== '';
+}
+
+/**
+ * Reads the earlier servers' variables into `input` under their replacements. Both names set
+ * to values that mean different things is a conflict; a refused name is a problem of its own.
+ */
+function readLegacySettings(
+  env: Readonly<Record<string, string | undefined>>,
+  input: Record<string, string | undefined>,
+  source: Record<string, string>,
+  problems: string[],
+): void {
+  for (const legacy of legacySettingList) {
+    const value = env[legacy.name];
+    if (!isSet(value)) continue;
+    if (legacy.handling === 'refused') {
+      problems.push(`${legacy.name}: not supported (a setting of ${legacy.origin}); ${legacy.instead}`);
+      continue;
+    }
+    const key = legacy.replacement as SettingKey;
+    const current = input[key];
+    if (current === undefined) {
+      input[key] = value;
+      source[key] = legacy.name;
+      continue;
+    }
+    const field = RawConfigSchema.shape[key] as z.ZodType;
+    const ours = field.safeParse(current);
+    const theirs = field.safeParse(value);
+    if (!ours.success || !theirs.success || !isDeepStrictEqual(ours.data, theirs.data)) {
+      problems.push(
+        `${legacy.name}: conflicts with ${key} (${legacy.name} is the name ${legacy.origin} used for it); set only ${key}`,
+      );
+    }
+  }
+}
+
 function quoteForError(raw: string): string {
   const shown = raw.length > 60 ? `${raw.slice(0, 57)}...` : raw;
   return JSON.stringify(shown);
@@ -649,8 +755,11 @@ function quoteForError(raw: string): string {
 
 /**
  * Parses the process environment and command-line flags (a flag wins over its variable)
- * into a validated `Config`. Pure: reads nothing but its arguments (and the system time
- * zone as the default zone, and the working directory that relative upload roots start from). Empty variables count as unset.
+ * into a validated `Config`. Reads nothing but its arguments, apart from the system time zone
+ * (the default zone), the working directory (where relative upload roots start) and whether the
+ * default state directories exist (`options.exists`). Empty variables count as unset. The
+ * variables of earlier servers ({@link legacySettings}) are read as their replacements; set
+ * beside a replacement to a different value, or refused, they are problems like any other.
  *
  * @throws McpServerError `MCP_CONFIG_INVALID` naming every bad variable or flag and what
  * was expected; the values of secrets are never included. `details.problems` lists them.
@@ -658,7 +767,7 @@ function quoteForError(raw: string): string {
 export function parseConfig(
   env: Readonly<Record<string, string | undefined>>,
   argv: readonly string[],
-  options: { cwd?: string } = {},
+  options: { cwd?: string; exists?: (path: string) => boolean } = {},
 ): Config {
   const settings = configSettings();
   const secretKeys = new Set(settings.filter((s) => s.secret).map((s) => s.name));
@@ -669,11 +778,13 @@ export function parseConfig(
 
   for (const name of configVariableNames()) {
     const value = env[name];
-    if (value !== undefined && value.trim() !== '') {
+    if (isSet(value)) {
       input[name] = value;
       source[name] = name;
     }
   }
+
+  readLegacySettings(env, input, source, problems);
 
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;
@@ -723,7 +834,7 @@ export function parseConfig(
 
   const raw = result.data;
   const home = env.HOME !== undefined && env.HOME !== '' ? env.HOME : homedir();
-  const stateDir = raw.ZULIP_STATE_DIR ?? '~/.zmcp/state';
+  const state = stateDirectory(raw.ZULIP_STATE_DIR, home, options.exists ?? existsSync);
   return {
     command: raw['--help'] ? 'help' : raw['--version'] ? 'version' : 'serve',
     demo: raw['--demo'],
@@ -735,7 +846,8 @@ export function parseConfig(
       rcPath: raw.ZULIP_RC_PATH === undefined ? undefined : expandHome(raw.ZULIP_RC_PATH, home),
       allowInsecureHttp: raw.ZULIP_ALLOW_INSECURE_HTTP,
     },
-    stateDir: expandHome(stateDir, home),
+    stateDir: state.dir,
+    stateDirSource: state.source,
     sessionId: raw.ZULIP_SESSION_ID,
     timezone: raw.AGENT_TIMEZONE ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
     timestampStyle: raw.AGENT_TIMESTAMP_STYLE,
@@ -778,6 +890,24 @@ export function parseConfig(
   };
 }
 
+/** The default state directory, and the one the earlier TypeScript server used by default. */
+const DEFAULT_STATE_DIR = '~/.zmcp/state';
+const EARLIER_DEFAULT_STATE_DIR = '~/.zulip_mcp_state';
+
+function stateDirectory(
+  setting: string | undefined,
+  home: string,
+  exists: (path: string) => boolean,
+): { dir: string; source: Config['stateDirSource'] } {
+  if (setting !== undefined) return { dir: expandHome(setting, home), source: 'setting' };
+  const dir = expandHome(DEFAULT_STATE_DIR, home);
+  const earlier = expandHome(EARLIER_DEFAULT_STATE_DIR, home);
+  // A volume mounted where the earlier server kept its state keeps serving; our files go into
+  // per-account folders there and never touch the earlier server's own files.
+  if (!exists(dir) && exists(earlier)) return { dir: earlier, source: 'earlier default' };
+  return { dir, source: 'default' };
+}
+
 function expandHome(path: string, home: string): string {
   if (path === '~') return home;
   return path.startsWith('~/') ? join(home, path.slice(2)) : path;
@@ -801,6 +931,10 @@ export function helpText(): string {
     '',
     'Settings are environment variables; where a flag is shown, it overrides the variable.',
     'Boolean variables take 1/0, true/false, yes/no or on/off. Empty variables count as unset.',
+    `Earlier servers' names are read as their replacements: ${legacySettingList
+      .filter((s) => s.handling === 'alias')
+      .map((s) => `${s.name} as ${s.replacement}`)
+      .join(', ')}.`,
   ];
   let group = '';
   for (const setting of settings) {

@@ -7,7 +7,7 @@ const home = { HOME: '/home/agent' };
 /** The problems a bad configuration reports, one line per setting. */
 function problems(env: Record<string, string>, argv: string[] = []): string[] {
   try {
-    parseConfig({ ...home, ...env }, argv);
+    parseConfig({ ...home, ...env }, argv, { exists: () => false });
   } catch (err) {
     expect(err).toBeInstanceOf(McpServerError);
     expect(err).toMatchObject({ code: 'MCP_CONFIG_INVALID' });
@@ -17,7 +17,7 @@ function problems(env: Record<string, string>, argv: string[] = []): string[] {
 }
 
 function parse(env: Record<string, string>, argv: string[] = []): Config {
-  return parseConfig({ ...home, ...env }, argv);
+  return parseConfig({ ...home, ...env }, argv, { exists: () => false });
 }
 
 describe('parseConfig', () => {
@@ -35,6 +35,7 @@ describe('parseConfig', () => {
         allowInsecureHttp: false,
       },
       stateDir: '/home/agent/.zmcp/state',
+      stateDirSource: 'default',
       sessionId: 'default',
       timestampStyle: 'iso',
       readOnly: false,
@@ -188,7 +189,7 @@ describe('parseConfig', () => {
     ['ZMCP_HTTP_MAX_SESSIONS', '0', /^ZMCP_HTTP_MAX_SESSIONS: expected a whole number from 1/],
     ['ZMCP_HTTP_SESSION_IDLE_MS', '10', /^ZMCP_HTTP_SESSION_IDLE_MS: expected a whole number from 1000/],
     ['AGENT_TIMEZONE', 'Mars/Olympus', /^AGENT_TIMEZONE: expected an IANA time zone/],
-    ['AGENT_TIMESTAMP_STYLE', 'full', /^AGENT_TIMESTAMP_STYLE: expected one of iso, short, none/],
+    ['AGENT_TIMESTAMP_STYLE', 'long', /^AGENT_TIMESTAMP_STYLE: expected one of iso, short, none/],
     ['ZMCP_LOG_LEVEL', 'loud', /^ZMCP_LOG_LEVEL: expected one of debug, info, warn, error, silent/],
     ['ZULIP_SESSION_ID', '../etc', /^ZULIP_SESSION_ID: expected 1 to 128 characters/],
     ['ZULIP_SESSION_ID', 'x'.repeat(129), /^ZULIP_SESSION_ID: expected 1 to 128 characters/],
@@ -318,5 +319,70 @@ describe('parseConfig', () => {
     expect(problems({ TRIGGER_MESSAGE_ID: 'latest' })[0]).toMatch(
       /^TRIGGER_MESSAGE_ID: expected a whole number/,
     );
+  });
+
+  describe('names of earlier servers', () => {
+    it('reads ZULIPMCP_READ_ONLY as ZULIP_READ_ONLY, strictly', () => {
+      expect(parse({ ZULIPMCP_READ_ONLY: '1' }).readOnly).toBe(true);
+      expect(parse({ ZULIPMCP_READ_ONLY: '0' }).readOnly).toBe(false);
+      expect(problems({ ZULIPMCP_READ_ONLY: 'maybe' })).toEqual([
+        expect.stringMatching(/^ZULIPMCP_READ_ONLY: expected one of 1\/0, true\/false.* \(got "maybe"\)$/),
+      ]);
+    });
+
+    it('reads the allowlists and the markdown switch of zulipmcp', () => {
+      const config = parse({
+        BOT_ALLOWED_PRIVATE_STREAMS: 'ops,leads',
+        BOT_ALLOWED_WRITE_STREAMS: 'bots',
+        ZULIPMCP_MARKDOWN_AUTOFIX: '0',
+      });
+      expect(config.privateStreams).toEqual(['ops', 'leads']);
+      expect(config.writeStreams).toEqual(['bots']);
+      expect(config.markdownAutofix).toBe(false);
+      expect(parse({ BOT_ALLOWED_PRIVATE_STREAMS: '__ALL__' }).privateStreams).toBe('__ALL__');
+    });
+
+    it('accepts both names when they mean the same, and refuses a conflict naming both', () => {
+      expect(parse({ ZULIPMCP_READ_ONLY: '1', ZULIP_READ_ONLY: 'true' }).readOnly).toBe(true);
+      expect(problems({ ZULIPMCP_READ_ONLY: '1', ZULIP_READ_ONLY: 'false' })).toEqual([
+        expect.stringMatching(
+          /^ZULIPMCP_READ_ONLY: conflicts with ZULIP_READ_ONLY.*set only ZULIP_READ_ONLY$/,
+        ),
+      ]);
+      expect(problems({ BOT_ALLOWED_WRITE_STREAMS: 'a', ZULIP_WRITE_STREAMS: 'a,b' })).toEqual([
+        expect.stringMatching(/^BOT_ALLOWED_WRITE_STREAMS: conflicts with ZULIP_WRITE_STREAMS/),
+      ]);
+      // A flag still wins over both.
+      expect(parse({ ZULIPMCP_READ_ONLY: '0' }, ['--read-only']).readOnly).toBe(true);
+    });
+
+    it('refuses ZULIP_SUBSCRIBE, saying what to use instead', () => {
+      expect(problems({ ZULIP_SUBSCRIBE: 'general' })).toEqual([
+        expect.stringMatching(/^ZULIP_SUBSCRIBE: not supported .*subscribe tool.*start_monitoring/),
+      ]);
+    });
+
+    it('reads AGENT_TIMESTAMP_STYLE=full as iso', () => {
+      expect(parse({ AGENT_TIMESTAMP_STYLE: 'full' }).timestampStyle).toBe('iso');
+      expect(parse({ AGENT_TIMESTAMP_STYLE: 'FULL' }).timestampStyle).toBe('iso');
+    });
+
+    it('keeps using the earlier default state directory when only it exists', () => {
+      const earlier = '/home/agent/.zulip_mcp_state';
+      const current = '/home/agent/.zmcp/state';
+      const only = (...paths: string[]) => ({ exists: (p: string) => paths.includes(p) });
+      expect(parseConfig(home, [], only(earlier))).toMatchObject({
+        stateDir: earlier,
+        stateDirSource: 'earlier default',
+      });
+      expect(parseConfig(home, [], only(earlier, current))).toMatchObject({
+        stateDir: current,
+        stateDirSource: 'default',
+      });
+      expect(parseConfig({ ...home, ZULIP_STATE_DIR: '/srv/s' }, [], only(earlier))).toMatchObject({
+        stateDir: '/srv/s',
+        stateDirSource: 'setting',
+      });
+    });
   });
 });

@@ -10,6 +10,7 @@ import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../src/index.js';
 import { barrier } from './fake-tools.js';
+import { startStdio } from './stdio-client.js';
 
 function collect(stream: PassThrough): () => string {
   const chunks: Buffer[] = [];
@@ -118,5 +119,29 @@ describe('main', () => {
     expect(await run).toBe(0);
     expect(io.err()).toContain('HTTP server stopped');
     expect(io.out()).toBe('');
+  });
+});
+
+describe('main: settings of earlier servers', () => {
+  it('serves read-only under ZULIPMCP_READ_ONLY=1: no write tool, nothing can be sent', async () => {
+    const run = await startStdio(['--demo'], { ...env, ZULIPMCP_READ_ONLY: '1' });
+    const names = (await run.client.listTools()).tools.map((t) => t.name);
+    expect(names).toContain('fetch_history');
+    expect(names).not.toContain('send_message');
+    await expect(
+      run.client.callTool({
+        name: 'send_message',
+        arguments: { stream: 'general', topic: 't', content: 'x' },
+      }),
+    ).rejects.toMatchObject({ code: -32602 });
+    expect(run.client.getInstructions()).toContain('read-only');
+    expect(await run.finish()).toBe(0);
+  });
+
+  it('refuses to start on a conflict between an earlier name and its replacement', async () => {
+    const io = streams();
+    const code = await main(['--demo'], { ...env, ZULIPMCP_READ_ONLY: '1', ZULIP_READ_ONLY: '0' }, io);
+    expect(code).toBe(2);
+    expect(io.err()).toContain('ZULIPMCP_READ_ONLY: conflicts with ZULIP_READ_ONLY');
   });
 });
