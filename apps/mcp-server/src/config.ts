@@ -2,7 +2,15 @@ import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import { parseReadOnlyFlag, parseStreamAllowlist, type StreamAllowlist, type TimeStyle } from '@zmcp/core';
+import {
+  type CredentialField,
+  credentialProblem,
+  parseReadOnlyFlag,
+  parseSite,
+  parseStreamAllowlist,
+  type StreamAllowlist,
+  type TimeStyle,
+} from '@zmcp/core';
 import { parseUploadRoots, type UploadRootSpec } from '@zmcp/uploads';
 import { z } from 'zod';
 import { McpServerError } from './errors.js';
@@ -117,28 +125,42 @@ function expected<T>(ctx: z.core.$RefinementCtx<Raw>, message: string): T {
   return z.NEVER as T;
 }
 
-function text(meta: SettingMeta, check?: { pattern: RegExp; expected: string }) {
+/** Checks a raw value: `undefined` when it is acceptable, else what was expected. */
+type Check = (raw: string) => string | undefined;
+
+function matching(pattern: RegExp, expectedText: string): Check {
+  return (raw) => (pattern.test(raw) ? undefined : expectedText);
+}
+
+function text(meta: SettingMeta, check?: Check) {
   const schema = z
     .string()
     .optional()
     .transform((raw, ctx): string | undefined => {
       if (raw === undefined) return undefined;
-      if (check && !check.pattern.test(raw)) return expected(ctx, check.expected);
+      const problem = check?.(raw);
+      if (problem !== undefined) return expected(ctx, problem);
       return raw;
     });
   return schema.register(settingMeta, meta);
 }
 
-function textWithDefault(meta: SettingMeta, fallback: string, check: { pattern: RegExp; expected: string }) {
+function textWithDefault(meta: SettingMeta, fallback: string, check: Check) {
   const schema = z
     .string()
     .optional()
     .transform((raw, ctx): string => {
       if (raw === undefined) return fallback;
-      if (!check.pattern.test(raw)) return expected(ctx, check.expected);
+      const problem = check(raw);
+      if (problem !== undefined) return expected(ctx, problem);
       return raw;
     });
   return schema.register(settingMeta, meta);
+}
+
+/** A credential field checked by core's one rule for it. */
+function credential(field: CredentialField, expectedText: string): Check {
+  return (raw) => (credentialProblem(field, raw.trim()) === undefined ? undefined : expectedText);
 }
 
 function strictBoolean(meta: DerivedMeta, fallback: boolean) {
@@ -237,10 +259,8 @@ function isAllowedTimeZone(zone: string): boolean {
   }
 }
 
-const emojiName = {
-  pattern: /^[a-z0-9_+-]{1,60}$/,
-  expected: 'expected an emoji name such as stop or robot_ear',
-};
+const emojiName = matching(/^[a-z0-9_+-]{1,60}$/, 'expected an emoji name such as stop or robot_ear');
+const siteExpected = 'expected an http(s) URL such as https://chat.example.com';
 const sessionIdPattern = /^[A-Za-z0-9._-]{1,128}$/;
 
 /**
@@ -248,35 +268,45 @@ const sessionIdPattern = /^[A-Za-z0-9._-]{1,128}$/;
  * (or, for flag-only switches, the flag), every value the raw string as given.
  */
 const RawConfigSchema = z.object({
-  ZULIP_REALM: text({
-    group: 'Zulip account',
-    defaultText: 'from zuliprc',
-    help: 'Zulip server URL, e.g. https://chat.example.com.',
-  }),
-  ZULIP_SITE: text({
-    group: 'Zulip account',
-    defaultText: 'from zuliprc',
-    help: 'The same as ZULIP_REALM (the name zuliprc files use); set one of the two.',
-  }),
+  ZULIP_REALM: text(
+    {
+      group: 'Zulip account',
+      defaultText: 'from zuliprc',
+      help: 'Zulip server URL, e.g. https://chat.example.com.',
+    },
+    credential('site', siteExpected),
+  ),
+  ZULIP_SITE: text(
+    {
+      group: 'Zulip account',
+      defaultText: 'from zuliprc',
+      help: 'The same as ZULIP_REALM (the name zuliprc files use); set one of the two.',
+    },
+    credential('site', siteExpected),
+  ),
   ZULIP_EMAIL: text(
-    { group: 'Zulip account', defaultText: 'from zuliprc', help: 'Email address of the bot account.' },
-    { pattern: /^[^\s@]+@[^\s@]+$/, expected: 'expected an email address such as bot@example.com' },
+    {
+      group: 'Zulip account',
+      defaultText: 'from zuliprc',
+      help: 'Email address of the bot account; set with ZULIP_API_KEY, or neither.',
+    },
+    credential('email', 'expected an email address such as bot@example.com'),
   ),
   ZULIP_API_KEY: text(
     {
       group: 'Zulip account',
       defaultText: 'from zuliprc',
-      help: 'API key of the bot account. Secret: never logged, and there is no flag for it.',
+      help: 'API key of the bot account (32 letters and digits); set with ZULIP_EMAIL. Secret: never logged, no flag.',
       secret: true,
     },
-    { pattern: /^\S+$/, expected: 'expected an API key without spaces' },
+    credential('apiKey', 'expected a Zulip API key: 32 letters and digits'),
   ),
   ZULIP_RC_PATH: text({
     group: 'Zulip account',
     flag: '--zuliprc',
     flagArg: '<path>',
-    defaultText: 'unset',
-    help: 'Path of a zuliprc file; it supplies whatever the variables above leave unset.',
+    defaultText: '~/.zuliprc if needed',
+    help: 'Path of a zuliprc file; it supplies whatever the variables above leave unset (the variables win).',
   }),
   ZULIP_ALLOW_INSECURE_HTTP: strictBoolean(
     {
@@ -301,7 +331,7 @@ const RawConfigSchema = z.object({
       help: 'Names this agent session’s state files; 1-128 of A-Z a-z 0-9 . _ -.',
     },
     'default',
-    { pattern: sessionIdPattern, expected: 'expected 1 to 128 characters of A-Z, a-z, 0-9, ".", "_" or "-"' },
+    matching(sessionIdPattern, 'expected 1 to 128 characters of A-Z, a-z, 0-9, ".", "_" or "-"'),
   ),
   AGENT_TIMEZONE: z
     .string()
@@ -492,7 +522,7 @@ const RawConfigSchema = z.object({
       help: 'Address to listen on; anything but loopback requires ZMCP_HTTP_TOKEN.',
     },
     '127.0.0.1',
-    { pattern: /^[A-Za-z0-9.:[\]-]+$/, expected: 'expected a host name or IP address' },
+    matching(/^[A-Za-z0-9.:[\]-]+$/, 'expected a host name or IP address'),
   ),
   ZMCP_HTTP_PORT: integer(
     {
@@ -512,7 +542,7 @@ const RawConfigSchema = z.object({
       help: 'Bearer token every HTTP request must carry (16+ characters). Secret; required beyond loopback.',
       secret: true,
     },
-    { pattern: /^[\x21-\x7e]{16,}$/, expected: 'expected at least 16 printable characters without spaces' },
+    matching(/^[\x21-\x7e]{16,}$/, 'expected at least 16 printable characters without spaces'),
   ),
   ZMCP_HTTP_ALLOWED_ORIGINS: z
     .string()
@@ -595,8 +625,35 @@ const RawConfigSchema = z.object({
 
 type RawConfig = z.output<typeof RawConfigSchema>;
 
+/** The site as core normalizes it, or the problem core's rule finds with it. */
+function normalizedSite(raw: string, allowInsecureHttp: boolean): { url: string } | { problem: string } {
+  let url: string;
+  try {
+    url = parseSite(raw, { allowInsecureHttp: true }).url;
+  } catch {
+    return { problem: siteExpected };
+  }
+  try {
+    parseSite(raw, { allowInsecureHttp });
+  } catch {
+    return {
+      problem:
+        'is plain http to a host that is not loopback, so the API key would travel unencrypted; use https, or set ZULIP_ALLOW_INSECURE_HTTP',
+    };
+  }
+  return { url };
+}
+
 const ConfigSchema = RawConfigSchema.superRefine((raw, ctx) => {
-  if (raw.ZULIP_REALM !== undefined && raw.ZULIP_SITE !== undefined && raw.ZULIP_REALM !== raw.ZULIP_SITE) {
+  const sites: { key: 'ZULIP_REALM' | 'ZULIP_SITE'; url: string }[] = [];
+  for (const key of ['ZULIP_REALM', 'ZULIP_SITE'] as const) {
+    const value = raw[key];
+    if (value === undefined) continue;
+    const site = normalizedSite(value, raw.ZULIP_ALLOW_INSECURE_HTTP);
+    if ('problem' in site) ctx.addIssue({ code: 'custom', path: [key], message: site.problem });
+    else sites.push({ key, url: site.url });
+  }
+  if (sites.length === 2 && sites[0]?.url !== sites[1]?.url) {
     ctx.addIssue({
       code: 'custom',
       path: ['ZULIP_SITE'],
@@ -748,8 +805,12 @@ function readLegacySettings(
   }
 }
 
-function quoteForError(raw: string): string {
-  const shown = raw.length > 60 ? `${raw.slice(0, 57)}...` : raw;
+function quoteForError(raw: string, secrets: readonly string[] = []): string {
+  let shown = raw;
+  // A secret may sit in the wrong variable, or in the user-info part of a URL.
+  for (const secret of secrets) shown = shown.split(secret).join('[REDACTED]');
+  shown = shown.replace(/\/\/[^/@\s]*@/g, '//[REDACTED]@');
+  if (shown.length > 60) shown = `${shown.slice(0, 57)}...`;
   return JSON.stringify(shown);
 }
 
@@ -819,11 +880,19 @@ export function parseConfig(
 
   const result = ConfigSchema.safeParse(input);
   if (!result.success) {
+    const secretValues = [...secretKeys]
+      .map((key) => input[key]?.trim())
+      .filter((value): value is string => value !== undefined && value.length >= 16);
+    const reported = new Set<string>();
     for (const issue of result.error.issues) {
       const key = String(issue.path[0] ?? '');
       const raw = input[key];
-      const shown = raw !== undefined && !secretKeys.has(key) ? ` (got ${quoteForError(raw)})` : '';
-      problems.push(`${source[key] ?? key}: ${issue.message}${shown}`);
+      const shown =
+        raw !== undefined && !secretKeys.has(key) ? ` (got ${quoteForError(raw, secretValues)})` : '';
+      const line = `${source[key] ?? key}: ${issue.message}${shown}`;
+      if (reported.has(line)) continue;
+      reported.add(line);
+      problems.push(line);
     }
   }
   if (problems.length > 0 || !result.success) {

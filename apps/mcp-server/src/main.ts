@@ -1,13 +1,19 @@
 import type { Readable, Writable } from 'node:stream';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import type { CredentialSource, Credentials } from '@zmcp/core';
 import { type Config, helpText, parseConfig } from './config.js';
 import { type DemoRealm, startDemoRealm } from './demo.js';
 import { McpServerError } from './errors.js';
 import { startHttpServer } from './http.js';
-import { createLogger, type Logger } from './logging.js';
+import { createLogger, createRedactor, type Logger } from './logging.js';
 import { createMcpServer } from './register.js';
-import { type AgentSessionServices, buildServices, type Services } from './services.js';
+import {
+  type AgentSessionServices,
+  buildServices,
+  loadConfiguredCredentials,
+  type Services,
+} from './services.js';
 import { packageVersion } from './version.js';
 
 /** Streams and hooks of one run of {@link main}; each defaults to the process's own. */
@@ -150,7 +156,9 @@ async function serveHttp(config: Config, services: Services, logger: Logger, io:
  * Runs the `zulip-mcp` command: parses `argv` and `env`, prints help or the version, or
  * builds the services and serves them on stdio (default) or Streamable HTTP (`--http`)
  * until the client goes away or `io.shutdown` fires, then closes everything. Resolves
- * with the exit code: 0 on a clean run, 1 when start-up fails, 2 on a bad configuration.
+ * with the exit code: 0 on a clean run, 1 when start-up fails, 2 on a bad configuration (a
+ * bad variable or flag, missing or malformed credentials or zuliprc, credentials Zulip refuses,
+ * a missing upload root).
  * Only help, the version and the JSON-RPC wire go to stdout; everything else to stderr.
  */
 export async function main(
@@ -181,20 +189,36 @@ export async function main(
     throw err;
   }
 
-  const logger = createLogger({
+  const writeLine = (line: string) => void stderr.write(line);
+  let logger = createLogger({
     level: config.logLevel,
     secrets: [config.zulip.apiKey, config.http.token],
-    write: (line) => void stderr.write(line),
+    write: writeLine,
   });
+  // A configuration problem found while building: the same report and exit code as a bad variable.
+  const misconfigured = (
+    err: unknown,
+    redact: (text: string) => string,
+    source?: CredentialSource,
+  ): number | undefined => {
+    const problem = configurationProblem(err, source);
+    if (problem === undefined) return undefined;
+    stderr.write(
+      `${binName}: Invalid configuration:\n  ${redact(problem)}\nRun ${binName} --help for every setting.\n`,
+    );
+    return 2;
+  };
 
   let services: Services | undefined;
   let demo: DemoRealm | undefined;
   try {
+    let credentials: Credentials;
     if (config.demo) {
       demo = await startDemoRealm();
       if (config.zulip.site !== undefined || config.zulip.rcPath !== undefined) {
         logger.warn('--demo ignores the configured Zulip credentials');
       }
+      credentials = { site: demo.site, email: demo.email, apiKey: demo.apiKey, source: { kind: 'env' } };
       config = {
         ...config,
         zulip: {
@@ -206,8 +230,30 @@ export async function main(
         },
       };
       logger.info('demo realm started', { site: demo.site, bot: demo.email, messages: demo.messageCount });
+    } else {
+      try {
+        credentials = await loadConfiguredCredentials(config);
+      } catch (err) {
+        const code = misconfigured(err, createRedactor([config.zulip.apiKey, config.http.token]));
+        if (code !== undefined) return code;
+        throw err;
+      }
     }
-    services = await buildServices(config, logger);
+    // From here on the key is known wherever it came from (a zuliprc included) and is redacted.
+    const secrets = [
+      config.zulip.apiKey,
+      config.http.token,
+      credentials.apiKey,
+      Buffer.from(`${credentials.email}:${credentials.apiKey}`).toString('base64'),
+    ];
+    logger = createLogger({ level: config.logLevel, secrets, write: writeLine });
+    try {
+      services = await buildServices(config, logger, credentials);
+    } catch (err) {
+      const code = misconfigured(err, createRedactor(secrets), credentials.source);
+      if (code !== undefined) return code;
+      throw err;
+    }
     if (config.transport === 'http') await serveHttp(config, services, logger, io);
     else await serveStdio(config, services, logger, io);
     return 0;
@@ -218,4 +264,32 @@ export async function main(
     await services?.close().catch((err: unknown) => logger.warn('error while closing services', { err }));
     await demo?.close().catch((err: unknown) => logger.warn('error while stopping the demo realm', { err }));
   }
+}
+
+/** Codes of the libraries' errors that mean the configuration is wrong, not the run. */
+const configurationCodes = new Set([
+  'CORE_CONFIG_INVALID',
+  'CORE_INSECURE_URL',
+  'CORE_UNAUTHORIZED',
+  'UPLOAD_CONFIG_INVALID',
+  'UPLOAD_ROOT_MISSING',
+  'DELIVERY_INVALID_SESSION_ID',
+]);
+
+/** The one line a configuration error is reported with, or `undefined` for any other failure. */
+function configurationProblem(err: unknown, source?: CredentialSource): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  const message = (err as { message?: unknown } | null)?.message;
+  if (typeof code !== 'string' || !configurationCodes.has(code) || typeof message !== 'string')
+    return undefined;
+  if (code === 'CORE_UNAUTHORIZED') {
+    const from =
+      source === undefined || source.kind === 'env'
+        ? 'ZULIP_EMAIL and ZULIP_API_KEY'
+        : source.kind === 'zuliprc' || source.fromZuliprc.includes('apiKey')
+          ? `the email and key of ${source.path}`
+          : 'ZULIP_EMAIL and ZULIP_API_KEY';
+    return `Zulip refused the credentials (${code}): check ${from}, and that the account is active`;
+  }
+  return `${message} (${code})`;
 }

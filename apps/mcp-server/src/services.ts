@@ -1,5 +1,11 @@
 import { homedir } from 'node:os';
-import { AccessPolicy, DEFAULT_MAX_MESSAGE_LENGTH, loadCredentials, ZulipClient } from '@zmcp/core';
+import {
+  AccessPolicy,
+  type Credentials,
+  DEFAULT_MAX_MESSAGE_LENGTH,
+  loadCredentials,
+  ZulipClient,
+} from '@zmcp/core';
 import { FileStateStore, MonitorStore, MonitorWatcher } from '@zmcp/delivery';
 import {
   createAgentSession,
@@ -80,18 +86,13 @@ export function instructionsFor(config: Pick<Config, 'readOnly'>, identity: { fu
 }
 
 /**
- * Builds the services of one process from its configuration: credentials (environment or
- * zuliprc), the one Zulip client (read-only enforced in its transport), the account and
- * the realm's limits, the access policy, the upload roots, the tool catalog, and the
- * session's monitor (read cursors under `stateDir`, keyed by `sessionId`) with its resources.
+ * The account's credentials as configured: each of site, email and key from its variable,
+ * the rest from the zuliprc (core's one rule, `loadCredentials`).
  *
- * @throws `CORE_CONFIG_INVALID` for missing or malformed credentials, `UPLOAD_ROOT_MISSING`
- *   for an upload root that does not exist, `DELIVERY_INVALID_SESSION_ID` for a bad session
- *   id, and the client's request codes when the realm cannot be reached or refuses the
- *   credentials.
+ * @throws `CORE_CONFIG_INVALID` naming the variable, or the zuliprc and its key.
  */
-export async function buildServices(config: Config, logger: Logger): Promise<Services> {
-  const credentials = await loadCredentials({
+export function loadConfiguredCredentials(config: Config): Promise<Credentials> {
+  return loadCredentials({
     env: {
       ZULIP_SITE: config.zulip.site,
       ZULIP_EMAIL: config.zulip.email,
@@ -100,6 +101,25 @@ export async function buildServices(config: Config, logger: Logger): Promise<Ser
     },
     homedir: homedir(),
   });
+}
+
+/**
+ * Builds the services of one process from its configuration: credentials (given, or loaded
+ * with {@link loadConfiguredCredentials}), the one Zulip client (read-only enforced in its transport), the account and
+ * the realm's limits, the access policy, the upload roots, the tool catalog, and the
+ * session's monitor (read cursors under `stateDir`, keyed by `sessionId`) with its resources.
+ *
+ * @throws `CORE_CONFIG_INVALID` for missing or malformed credentials, `UPLOAD_ROOT_MISSING`
+ *   for an upload root that does not exist, `DELIVERY_INVALID_SESSION_ID` for a bad session
+ *   id, and the client's request codes when the realm cannot be reached or refuses the
+ *   credentials.
+ */
+export async function buildServices(
+  config: Config,
+  logger: Logger,
+  credentials?: Credentials,
+): Promise<Services> {
+  credentials ??= await loadConfiguredCredentials(config);
   const uploadRoots = config.uploadRoots.length > 0 ? await UploadRoots.open(config.uploadRoots) : undefined;
   const client = new ZulipClient({
     site: credentials.site,

@@ -65,7 +65,7 @@ describe('parseConfig', () => {
     const config = parse({
       ZULIP_REALM: 'https://chat.example.com',
       ZULIP_EMAIL: 'bot@example.com',
-      ZULIP_API_KEY: 'abcdefABCDEF0123456789',
+      ZULIP_API_KEY: 'abcdefABCDEF0123456789ghijklmnop',
       ZULIP_RC_PATH: '~/zuliprc',
       ZULIP_ALLOW_INSECURE_HTTP: 'yes',
       ZULIP_STATE_DIR: '/srv/state',
@@ -94,7 +94,7 @@ describe('parseConfig', () => {
       zulip: {
         site: 'https://chat.example.com',
         email: 'bot@example.com',
-        apiKey: 'abcdefABCDEF0123456789',
+        apiKey: 'abcdefABCDEF0123456789ghijklmnop',
         rcPath: '/home/agent/zuliprc',
         allowInsecureHttp: true,
       },
@@ -155,6 +155,46 @@ describe('parseConfig', () => {
     expect(problems({ ZULIP_REALM: 'https://a.example', ZULIP_SITE: 'https://b.example' })).toEqual([
       expect.stringMatching(/^ZULIP_SITE: conflicts with ZULIP_REALM/),
     ]);
+  });
+
+  it('compares ZULIP_REALM and ZULIP_SITE as core normalizes them', () => {
+    expect(parse({ ZULIP_REALM: 'https://a.example/', ZULIP_SITE: 'https://a.example' }).zulip.site).toBe(
+      'https://a.example/',
+    );
+    expect(
+      parse({ ZULIP_REALM: 'https://a.example/api/v1', ZULIP_SITE: 'https://A.example' }).transport,
+    ).toBe('stdio');
+  });
+
+  it('refuses plain http beyond loopback unless allowed, like the client would', () => {
+    expect(problems({ ZULIP_REALM: 'http://chat.example.com' })).toEqual([
+      expect.stringMatching(/^ZULIP_REALM: is plain http .*ZULIP_ALLOW_INSECURE_HTTP/),
+    ]);
+    expect(parse({ ZULIP_REALM: 'http://127.0.0.1:9991' }).zulip.site).toBe('http://127.0.0.1:9991');
+    expect(
+      parse({ ZULIP_REALM: 'http://chat.example.com', ZULIP_ALLOW_INSECURE_HTTP: '1' }).zulip
+        .allowInsecureHttp,
+    ).toBe(true);
+  });
+
+  it('refuses an API key that is not Zulip-shaped, such as a one-letter test key', () => {
+    for (const key of ['e', 'x'.repeat(31), `${'x'.repeat(32)}!`]) {
+      expect(problems({ ZULIP_API_KEY: key })).toEqual([
+        'ZULIP_API_KEY: expected a Zulip API key: 32 letters and digits',
+      ]);
+    }
+  });
+
+  it('never echoes a secret from another variable or a URL', () => {
+    const apiKey = 'Zk3yZk3yZk3yZk3yZk3yZk3yZk3yZk3y';
+    const found = problems({
+      ZULIP_API_KEY: apiKey,
+      ZULIP_EMAIL: apiKey,
+      ZULIP_REALM: 'https://bot:hunter2@chat.example.com',
+    });
+    expect(found.join('\n')).not.toContain(apiKey);
+    expect(found.join('\n')).not.toContain('hunter2');
+    expect(found).toContainEqual(expect.stringMatching(/^ZULIP_EMAIL: .*\(got "\[REDACTED\]"\)$/));
   });
 
   it('treats empty variables as unset', () => {
@@ -231,7 +271,7 @@ describe('parseConfig', () => {
     const found = problems({ ZULIP_API_KEY: apiKey, ZMCP_HTTP_TOKEN: token, ZULIP_READ_ONLY: 'bad' });
     expect(found).toHaveLength(3);
     expect(found).toContainEqual(
-      expect.stringMatching(/^ZULIP_API_KEY: expected an API key without spaces$/),
+      expect.stringMatching(/^ZULIP_API_KEY: expected a Zulip API key: 32 letters and digits$/),
     );
     expect(found).toContainEqual(expect.stringMatching(/^ZMCP_HTTP_TOKEN: expected at least 16 printable/));
     let message = '';

@@ -145,8 +145,13 @@ export { parseSite } from './client/site.js';
 export type { CallOptions } from './client/transport.js';
 export type { DownloadedFile, UploadedFile, ZulipClientOptions } from './client/zulip-client.js';
 export { DEFAULT_LONG_POLL_TIMEOUT_MS, ZulipClient } from './client/zulip-client.js';
-export type { CredentialSource, Credentials, LoadCredentialsOptions } from './credentials.js';
-export { loadCredentials, parseZuliprc } from './credentials.js';
+export type {
+  CredentialField,
+  CredentialSource,
+  Credentials,
+  LoadCredentialsOptions,
+} from './credentials.js';
+export { credentialProblem, loadCredentials, parseZuliprc } from './credentials.js';
 export type { EventQueueOptions, QueueGap, QueueItem } from './events/event-queue.js';
 export { EventQueue } from './events/event-queue.js';
 // `NarrowTerm` here is the validated term the builder and pager produce; it is structurally
