@@ -4,18 +4,21 @@ import { join, resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import {
   type CredentialField,
+  checkEmojiName,
   credentialProblem,
+  isLoopbackHost,
+  isValidTimeZone,
   parseReadOnlyFlag,
   parseSite,
   parseStreamAllowlist,
   type StreamAllowlist,
   type TimeStyle,
 } from '@zmcp/core';
-import { parseUploadRoots, type UploadRootSpec } from '@zmcp/uploads';
+import { parseSessionId } from '@zmcp/delivery';
+import { parseByteSize, parseUploadRoots, type UploadRootSpec } from '@zmcp/uploads';
 import { z } from 'zod';
 import { McpServerError } from './errors.js';
 import { type LogLevel, logLevels } from './logging.js';
-import { bareHost, isLoopbackHost } from './loopback.js';
 
 /** Zulip credentials as configured; resolving them against a zuliprc is `@zmcp/core`'s job. */
 export interface ZulipCredentialSettings {
@@ -158,6 +161,41 @@ function textWithDefault(meta: SettingMeta, fallback: string, check: Check) {
   return schema.register(settingMeta, meta);
 }
 
+/**
+ * A setting read by a library's own parser (the one rule for its kind of value): a throw is
+ * reported as `expectedText(err)`.
+ */
+function parsedBy<T>(
+  meta: SettingMeta,
+  parse: (raw: string) => T,
+  expectedText: (err: unknown) => string,
+): z.ZodType<T | undefined, string | undefined>;
+function parsedBy<T>(
+  meta: SettingMeta,
+  parse: (raw: string) => T,
+  expectedText: (err: unknown) => string,
+  fallback: T,
+): z.ZodType<T, string | undefined>;
+function parsedBy<T>(
+  meta: SettingMeta,
+  parse: (raw: string) => T,
+  expectedText: (err: unknown) => string,
+  fallback?: T,
+) {
+  const schema = z
+    .string()
+    .optional()
+    .transform((raw, ctx): T | undefined => {
+      if (raw === undefined) return fallback;
+      try {
+        return parse(raw);
+      } catch (err) {
+        return expected(ctx, expectedText(err));
+      }
+    });
+  return schema.register(settingMeta, meta);
+}
+
 /** A credential field checked by core's one rule for it. */
 function credential(field: CredentialField, expectedText: string): Check {
   return (raw) => (credentialProblem(field, raw.trim()) === undefined ? undefined : expectedText);
@@ -250,18 +288,16 @@ function streamAllowlist(meta: SettingMeta) {
   return schema.register(settingMeta, meta);
 }
 
-function isAllowedTimeZone(zone: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: zone });
-    return zone.length > 0;
-  } catch {
-    return false;
-  }
-}
-
-const emojiName = matching(/^[a-z0-9_+-]{1,60}$/, 'expected an emoji name such as stop or robot_ear');
+const emojiName = (raw: string) => checkEmojiName(raw);
+const emojiExpected = () =>
+  'expected an emoji name such as stop or robot_ear (letters, digits, "_", "+" or "-")';
 const siteExpected = 'expected an http(s) URL such as https://chat.example.com';
-const sessionIdPattern = /^[A-Za-z0-9._-]{1,128}$/;
+const sizeExpected = 'expected a number of bytes such as 26214400 or 25MiB (units K/KiB, M/MiB, G/GiB)';
+
+function inRange(value: number, min: number, max: number): number {
+  if (value < min || value > max) throw new RangeError(`${value} is out of range`);
+  return value;
+}
 
 /**
  * The one schema of the server's configuration: every key is an environment variable
@@ -322,16 +358,18 @@ const RawConfigSchema = z.object({
     defaultText: '~/.zmcp/state (~/.zulip_mcp_state if only that exists)',
     help: 'Directory of read cursors and other state, one folder per realm and bot; put it on storage that survives a redeploy.',
   }),
-  ZULIP_SESSION_ID: textWithDefault(
+  ZULIP_SESSION_ID: parsedBy(
     {
       group: 'State',
       flag: '--session-id',
       flagArg: '<id>',
       defaultText: 'default',
-      help: 'Names this agent session’s state files; 1-128 of A-Z a-z 0-9 . _ -.',
+      help: 'Names this agent session’s state files: 1-128 of A-Z a-z 0-9 . _ -, not starting with a dot.',
     },
+    (raw) => parseSessionId(raw.trim()),
+    (err) =>
+      `expected 1 to 128 characters of A-Z, a-z, 0-9, ".", "_" or "-" (${String((err as { details?: { reason?: unknown } }).details?.reason ?? 'invalid')})`,
     'default',
-    matching(sessionIdPattern, 'expected 1 to 128 characters of A-Z, a-z, 0-9, ".", "_" or "-"'),
   ),
   AGENT_TIMEZONE: z
     .string()
@@ -340,7 +378,7 @@ const RawConfigSchema = z.object({
       if (raw === undefined) return undefined;
       // Kept as written: ICU may canonicalise to an older name (Europe/Kyiv → Europe/Kiev).
       const zone = raw.trim();
-      return isAllowedTimeZone(zone)
+      return isValidTimeZone(zone)
         ? zone
         : expected(ctx, 'expected an IANA time zone such as Europe/Kyiv or UTC');
     })
@@ -397,14 +435,14 @@ const RawConfigSchema = z.object({
       defaultText: 'none',
       help: 'Directories local-file attachments may come from, as name=path pairs (comma list).',
     }),
-  ZULIP_UPLOAD_MAX_BYTES: optionalInteger(
+  ZULIP_UPLOAD_MAX_BYTES: parsedBy(
     {
       group: 'Uploads',
       defaultText: 'the realm’s limit',
-      help: 'Largest file to upload, in bytes.',
+      help: 'Largest file to upload: bytes, or with a unit K/KiB, M/MiB, G/GiB (25MiB).',
     },
-    1,
-    1_073_741_824,
+    (raw) => parseByteSize(raw, 'ZULIP_UPLOAD_MAX_BYTES'),
+    () => sizeExpected,
   ),
   ZULIP_MARKDOWN_AUTOFIX: strictBoolean(
     {
@@ -422,13 +460,14 @@ const RawConfigSchema = z.object({
     1,
     1_000_000,
   ),
-  ZULIP_PAGE_BUDGET_BYTES: integer(
+  ZULIP_PAGE_BUDGET_BYTES: parsedBy(
     {
       group: 'Messages',
-      help: 'Byte budget of one page of tool output; past it the page is cut and a cursor continues.',
+      defaultText: '16KiB',
+      help: 'Byte budget of one page of tool output (1KiB to 1MiB, units as above); past it the page is cut and a cursor continues.',
     },
-    1024,
-    1_048_576,
+    (raw) => inRange(parseByteSize(raw, 'ZULIP_PAGE_BUDGET_BYTES'), 1024, 1_048_576),
+    () => `${sizeExpected}, from 1KiB to 1MiB`,
     16_384,
   ),
   ZULIP_REQUEST_TIMEOUT_MS: integer(
@@ -446,21 +485,23 @@ const RawConfigSchema = z.object({
     3_600_000,
     60_000,
   ),
-  ZULIP_DISMISS_EMOJI: text(
+  ZULIP_DISMISS_EMOJI: parsedBy(
     {
       group: 'Agent session',
       defaultText: 'stop',
       help: 'A person reacting with this emoji to one of the bot’s messages ends the session (listen and reply say so).',
     },
     emojiName,
+    emojiExpected,
   ),
-  ZULIP_LISTEN_EMOJI: text(
+  ZULIP_LISTEN_EMOJI: parsedBy(
     {
       group: 'Agent session',
       defaultText: 'robot_ear if the realm has it, else ear',
       help: 'Reaction the bot shows on the newest message while listen waits.',
     },
     emojiName,
+    emojiExpected,
   ),
   ZULIP_AUTO_TYPING: strictBoolean(
     {
@@ -949,7 +990,7 @@ export function parseConfig(
             },
     },
     http: {
-      host: bareHost(raw.ZMCP_HTTP_HOST),
+      host: withoutBrackets(raw.ZMCP_HTTP_HOST),
       port: raw.ZMCP_HTTP_PORT,
       token: raw.ZMCP_HTTP_TOKEN,
       allowedOrigins: raw.ZMCP_HTTP_ALLOWED_ORIGINS,
@@ -975,6 +1016,12 @@ function stateDirectory(
   // per-account folders there and never touch the earlier server's own files.
   if (!exists(dir) && exists(earlier)) return { dir: earlier, source: 'earlier default' };
   return { dir, source: 'default' };
+}
+
+/** The listen address as `listen()` takes it: an IPv6 literal without its brackets. */
+function withoutBrackets(host: string): string {
+  const trimmed = host.trim();
+  return trimmed.startsWith('[') && trimmed.endsWith(']') ? trimmed.slice(1, -1) : trimmed;
 }
 
 function expandHome(path: string, home: string): string {

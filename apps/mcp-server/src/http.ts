@@ -4,9 +4,9 @@ import type { AddressInfo } from 'node:net';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { isLoopbackHost } from '@zmcp/core';
 import { McpServerError } from './errors.js';
 import { type Logger, silentLogger } from './logging.js';
-import { bareHost, isLoopbackHost } from './loopback.js';
 
 /** Why an HTTP session ended. */
 export type SessionCloseReason = 'idle' | 'deleted' | 'shutdown' | 'closed';
@@ -97,11 +97,15 @@ function isLoopbackOrigin(origin: string): boolean {
   }
 }
 
-function hostnameOf(hostHeader: string): string {
-  // "[::1]:3000" → "::1"; "localhost:3000" → "localhost".
-  if (hostHeader.startsWith('[')) return bareHost(hostHeader.slice(0, hostHeader.indexOf(']') + 1));
-  const colon = hostHeader.lastIndexOf(':');
-  return bareHost(colon >= 0 ? hostHeader.slice(0, colon) : hostHeader);
+/** The host of a `Host` header ("[::1]:3000" → "[::1]"), or `undefined` when it is malformed. */
+function hostnameOf(hostHeader: string): string | undefined {
+  // Only a host and a port: no user info, path or anything else a URL parser would read past.
+  if (!/^[A-Za-z0-9.:[\]-]+$/.test(hostHeader)) return undefined;
+  try {
+    return new URL(`http://${hostHeader}/`).hostname;
+  } catch {
+    return undefined;
+  }
 }
 
 class BodyTooLarge extends Error {}
@@ -257,7 +261,8 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     }
     if (loopback) {
       const hostHeader = req.headers.host;
-      if (hostHeader === undefined || !isLoopbackHost(hostnameOf(hostHeader))) {
+      const hostname = hostHeader === undefined ? undefined : hostnameOf(hostHeader);
+      if (hostname === undefined || !isLoopbackHost(hostname)) {
         sendJsonRpcError(res, 403, -32000, 'Forbidden: Host header is not a loopback name');
         return;
       }
@@ -385,6 +390,14 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   httpServer.on('error', (err) => logger.error('HTTP server error', { err }));
 
   const address = httpServer.address() as AddressInfo;
+  // A name can resolve beyond loopback (a hosts-file entry, say): judge the address actually bound.
+  if (expectedToken === undefined && !isLoopbackHost(address.address)) {
+    await new Promise<void>((resolve) => httpServer.close(() => resolve()));
+    throw new McpServerError(
+      'MCP_HTTP_TOKEN_REQUIRED',
+      `Refusing to serve HTTP on ${address.address} (${options.host}) without a bearer token: set ZMCP_HTTP_TOKEN, or listen on 127.0.0.1.`,
+    );
+  }
   const hostForUrl = address.address.includes(':') ? `[${address.address}]` : address.address;
   const url = `http://${hostForUrl}:${address.port}${endpointPath}`;
   logger.info('listening', { url, auth: expectedToken ? 'bearer' : 'none' });

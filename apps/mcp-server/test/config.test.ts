@@ -220,11 +220,18 @@ describe('parseConfig', () => {
     [
       'ZULIP_PAGE_BUDGET_BYTES',
       '100',
-      /^ZULIP_PAGE_BUDGET_BYTES: expected a whole number from 1024 to 1048576/,
+      /^ZULIP_PAGE_BUDGET_BYTES: expected a number of bytes .*from 1KiB to 1MiB/,
     ],
     ['ZULIP_REQUEST_TIMEOUT_MS', '1e3', /^ZULIP_REQUEST_TIMEOUT_MS: expected a whole number/],
     ['ZULIP_TOOL_DEADLINE_MS', '0', /^ZULIP_TOOL_DEADLINE_MS: expected a whole number from 100/],
-    ['ZULIP_UPLOAD_MAX_BYTES', 'lots', /^ZULIP_UPLOAD_MAX_BYTES: expected a whole number/],
+    [
+      'ZULIP_UPLOAD_MAX_BYTES',
+      'lots',
+      /^ZULIP_UPLOAD_MAX_BYTES: expected a number of bytes such as 26214400 or 25MiB/,
+    ],
+    ['ZULIP_UPLOAD_MAX_BYTES', '25MB', /^ZULIP_UPLOAD_MAX_BYTES: expected a number of bytes/],
+    ['ZULIP_SESSION_ID', '.x', /^ZULIP_SESSION_ID: expected 1 to 128 characters.*starts with a dot/],
+    ['ZULIP_SESSION_ID', 'a.delivery', /^ZULIP_SESSION_ID: expected .*reserved suffix/],
     ['ZULIP_MAX_MESSAGE_LENGTH', '0', /^ZULIP_MAX_MESSAGE_LENGTH: expected a whole number from 1/],
     ['ZMCP_HTTP_MAX_SESSIONS', '0', /^ZMCP_HTTP_MAX_SESSIONS: expected a whole number from 1/],
     ['ZMCP_HTTP_SESSION_IDLE_MS', '10', /^ZMCP_HTTP_SESSION_IDLE_MS: expected a whole number from 1000/],
@@ -310,6 +317,12 @@ describe('parseConfig', () => {
     expect(parse({ ZULIP_PRIVATE_STREAMS: '__ALL__' }).privateStreams).toBe('__ALL__');
   });
 
+  it('reads sizes in the uploads grammar, emoji names by core’s rule', () => {
+    expect(parse({ ZULIP_UPLOAD_MAX_BYTES: '25MiB' }).uploadMaxBytes).toBe(25 * 1024 * 1024);
+    expect(parse({ ZULIP_PAGE_BUDGET_BYTES: '32KiB' }).pageBudgetBytes).toBe(32_768);
+    expect(parse({ ZULIP_DISMISS_EMOJI: ':Stop:' }).session.dismissEmoji).toBe('stop');
+  });
+
   it('keeps the time zone as written', () => {
     expect(parse({ AGENT_TIMEZONE: 'UTC' }).timezone).toBe('UTC');
     expect(parse({}, ['--timezone', 'America/New_York']).timezone).toBe('America/New_York');
@@ -353,9 +366,10 @@ describe('parseConfig', () => {
     expect(problems({ SESSION_STREAM: 'general' })).toEqual([
       'SESSION_TOPIC: SESSION_STREAM and SESSION_TOPIC are set together, or neither',
     ]);
-    expect(problems({ ZULIP_DISMISS_EMOJI: ':stop:' })[0]).toMatch(
+    expect(problems({ ZULIP_DISMISS_EMOJI: 'st op' })[0]).toMatch(
       /^ZULIP_DISMISS_EMOJI: expected an emoji name/,
     );
+    expect(problems({ ZULIP_LISTEN_EMOJI: '👂' })[0]).toMatch(/^ZULIP_LISTEN_EMOJI: expected an emoji name/);
     expect(problems({ TRIGGER_MESSAGE_ID: 'latest' })[0]).toMatch(
       /^TRIGGER_MESSAGE_ID: expected a whole number/,
     );

@@ -202,6 +202,26 @@ describe('Streamable HTTP transport', () => {
     expect(named.status).toBe(200);
   });
 
+  it('judges Host and Origin by core’s one loopback rule', async () => {
+    const { server } = await start();
+    const accepted = [`app.localhost:${server.port}`, `[::1]:${server.port}`, `127.0.0.2:${server.port}`];
+    for (const host of accepted) {
+      const res = await raw(server.url, 'POST', { ...postHeaders, host }, initializeBody);
+      expect([host, res.status]).toEqual([host, 200]);
+    }
+    for (const host of [`evil.example@localhost:${server.port}`, `localhost.evil.example:${server.port}`]) {
+      const res = await raw(server.url, 'POST', { ...postHeaders, host }, initializeBody);
+      expect([host, res.status]).toEqual([host, 403]);
+    }
+    const origin = await raw(
+      server.url,
+      'POST',
+      { ...postHeaders, origin: 'http://app.localhost:6274' },
+      initializeBody,
+    );
+    expect(origin.status).toBe(200);
+  });
+
   it('requires the bearer token when one is configured', async () => {
     const { server, logs } = await start({ token });
     const missing = await raw(server.url, 'POST', postHeaders, initializeBody);

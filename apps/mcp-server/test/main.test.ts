@@ -63,6 +63,15 @@ describe('main', () => {
     expect(io.out()).toBe('');
   });
 
+  it('exits 2 on a session id the state store would refuse, before building anything', async () => {
+    for (const id of ['.x', 'a.filters']) {
+      const io = streams();
+      expect(await main(['--demo'], { ...env, ZULIP_SESSION_ID: id }, io)).toBe(2);
+      expect(io.err()).toContain('ZULIP_SESSION_ID: expected 1 to 128 characters');
+      expect(io.err()).not.toContain('fatal');
+    }
+  });
+
   it('serves stdio until stdin ends, keeping logs off stdout', async () => {
     const io = streams();
     const ready = barrier();

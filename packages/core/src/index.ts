@@ -137,6 +137,7 @@ export {
 export type { Clock } from './client/clock.js';
 export type { Logger } from './client/logger.js';
 export { noopLogger } from './client/logger.js';
+export { isLoopbackHost } from './client/loopback.js';
 export type { UploadBody } from './client/multipart.js';
 export type { RetryPolicy } from './client/retry.js';
 export { defaultRetryPolicy } from './client/retry.js';
@@ -171,6 +172,7 @@ export { readMessage, readNarrow } from './read/read-gate.js';
 
 // --- text: markdown, length, escaping, message line, helpers, policy rules ---
 
+export { checkEmojiName, MAX_EMOJI_NAME_LENGTH } from './text/emoji.js';
 export type { MsgBlockInput } from './text/escape.js';
 export {
   escapeMsgAttr,
