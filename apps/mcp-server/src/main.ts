@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
@@ -211,6 +214,7 @@ export async function main(
 
   let services: Services | undefined;
   let demo: DemoRealm | undefined;
+  let demoStateDir: string | undefined;
   try {
     let credentials: Credentials;
     if (config.demo) {
@@ -219,6 +223,8 @@ export async function main(
         logger.warn('--demo ignores the configured Zulip credentials');
       }
       credentials = { site: demo.site, email: demo.email, apiKey: demo.apiKey, source: { kind: 'env' } };
+      // The demo realm lives and dies with the process: its state does too, apart from any real realm's.
+      demoStateDir = await mkdtemp(join(tmpdir(), 'zulip-mcp-demo-state-'));
       config = {
         ...config,
         zulip: {
@@ -228,8 +234,14 @@ export async function main(
           rcPath: undefined,
           allowInsecureHttp: false,
         },
+        stateDir: demoStateDir,
       };
-      logger.info('demo realm started', { site: demo.site, bot: demo.email, messages: demo.messageCount });
+      logger.info('demo realm started', {
+        site: demo.site,
+        bot: demo.email,
+        messages: demo.messageCount,
+        stateDir: demoStateDir,
+      });
     } else {
       try {
         credentials = await loadConfiguredCredentials(config);
@@ -263,6 +275,11 @@ export async function main(
   } finally {
     await services?.close().catch((err: unknown) => logger.warn('error while closing services', { err }));
     await demo?.close().catch((err: unknown) => logger.warn('error while stopping the demo realm', { err }));
+    if (demoStateDir !== undefined) {
+      await rm(demoStateDir, { recursive: true, force: true }).catch((err: unknown) =>
+        logger.warn('error while removing the demo state directory', { err }),
+      );
+    }
   }
 }
 

@@ -1,4 +1,6 @@
+import { stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
+import { dirname } from 'node:path';
 import {
   AccessPolicy,
   type Credentials,
@@ -6,7 +8,7 @@ import {
   loadCredentials,
   ZulipClient,
 } from '@zmcp/core';
-import { FileStateStore, MonitorStore, MonitorWatcher } from '@zmcp/delivery';
+import { FileStateStore, MonitorStore, MonitorWatcher, stateAccount } from '@zmcp/delivery';
 import {
   createAgentSession,
   createCatalog,
@@ -69,6 +71,32 @@ function catalogDefinitions(): ToolDefinition[] {
     return createCatalog(unbound);
   } catch {
     return [];
+  }
+}
+
+/**
+ * Says so when the session has a monitor file of the layout before state was kept per realm
+ * and bot (`<state dir>/<session>.json`) but none under its account yet. That file is not read:
+ * nothing says which realm its cursors belong to. It is left as it was.
+ */
+async function noticeUnscopedState(
+  store: FileStateStore,
+  account: string,
+  session: string,
+  logger: Logger,
+): Promise<void> {
+  const unscoped = store.pathOf({ session, kind: 'monitor' });
+  const scoped = store.pathOf({ account, session, kind: 'monitor' });
+  const exists = async (path: string) =>
+    stat(path).then(
+      () => true,
+      () => false,
+    );
+  if ((await exists(unscoped)) && !(await exists(scoped))) {
+    logger.warn(
+      'state from before per-realm state is not read: its realm is unknown; move it into the account folder if it belongs to this realm and bot',
+      { file: unscoped, moveTo: scoped },
+    );
   }
 }
 
@@ -162,13 +190,23 @@ export async function buildServices(
       pageBudgetBytes: config.pageBudgetBytes,
       uploadRoots,
     });
+
+    // Cursors are message ids, which mean something on one realm only: state is kept per
+    // realm and bot, so a second realm (or the demo) never reads this one's cursors.
+    const store = new FileStateStore({ dir: config.stateDir });
+    const account = stateAccount({ site: client.site, userId: facts.identity.user_id });
+    const monitor = new MonitorStore(store, { account, session: config.sessionId });
+    await noticeUnscopedState(store, account, config.sessionId, logger);
     logger.info('connected to Zulip', {
       site: client.site,
       account: facts.identity.email,
       readOnly: config.readOnly,
       uploadRoots: uploadRoots?.names.join(',') ?? 'none',
+      state: dirname(store.pathOf({ account, session: config.sessionId, kind: 'monitor' })),
+      ...(config.stateDirSource === 'earlier default'
+        ? { stateNote: 'the earlier TypeScript server’s default directory, since only it exists' }
+        : {}),
     });
-    const monitor = new MonitorStore(new FileStateStore({ dir: config.stateDir }), config.sessionId);
     const watcher = new MonitorWatcher({ client, monitor, selfUserId: facts.identity.user_id, logger });
     const monitoring = monitorCatalog(services, monitor, watcher);
     return {
