@@ -30,7 +30,7 @@ export interface HttpServerOptions {
   /** Releases what `createServer` built beside the server (an agent session, say), once the session ended. */
   releaseServer?: ((server: McpServer) => Promise<void>) | undefined;
   logger?: Logger | undefined;
-  /** Largest request body, in bytes. Default 4 MiB. */
+  /** Largest request body, in bytes; a larger one gets 413 and the session carries on. Default 4 MiB (the bin passes the limit the upload settings need). */
   maxBodyBytes?: number | undefined;
   /**
    * Arms the idle timer of a session and returns its cancel function. Defaults to an
@@ -302,9 +302,15 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
         body = JSON.parse(await readBody(req, maxBodyBytes));
       } catch (err) {
         if (err instanceof BodyTooLarge)
-          sendJsonRpcError(res, 413, -32000, `Request body exceeds ${maxBodyBytes} bytes`, {
-            connection: 'close',
-          });
+          sendJsonRpcError(
+            res,
+            413,
+            -32600,
+            `Request too large: over the ${maxBodyBytes}-byte (${(maxBodyBytes / 1048576).toFixed(1)} MiB) limit of one message on this transport. It was not read; the session carries on. Attach large files from an upload root ({ "file": "<root>/<path>" }) instead of inline base64 data.`,
+            {
+              connection: 'close',
+            },
+          );
         else sendJsonRpcError(res, 400, -32700, 'Parse error: invalid JSON');
         return;
       }

@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { CredentialSource, Credentials } from '@zmcp/core';
 import { type Config, helpText, parseConfig } from './config.js';
 import { type DemoRealm, startDemoRealm } from './demo.js';
@@ -17,6 +16,7 @@ import {
   loadConfiguredCredentials,
   type Services,
 } from './services.js';
+import { LineStdioTransport } from './stdio.js';
 import { packageVersion } from './version.js';
 
 /** Streams and hooks of one run of {@link main}; each defaults to the process's own. */
@@ -39,47 +39,6 @@ function waitForAbort(signal: AbortSignal | undefined): Promise<void> {
     if (signal.aborted) resolve();
     else signal.addEventListener('abort', () => resolve(), { once: true });
   });
-}
-
-/**
- * Tracks the requests a transport has received and not yet answered, so a stdio session
- * whose client closed stdin can finish answering what it already read.
- */
-function trackInFlight(
-  transport: StdioServerTransport,
-  logger: Logger,
-): { drained(limitMs: number): Promise<void> } {
-  const pending = new Set<string>();
-  let wake: (() => void) | undefined;
-  const key = (id: string | number) => `${typeof id}:${id}`;
-  const receive = transport.onmessage;
-  transport.onmessage = (message) => {
-    if ('method' in message) {
-      logger.debug('received', { method: message.method, id: 'id' in message ? message.id : undefined });
-      if ('id' in message) pending.add(key(message.id));
-    }
-    receive?.(message);
-  };
-  const send = transport.send.bind(transport);
-  transport.send = async (message) => {
-    await send(message);
-    if (!('method' in message) && 'id' in message && message.id !== undefined) {
-      pending.delete(key(message.id));
-      if (pending.size === 0) wake?.();
-    }
-  };
-  return {
-    drained: (limitMs) =>
-      new Promise<void>((resolve) => {
-        if (pending.size === 0) return resolve();
-        // A request that is never answered (cancelled) must not hold the exit forever.
-        const timer = setTimeout(resolve, limitMs);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      }),
-  };
 }
 
 /** One MCP session's server: the shared catalog plus the tools and prompt of its own agent session. */
@@ -110,7 +69,10 @@ async function serveStdio(config: Config, services: Services, logger: Logger, io
   const stdin = io.stdin ?? process.stdin;
   // The stdio session is the launcher's own: it starts bound where the launcher said.
   const { server, agent } = sessionServer(config, services, logger, true);
-  const transport = new StdioServerTransport(stdin, io.stdout ?? process.stdout);
+  const transport = new LineStdioTransport(stdin, io.stdout ?? process.stdout, {
+    maxMessageBytes: services.maxRequestBytes,
+    onReceived: ({ method, id }) => logger.debug('received', { method, id }),
+  });
   type Why = 'transport closed' | 'stdin ended' | 'shutdown requested';
   const ended = new Promise<Why>((resolve) => {
     server.server.onclose = () => resolve('transport closed');
@@ -119,13 +81,15 @@ async function serveStdio(config: Config, services: Services, logger: Logger, io
   });
   server.server.onerror = (err) => logger.warn('MCP protocol error', { err });
   await server.connect(transport);
-  const inFlight = trackInFlight(transport, logger);
-  logger.info('serving MCP on stdio', { readOnly: config.readOnly });
+  logger.info('serving MCP on stdio', {
+    readOnly: config.readOnly,
+    maxRequestBytes: services.maxRequestBytes,
+  });
   io.onReady?.({ transport: 'stdio' });
   const why = await ended;
   logger.info('shutting down', { why });
   // The client closed stdin after its last request: answer what was read first.
-  if (why === 'stdin ended') await inFlight.drained(config.toolDeadlineMs + 1000);
+  if (why === 'stdin ended') await transport.drained(config.toolDeadlineMs + 1000);
   await server.close();
   await agent.close();
 }
@@ -139,6 +103,7 @@ async function serveHttp(config: Config, services: Services, logger: Logger, io:
     allowedOrigins: config.http.allowedOrigins,
     maxSessions: config.http.maxSessions,
     sessionIdleMs: config.http.sessionIdleMs,
+    maxBodyBytes: services.maxRequestBytes,
     logger,
     createServer: () => {
       const { server, agent } = sessionServer(config, services, logger, false);

@@ -23,10 +23,13 @@ import {
   type ToolDefinition,
   type ToolServices,
 } from '@zmcp/tools';
-import { DEFAULT_MAX_FILE_BYTES, UploadRoots } from '@zmcp/uploads';
+import { DEFAULT_MAX_FILE_BYTES, maxInlineAttachmentChars, UploadRoots } from '@zmcp/uploads';
 import type { Config } from './config.js';
 import type { Logger } from './logging.js';
 import { warmToolSchemas } from './register.js';
+
+/** Room in a request for everything beside its inline attachments: the message text, names, JSON. */
+export const REQUEST_OVERHEAD_BYTES = 1024 * 1024;
 
 /** What the app serves: the tool catalog, the resources, the instructions for the model, and how to release it all. */
 export interface Services {
@@ -39,6 +42,11 @@ export interface Services {
   resourceChanges: ResourceChanges;
   /** The MCP `instructions`; clients may cut them at 2 KB, so key facts come first. */
   instructions: string;
+  /**
+   * Largest JSON-RPC message the transports take, in bytes: room for every inline attachment the
+   * upload limits allow in one message (base64), plus {@link REQUEST_OVERHEAD_BYTES} for the rest.
+   */
+  maxRequestBytes: number;
   /**
    * Opens one agent session (one per MCP session): the teammate tools and prompt bound to it.
    * `launched` binds it to the conversation a launcher named (`SESSION_STREAM`, `SESSION_TOPIC`,
@@ -177,13 +185,14 @@ export async function buildServices(
         readOnly: 'ZULIP_READ_ONLY',
       },
     });
+    const maxFileBytes = config.uploadMaxBytes ?? facts.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
     const services = createToolServices({
       client,
       policy,
       site: client.site,
       identity: facts.identity,
       maxMessageLength: config.maxMessageLength ?? facts.maxMessageLength ?? DEFAULT_MAX_MESSAGE_LENGTH,
-      maxFileBytes: config.uploadMaxBytes ?? facts.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES,
+      maxFileBytes,
       timeZone: config.timezone,
       timeStyle: config.timestampStyle,
       markdownAutofix: config.markdownAutofix,
@@ -215,6 +224,7 @@ export async function buildServices(
       resourceTemplates: monitoring.resourceTemplates,
       resourceChanges: monitoring.changes,
       instructions: instructionsFor(config, facts.identity),
+      maxRequestBytes: maxInlineAttachmentChars(maxFileBytes) + REQUEST_OVERHEAD_BYTES,
       openSession({ launched }) {
         const launch = config.session.launch;
         const agent = createAgentSession(services, {

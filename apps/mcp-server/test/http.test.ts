@@ -354,7 +354,9 @@ describe('Streamable HTTP transport', () => {
     const big = { ...initializeBody, params: { ...initializeBody.params, padding: 'x'.repeat(1024) } };
     const refused = await raw(server.url, 'POST', postHeaders, big);
     expect(refused.status).toBe(413);
-    expect(JSON.parse(refused.body)).toMatchObject({ error: { code: -32000 } });
+    expect(JSON.parse(refused.body)).toMatchObject({
+      error: { code: -32600, message: expect.stringMatching(/^Request too large: over the 256-byte/) },
+    });
     expect(server.sessionCount()).toBe(0);
   });
 

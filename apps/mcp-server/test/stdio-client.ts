@@ -58,6 +58,8 @@ export interface StdioRun {
   transport: StreamClientTransport;
   /** Everything written to stderr so far. */
   stderr(): string;
+  /** Resolves with the first line the server writes to stdout from now on that matches `pattern`. */
+  nextOutputLine(pattern: RegExp): Promise<string>;
   /** Closes the client's end (stdin) and resolves with main's exit code. */
   finish(): Promise<number>;
   /** main's exit code, whenever it returns. */
@@ -84,6 +86,20 @@ export async function startStdio(argv: string[], env: Record<string, string>): P
     client,
     transport,
     stderr: () => Buffer.concat(errChunks).toString('utf8'),
+    nextOutputLine: (pattern) =>
+      new Promise((resolve) => {
+        let text = '';
+        const onData = (chunk: Buffer) => {
+          text += chunk.toString('utf8');
+          const lines = text.split('\n');
+          text = lines.pop() ?? '';
+          const found = lines.find((line) => pattern.test(line));
+          if (found === undefined) return;
+          stdout.off('data', onData);
+          resolve(found);
+        };
+        stdout.on('data', onData);
+      }),
     exited,
     async finish() {
       await client.close();

@@ -69,6 +69,16 @@ export function resolveMaxFileBytes(options: {
   return DEFAULT_MAX_FILE_BYTES;
 }
 
+/**
+ * The largest base64 text the inline attachments of one message can take within the limits:
+ * the per-message budget ({@link TOTAL_BYTES_FACTOR} times the per-file cap), base64-encoded.
+ * A transport that carries tool calls needs at least this much room (plus the rest of the
+ * request) for every attachment the limits allow to arrive.
+ */
+export function maxInlineAttachmentChars(maxFileBytes: number): number {
+  return 4 * Math.ceil((TOTAL_BYTES_FACTOR * maxFileBytes) / 3);
+}
+
 /** Checks that a per-file cap handed to the library is usable. */
 export function checkMaxBytes(value: number, what: string): void {
   if (!Number.isSafeInteger(value) || value < 0) {

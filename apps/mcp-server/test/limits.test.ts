@@ -1,0 +1,141 @@
+// The size of one request: every inline attachment the upload limits allow gets through each
+// transport, and a request beyond the limit gets a clear error while the session carries on.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { startZulipSim, type ZulipSim } from '@zmcp/zulip-sim';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { main } from '../src/index.js';
+import { barrier } from './fake-tools.js';
+import { startStdio } from './stdio-client.js';
+
+let sim: ZulipSim;
+let botId = 0;
+let stateDir = '';
+
+beforeAll(async () => {
+  sim = await startZulipSim({
+    rateLimit: false,
+    seed(realm) {
+      const ann = realm.addUser({ fullName: 'Ann Lee', email: 'ann@example.test' });
+      botId = realm.addUser({ fullName: 'Helper Bot', email: 'helper@example.test', isBot: true }).userId;
+      realm.addStream({ name: 'general', subscribers: [ann.userId, botId] });
+    },
+  });
+  stateDir = await mkdtemp(join(tmpdir(), 'zmcp-limits-'));
+});
+
+afterAll(async () => {
+  await sim.close();
+  await rm(stateDir, { recursive: true, force: true });
+});
+
+function env(extra: Record<string, string> = {}): Record<string, string> {
+  const { site, email, apiKey } = sim.credentials(botId);
+  return {
+    HOME: stateDir,
+    ZULIP_STATE_DIR: stateDir,
+    ZULIP_REALM: site,
+    ZULIP_EMAIL: email,
+    ZULIP_API_KEY: apiKey,
+    ZMCP_LOG_LEVEL: 'info',
+    ...extra,
+  };
+}
+
+// 8 MB of bytes is 10.7 MB of base64: more than the 10 MiB the SDK's stdio transport takes.
+const eightMegabytes = Buffer.alloc(8_000_000, 7).toString('base64');
+
+function sendWith(data: string) {
+  return {
+    name: 'send_message',
+    arguments: {
+      stream: 'general',
+      topic: 'files',
+      content: 'the file',
+      attachments: [{ data, name: 'big.bin', mime_type: 'application/octet-stream' }],
+    },
+  };
+}
+
+describe('request size over stdio', () => {
+  it('carries an 8 MB inline attachment, which the upload limits allow', async () => {
+    const run = await startStdio([], env());
+    const result = await run.client.callTool(sendWith(eightMegabytes), undefined, { timeout: 60_000 });
+    expect(result.isError).toBeFalsy();
+    expect(await run.finish()).toBe(0);
+  });
+
+  it('answers a request over the limit with an error naming it, and serves the next one', async () => {
+    // 1 MiB per file: at most 4 MiB inline per message, 6.3 MiB of request.
+    const run = await startStdio([], env({ ZULIP_UPLOAD_MAX_BYTES: '1MiB' }));
+    const refused = run.client.callTool(sendWith(eightMegabytes));
+    await expect(refused).rejects.toMatchObject({ code: -32600 });
+    await expect(refused).rejects.toThrow(/Request too large: 10\d{6} bytes .* limit of one message/);
+    const next = await run.client.callTool({ name: 'list_streams', arguments: {} });
+    expect(next.isError).toBeFalsy();
+    expect(run.stderr()).toMatch(
+      /warn MCP protocol error .*refused a \d+-byte message over the 6\d{6}-byte limit/,
+    );
+    expect(await run.finish()).toBe(0);
+  });
+
+  it('answers even when the request’s id cannot be found', async () => {
+    const run = await startStdio([], env({ ZULIP_UPLOAD_MAX_BYTES: '1MiB' }));
+    const answer = run.nextOutputLine(/"id":null/);
+    run.transport.writeRaw(`{"jsonrpc":"2.0","method":"x","params":{"blob":"${'A'.repeat(7_000_000)}"}}\n`);
+    expect(JSON.parse(await answer)).toEqual({
+      jsonrpc: '2.0',
+      id: null,
+      error: expect.objectContaining({ code: -32600, message: expect.stringMatching(/^Request too large/) }),
+    });
+    expect((await run.client.listTools()).tools.length).toBeGreaterThan(0);
+    expect(await run.finish()).toBe(0);
+  });
+});
+
+describe('request size over HTTP', () => {
+  async function serve(extra: Record<string, string> = {}) {
+    const shutdown = new AbortController();
+    const ready = barrier<string>();
+    const stderr = new PassThrough();
+    stderr.resume();
+    const run = main(['--http', '--port', '0'], env(extra), {
+      stdout: new PassThrough(),
+      stderr,
+      shutdown: shutdown.signal,
+      onReady: (info) => ready.resolve(info.transport === 'http' ? info.url : ''),
+    });
+    const url = await ready.promise;
+    const client = new Client({ name: 'limits', version: '0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    return {
+      client,
+      async stop() {
+        await client.close();
+        shutdown.abort();
+        expect(await run).toBe(0);
+      },
+    };
+  }
+
+  it('carries an 8 MB inline attachment', async () => {
+    const server = await serve();
+    const result = await server.client.callTool(sendWith(eightMegabytes), undefined, { timeout: 60_000 });
+    expect(result.isError).toBeFalsy();
+    await server.stop();
+  });
+
+  it('refuses a body over the limit with 413 and a clear error, keeping the session', async () => {
+    const server = await serve({ ZULIP_UPLOAD_MAX_BYTES: '1MiB' });
+    await expect(server.client.callTool(sendWith(eightMegabytes))).rejects.toThrow(
+      /Request too large: over the \d+-byte/,
+    );
+    const next = await server.client.callTool({ name: 'list_streams', arguments: {} });
+    expect(next.isError).toBeFalsy();
+    await server.stop();
+  });
+});
