@@ -1,10 +1,12 @@
 // Request de-duplication, driven with hand-written JSON-RPC: the SDK Client never reuses
 // an id, and a retry is exactly a reused id.
+import { createHash } from 'node:crypto';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { ErrorCode, type JSONRPCMessage, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolDefinition } from '@zmcp/tools';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMcpServer } from '../src/index.js';
+import { callFingerprint } from '../src/request-dedup.js';
 import { echoTool, makePostTool } from './fake-tools.js';
 
 type Id = string | number;
@@ -149,5 +151,36 @@ describe('request de-duplication', () => {
     session.call(3, 'echo', { text: 'x' });
     await session.responsesTo(3, 2);
     expect(runs).toBe(2);
+  });
+});
+
+describe('callFingerprint', () => {
+  const reference = (name: string, args: unknown) =>
+    createHash('sha256')
+      .update(JSON.stringify(name))
+      .update('\u0000')
+      .update(JSON.stringify(args))
+      .digest('base64url');
+
+  it('fingerprints a call as its JSON would, in 43 characters whatever its size', () => {
+    const calls: [string, unknown][] = [
+      ['send_message', { stream: 'general', topic: 't', content: 'x', n: 1.5, ok: true, none: null }],
+      ['send_message', { attachments: [{ data: 'QUJD'.repeat(100_000), name: 'a.bin' }], skip: undefined }],
+      ['edit_message', [1, 'two', [3, { four: [] }], {}]],
+      ['x', 'plain'],
+    ];
+    for (const [name, args] of calls) {
+      expect(callFingerprint(name, args)).toBe(reference(name, args));
+      expect(callFingerprint(name, args)).toHaveLength(43);
+    }
+    expect(callFingerprint('a', { x: 1 })).not.toBe(callFingerprint('b', { x: 1 }));
+    expect(callFingerprint('a', { x: 1 })).not.toBe(callFingerprint('a', { x: '1' }));
+  });
+
+  it('never overflows the stack, however deep the arguments', () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 200_000; i++) deep = i % 2 === 0 ? [deep] : { k: deep };
+    expect(() => JSON.stringify(deep)).toThrow(RangeError);
+    expect(callFingerprint('send_message', { content: deep })).toHaveLength(43);
   });
 });
