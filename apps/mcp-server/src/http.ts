@@ -54,8 +54,10 @@ export interface RunningHttpServer {
 }
 
 interface Session {
-  /** Empty until initialize has run. */
+  /** Empty until initialize has run. A bearer handle: never logged. */
   id: string;
+  /** What the logs call the session instead: 1, 2, ... in the order sessions were created. */
+  label: number;
   transport: StreamableHTTPServerTransport;
   server: McpServer;
   /** POST and DELETE exchanges in progress. */
@@ -163,6 +165,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   // Sessions being created: counted against the bound until initialize has run.
   const reserved = new Set<Session>();
   let shuttingDown = false;
+  let created = 0;
 
   const setIdleTimer =
     options.setIdleTimer ??
@@ -200,7 +203,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     releasing.add(released);
     if (session.id !== '') {
       const reason = session.closeReason ?? 'closed';
-      logger.info('session closed', { session: session.id, reason, open: sessions.size });
+      logger.info('session closed', { session: session.label, reason, open: sessions.size });
       options.onSessionClosed?.(session.id, reason);
     }
   };
@@ -211,7 +214,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
       await session.transport.close();
       await session.server.close();
     } catch (err) {
-      logger.debug('error closing a session', { session: session.id, err });
+      logger.debug('error closing a session', { session: session.label, err });
     }
     finish(session);
   };
@@ -223,7 +226,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
         session.id = id;
         reserved.delete(session);
         sessions.set(id, session);
-        logger.info('session opened', { session: id, open: sessions.size });
+        logger.info('session opened', { session: session.label, open: sessions.size });
       },
       onsessionclosed: () => {
         session.closeReason ??= 'deleted';
@@ -232,6 +235,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     const server = options.createServer();
     const session: Session = {
       id: '',
+      label: ++created,
       transport,
       server,
       active: 0,
@@ -240,8 +244,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
       finished: false,
     };
     server.server.onclose = () => finish(session);
-    server.server.onerror = (err) =>
-      logger.debug('MCP transport error', { session: session.id || undefined, err });
+    server.server.onerror = (err) => logger.debug('MCP transport error', { session: session.label, err });
     return session;
   };
 

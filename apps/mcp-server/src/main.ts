@@ -41,23 +41,27 @@ function waitForAbort(signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
-/** One MCP session's server: the shared catalog plus the tools and prompt of its own agent session. */
+/** One MCP session's server: the shared catalog plus the tools, prompt and resources of its own agent session. */
 function sessionServer(
   config: Config,
   services: Services,
   logger: Logger,
-  launched: boolean,
+  transport: 'stdio' | 'http',
 ): { server: McpServer; agent: AgentSessionServices } {
-  const agent = services.openSession({ launched });
+  // The stdio session is the launcher's own and keeps ZULIP_SESSION_ID's cursors; each HTTP
+  // session gets cursors of its own, so one client can neither consume nor stop another's.
+  const agent = services.openSession(
+    transport === 'stdio' ? { launched: true, cursors: 'durable' } : { launched: false, cursors: 'session' },
+  );
   const server = createMcpServer({
     name: binName,
     version: packageVersion(),
     instructions: services.instructions,
     tools: [...services.tools, ...agent.tools],
     prompts: agent.prompts,
-    resources: services.resources,
-    resourceTemplates: services.resourceTemplates,
-    resourceChanges: services.resourceChanges,
+    resources: agent.resources,
+    resourceTemplates: agent.resourceTemplates,
+    resourceChanges: agent.resourceChanges,
     readOnly: config.readOnly,
     logger,
     deadlineMs: config.toolDeadlineMs,
@@ -67,8 +71,7 @@ function sessionServer(
 
 async function serveStdio(config: Config, services: Services, logger: Logger, io: MainIo): Promise<void> {
   const stdin = io.stdin ?? process.stdin;
-  // The stdio session is the launcher's own: it starts bound where the launcher said.
-  const { server, agent } = sessionServer(config, services, logger, true);
+  const { server, agent } = sessionServer(config, services, logger, 'stdio');
   const transport = new LineStdioTransport(stdin, io.stdout ?? process.stdout, {
     maxMessageBytes: services.maxRequestBytes,
     onReceived: ({ method, id }) => logger.debug('received', { method, id }),
@@ -106,7 +109,7 @@ async function serveHttp(config: Config, services: Services, logger: Logger, io:
     maxBodyBytes: services.maxRequestBytes,
     logger,
     createServer: () => {
-      const { server, agent } = sessionServer(config, services, logger, false);
+      const { server, agent } = sessionServer(config, services, logger, 'http');
       agents.set(server, agent);
       return server;
     },

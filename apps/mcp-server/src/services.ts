@@ -8,7 +8,7 @@ import {
   loadCredentials,
   ZulipClient,
 } from '@zmcp/core';
-import { FileStateStore, MonitorStore, MonitorWatcher, stateAccount } from '@zmcp/delivery';
+import { FileStateStore, MemoryStateStore, MonitorStore, MonitorWatcher, stateAccount } from '@zmcp/delivery';
 import {
   createAgentSession,
   createCatalog,
@@ -31,15 +31,10 @@ import { warmToolSchemas } from './register.js';
 /** Room in a request for everything beside its inline attachments: the message text, names, JSON. */
 export const REQUEST_OVERHEAD_BYTES = 1024 * 1024;
 
-/** What the app serves: the tool catalog, the resources, the instructions for the model, and how to release it all. */
+/** What the app serves: the tool catalog, the instructions for the model, and how to release it all. */
 export interface Services {
+  /** The tools every session shares; {@link openSession} adds each session's own. */
   tools: ToolDefinition[];
-  /** `zulip://unread/summary` and `zulip://monitoring/status`. */
-  resources: ResourceDefinition[];
-  /** `zulip://channel/{stream}/unread`. */
-  resourceTemplates: ResourceTemplateDefinition[];
-  /** Which resources changed; its event queue runs only while some session is subscribed. */
-  resourceChanges: ResourceChanges;
   /** The MCP `instructions`; clients may cut them at 2 KB, so key facts come first. */
   instructions: string;
   /**
@@ -48,12 +43,15 @@ export interface Services {
    */
   maxRequestBytes: number;
   /**
-   * Opens one agent session (one per MCP session): the teammate tools and prompt bound to it.
+   * Opens one agent session (one per MCP session): the teammate tools and prompt bound to it, and
+   * its unread tracking (the monitor tools and resources over read cursors of its own).
    * `launched` binds it to the conversation a launcher named (`SESSION_STREAM`, `SESSION_TOPIC`,
-   * `TRIGGER_MESSAGE_ID`); only the stdio session, the launcher's own, is.
+   * `TRIGGER_MESSAGE_ID`); only the stdio session, the launcher's own, is. `cursors: 'durable'`
+   * keeps the cursors of `ZULIP_SESSION_ID` under the state directory (the stdio session);
+   * `'session'` gives the session cursors of its own that end with it (each HTTP session).
    */
-  openSession(options: { launched: boolean }): AgentSessionServices;
-  /** Releases connections, timers and files; called once at shutdown, after every session closed. */
+  openSession(options: { launched: boolean; cursors: 'durable' | 'session' }): AgentSessionServices;
+  /** Closes the sessions still open, then connections, timers and files; called once at shutdown. */
   close(): Promise<void>;
 }
 
@@ -61,7 +59,13 @@ export interface Services {
 export interface AgentSessionServices {
   tools: ToolDefinition[];
   prompts: PromptDefinition[];
-  /** Removes the listening indicator and stops typing; call before `Services.close`. */
+  /** `zulip://unread/summary` and `zulip://monitoring/status`, over this session's cursors. */
+  resources: ResourceDefinition[];
+  /** `zulip://channel/{stream}/unread`. */
+  resourceTemplates: ResourceTemplateDefinition[];
+  /** Which of the session's resources changed; its event queue runs only while it has a subscription. */
+  resourceChanges: ResourceChanges;
+  /** Stops its event queue, removes the listening indicator and stops typing; safe to call twice. */
   close(): Promise<void>;
 }
 
@@ -204,7 +208,6 @@ export async function buildServices(
     // realm and bot, so a second realm (or the demo) never reads this one's cursors.
     const store = new FileStateStore({ dir: config.stateDir });
     const account = stateAccount({ site: client.site, userId: facts.identity.user_id });
-    const monitor = new MonitorStore(store, { account, session: config.sessionId });
     await noticeUnscopedState(store, account, config.sessionId, logger);
     logger.info('connected to Zulip', {
       site: client.site,
@@ -216,16 +219,12 @@ export async function buildServices(
         ? { stateNote: 'the earlier TypeScript server’s default directory, since only it exists' }
         : {}),
     });
-    const watcher = new MonitorWatcher({ client, monitor, selfUserId: facts.identity.user_id, logger });
-    const monitoring = monitorCatalog(services, monitor, watcher);
+    const sessions = new Set<AgentSessionServices>();
     return {
-      tools: [...createCatalog(services), ...monitoring.tools],
-      resources: monitoring.resources,
-      resourceTemplates: monitoring.resourceTemplates,
-      resourceChanges: monitoring.changes,
+      tools: createCatalog(services),
       instructions: instructionsFor(config, facts.identity),
       maxRequestBytes: maxInlineAttachmentChars(maxFileBytes) + REQUEST_OVERHEAD_BYTES,
-      openSession({ launched }) {
+      openSession({ launched, cursors }) {
         const launch = config.session.launch;
         const agent = createAgentSession(services, {
           dismissEmoji: config.session.dismissEmoji,
@@ -236,10 +235,34 @@ export async function buildServices(
           logger,
         });
         const catalog = sessionCatalog(services, agent);
-        return { tools: catalog.tools, prompts: catalog.prompts, close: () => agent.close() };
+        // The session's own read cursors: the durable ones of ZULIP_SESSION_ID, or a set that
+        // lives and dies with this MCP session, so no client can read or stop another's.
+        const monitor = new MonitorStore(cursors === 'durable' ? store : new MemoryStateStore(), {
+          account,
+          session: config.sessionId,
+        });
+        const watcher = new MonitorWatcher({ client, monitor, selfUserId: facts.identity.user_id, logger });
+        const monitoring = monitorCatalog(services, monitor, watcher);
+        let closed: Promise<void> | undefined;
+        const opened: AgentSessionServices = {
+          tools: [...monitoring.tools, ...catalog.tools],
+          prompts: catalog.prompts,
+          resources: monitoring.resources,
+          resourceTemplates: monitoring.resourceTemplates,
+          resourceChanges: monitoring.changes,
+          close() {
+            closed ??= (async () => {
+              sessions.delete(opened);
+              await Promise.allSettled([watcher.close(), agent.close()]);
+            })();
+            return closed;
+          },
+        };
+        sessions.add(opened);
+        return opened;
       },
       async close() {
-        await watcher.close();
+        await Promise.all([...sessions].map((session) => session.close()));
         await client.close();
       },
     };

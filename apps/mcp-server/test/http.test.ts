@@ -144,6 +144,20 @@ describe('Streamable HTTP transport', () => {
     expect((await b.client.listTools()).tools.map((t) => t.name)).toEqual(['echo']);
   });
 
+  it('never logs a session id: it is a bearer handle', async () => {
+    const { server, logs, nextClose } = await start();
+    const { client, transport } = await connectClient(server.url);
+    const id = transport.sessionId as string;
+    expect(id).toBeTruthy();
+    await client.callTool({ name: 'echo', arguments: { text: 'hi' } });
+    await transport.terminateSession();
+    await nextClose();
+    const text = logs.join('');
+    expect(text).toContain('session opened session=1 ');
+    expect(text).toContain('session closed session=1 ');
+    expect(text).not.toContain(id);
+  });
+
   it('refuses a browser origin that is not allowed, and accepts loopback origins', async () => {
     const { server, logs } = await start();
     const refused = await raw(
