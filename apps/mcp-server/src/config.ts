@@ -617,7 +617,7 @@ const RawConfigSchema = z.object({
   ZMCP_HTTP_MAX_SESSIONS: integer(
     {
       group: 'HTTP transport',
-      help: 'Most concurrent MCP sessions; a new one beyond it is refused with 503.',
+      help: 'Most concurrent MCP sessions; a new one beyond it replaces the least recently used idle one (503 only if all are busy).',
     },
     1,
     10_000,

@@ -8,8 +8,12 @@ import { isLoopbackHost } from '@zmcp/core';
 import { McpServerError } from './errors.js';
 import { type Logger, silentLogger } from './logging.js';
 
-/** Why an HTTP session ended. */
-export type SessionCloseReason = 'idle' | 'deleted' | 'shutdown' | 'closed';
+/**
+ * Why an HTTP session ended: idle too long, ended by the client (`DELETE`), closed at shutdown,
+ * reclaimed (the least recently used idle session, to make room for a new one when the table is
+ * full), or closed otherwise.
+ */
+export type SessionCloseReason = 'idle' | 'deleted' | 'shutdown' | 'reclaimed' | 'closed';
 
 /** Options of {@link startHttpServer}. */
 export interface HttpServerOptions {
@@ -21,8 +25,16 @@ export interface HttpServerOptions {
   token?: string | undefined;
   /** Browser origins allowed to call; unset allows loopback origins only. */
   allowedOrigins?: readonly string[] | undefined;
-  /** Most concurrent sessions; a new session beyond it is refused with 503. */
+  /**
+   * Most concurrent sessions. A new session beyond it takes the place of the least recently used
+   * session with no request in flight; only when every session has one is it refused with 503.
+   */
   maxSessions: number;
+  /**
+   * The longest one request can take to be answered, in milliseconds (the tool deadline and its
+   * grace): a 503's `Retry-After` says when the soonest busy session reaches it. Default 61 000.
+   */
+  requestTimeoutMs?: number | undefined;
   /** A session with no request in progress and none for this long is closed, in milliseconds. */
   sessionIdleMs: number;
   /** Builds the MCP server of a new session. */
@@ -62,6 +74,10 @@ interface Session {
   server: McpServer;
   /** POST and DELETE exchanges in progress. */
   active: number;
+  /** When each exchange in progress started (`performance.now()`), oldest first. */
+  inFlightSince: number[];
+  /** Orders sessions by last use: the highest was used last. */
+  lastUsed: number;
   /** Cancels the armed idle timer, if any. */
   cancelIdle: () => void;
   /** Why the session is ending, once it is. */
@@ -143,8 +159,11 @@ function readBody(req: IncomingMessage, limit: number): Promise<string> {
  * in order: path (404), `Host` when bound to loopback (403, DNS-rebinding protection),
  * `Origin` against the allow-list (403; requests without one pass), bearer token in
  * constant time (401 with `WWW-Authenticate: Bearer`). A new session beyond `maxSessions`
- * is refused with 503 and a JSON-RPC error; live sessions are never evicted. A session
- * with no request in progress for `sessionIdleMs` is closed; `DELETE` ends one at once.
+ * takes the place of the least recently used session with no request in flight (closed as
+ * `reclaimed`; a session busy with a request is never evicted); only when every session has
+ * a request in flight is it refused with 503, a JSON-RPC error and a `Retry-After` of when
+ * the soonest busy session's requests reach `requestTimeoutMs`. A session with no request in
+ * progress for `sessionIdleMs` is closed; `DELETE` ends one at once. Session ids are never logged.
  *
  * @throws McpServerError `MCP_HTTP_TOKEN_REQUIRED` when `host` is not loopback and no
  * token is set; `MCP_HTTP_LISTEN_FAILED` when the address cannot be bound.
@@ -166,6 +185,38 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   const reserved = new Set<Session>();
   let shuttingDown = false;
   let created = 0;
+  let uses = 0;
+  const requestTimeoutMs = options.requestTimeoutMs ?? 61_000;
+
+  /**
+   * Makes room for a new session in a full table: closes the least recently used session that
+   * has no request in flight and returns true, or returns false when every session is busy.
+   */
+  const reclaimIdle = (): boolean => {
+    let victim: Session | undefined;
+    for (const candidate of sessions.values()) {
+      if (candidate.active > 0 || candidate.closeReason) continue;
+      if (victim === undefined || candidate.lastUsed < victim.lastUsed) victim = candidate;
+    }
+    if (victim === undefined) return false;
+    // Out of the table at once, so the new session fits; its client's next request gets 404.
+    sessions.delete(victim.id);
+    void closeSession(victim, 'reclaimed');
+    return true;
+  };
+
+  /** Seconds until the soonest busy session's requests all reach their deadline: when one is sure to be reclaimable. */
+  const retryAfterSeconds = (): number => {
+    const now = performance.now();
+    let soonest = requestTimeoutMs;
+    for (const busy of [...sessions.values(), ...reserved]) {
+      // Idle once its last-started request is answered, at the latest by that one's deadline.
+      const newest = busy.inFlightSince[busy.inFlightSince.length - 1];
+      if (newest === undefined) continue;
+      soonest = Math.min(soonest, newest + requestTimeoutMs - now);
+    }
+    return Math.max(1, Math.ceil(soonest / 1000));
+  };
 
   const setIdleTimer =
     options.setIdleTimer ??
@@ -239,6 +290,8 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
       transport,
       server,
       active: 0,
+      inFlightSince: [],
+      lastUsed: 0,
       cancelIdle: () => {},
       closeReason: undefined,
       finished: false,
@@ -336,19 +389,19 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
         sendJsonRpcError(res, 400, -32000, 'Bad Request: Mcp-Session-Id header is required');
         return;
       }
-      if (sessions.size + reserved.size >= options.maxSessions) {
-        logger.warn('refused a new session: too many open', {
+      if (sessions.size + reserved.size >= options.maxSessions && !reclaimIdle()) {
+        const retryAfter = retryAfterSeconds();
+        logger.warn('refused a new session: every session has a request in flight', {
           open: sessions.size,
           max: options.maxSessions,
+          retryAfter,
         });
         sendJsonRpcError(
           res,
           503,
           -32000,
-          `Too many sessions (at most ${options.maxSessions}); try again later`,
-          {
-            'retry-after': '60',
-          },
+          `Too many sessions (at most ${options.maxSessions}), each with a request in flight; retry in ${retryAfter} s`,
+          { 'retry-after': String(retryAfter) },
         );
         return;
       }
@@ -360,10 +413,19 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     const current = session;
     // The standalone GET stream only listens; it does not keep a session alive.
     const counts = method !== 'GET';
-    if (counts) current.active++;
+    const started = performance.now();
+    current.lastUsed = ++uses;
+    if (counts) {
+      current.active++;
+      current.inFlightSince.push(started);
+    }
     scheduleIdle(current);
     res.on('close', () => {
-      if (counts) current.active--;
+      if (counts) {
+        current.active--;
+        current.inFlightSince.splice(current.inFlightSince.indexOf(started), 1);
+      }
+      current.lastUsed = ++uses;
       scheduleIdle(current);
     });
     try {

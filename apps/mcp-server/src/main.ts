@@ -107,6 +107,8 @@ async function serveHttp(config: Config, services: Services, logger: Logger, io:
     maxSessions: config.http.maxSessions,
     sessionIdleMs: config.http.sessionIdleMs,
     maxBodyBytes: services.maxRequestBytes,
+    // The tool deadline and the grace a late handler gets (the server's default, 1 s).
+    requestTimeoutMs: config.toolDeadlineMs + 1000,
     logger,
     createServer: () => {
       const { server, agent } = sessionServer(config, services, logger, 'http');

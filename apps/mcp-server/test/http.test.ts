@@ -2,7 +2,9 @@ import { request as httpRequest } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+import { defineTool } from '@zmcp/tools';
 import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import {
   createLogger,
   createMcpServer,
@@ -268,23 +270,85 @@ describe('Streamable HTTP transport', () => {
     await expect(attempt).rejects.toMatchObject({ code: 'MCP_HTTP_TOKEN_REQUIRED' });
   });
 
-  it('refuses a session beyond the bound with 503 and a JSON-RPC error, until one ends', async () => {
+  it('makes room for a new session by reclaiming the least recently used idle one', async () => {
     const started = await start({ maxSessions: 2 });
     const { server } = started;
     const first = await connectClient(server.url);
-    await connectClient(server.url);
+    const second = await connectClient(server.url);
+    const secondId = second.transport.sessionId;
+    // The first is used again, so the second is now the least recently used.
+    await first.client.callTool({ name: 'echo', arguments: { text: 'still here' } });
+
+    const closed = started.nextClose();
+    const third = await connectClient(server.url);
+    expect(third.transport.sessionId).toBeTruthy();
+    expect(await closed).toEqual({ id: secondId, reason: 'reclaimed' });
+    expect(server.sessionCount()).toBe(2);
+    expect(started.logs.join('')).toMatch(/session closed session=2 reason=reclaimed/);
+    // The reclaimed client hears 404, which tells an MCP client to start a new session.
+    await expect(second.client.callTool({ name: 'echo', arguments: { text: 'x' } })).rejects.toThrow(
+      /404|not found/i,
+    );
+    const again = await first.client.callTool({ name: 'echo', arguments: { text: 'ok' } });
+    expect(again.structuredContent).toEqual({ echoed: 'ok' });
+  });
+
+  it('refuses a new session only when every session has a request in flight, with a true Retry-After', async () => {
+    let running = 0;
+    const enough = barrier();
+    const gate = barrier();
+    const hold = defineTool({
+      name: 'hold',
+      title: 'Hold',
+      description: 'Waits at a gate.',
+      inputSchema: z.object({}),
+      outputSchema: z.object({}),
+      annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+      write: false,
+      async handler() {
+        if (++running === 2) enough.resolve();
+        await gate.promise;
+        return { text: 'released', structured: {} };
+      },
+    });
+    const started = await start({
+      maxSessions: 2,
+      requestTimeoutMs: 30_000,
+      createServer: () =>
+        createMcpServer({
+          name: 'http-test',
+          version: '0',
+          tools: [hold],
+          readOnly: false,
+          deadlineMs: 30_000,
+        }),
+    });
+    const { server } = started;
+    const a = await connectClient(server.url);
+    const b = await connectClient(server.url);
+    const calls = [a, b].map((c) => c.client.callTool({ name: 'hold', arguments: {} }));
+    await enough.promise;
 
     const refused = await raw(server.url, 'POST', postHeaders, initializeBody);
     expect(refused.status).toBe(503);
-    expect(JSON.parse(refused.body)).toMatchObject({ jsonrpc: '2.0', error: { code: -32000 }, id: null });
-    await expect(connectClient(server.url)).rejects.toThrow();
+    const retryAfter = Number(refused.headers['retry-after']);
+    // The held calls reach their 30 s deadline within 30 s: that is when a session is reclaimable.
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(30);
+    expect(JSON.parse(refused.body)).toMatchObject({
+      jsonrpc: '2.0',
+      error: { code: -32000, message: expect.stringContaining(`retry in ${retryAfter} s`) },
+      id: null,
+    });
     expect(server.sessionCount()).toBe(2);
 
-    const ended = started.nextClose();
-    await first.transport.terminateSession();
-    expect(await ended).toEqual({ id: first.transport.sessionId ?? expect.any(String), reason: 'deleted' });
-    const third = await connectClient(server.url);
-    expect(third.transport.sessionId).toBeTruthy();
+    gate.resolve();
+    await Promise.all(calls);
+    // Both idle now: the next client takes the place of the least recently used.
+    const closed = started.nextClose();
+    const c = await connectClient(server.url);
+    expect(c.transport.sessionId).toBeTruthy();
+    expect((await closed).reason).toBe('reclaimed');
   });
 
   it('ends a session on DELETE; its id is then unknown', async () => {
