@@ -6,44 +6,27 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { startZulipSim, type ZulipSim } from '@zmcp/zulip-sim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../src/index.js';
 import { barrier } from './fake-tools.js';
+import { type SmallRealm, startSmallRealm } from './small-realm.js';
 import { startStdio } from './stdio-client.js';
 
-let sim: ZulipSim;
-let botId = 0;
+let realm: SmallRealm;
 let stateDir = '';
 
 beforeAll(async () => {
-  sim = await startZulipSim({
-    rateLimit: false,
-    seed(realm) {
-      const ann = realm.addUser({ fullName: 'Ann Lee', email: 'ann@example.test' });
-      botId = realm.addUser({ fullName: 'Helper Bot', email: 'helper@example.test', isBot: true }).userId;
-      realm.addStream({ name: 'general', subscribers: [ann.userId, botId] });
-    },
-  });
+  realm = await startSmallRealm();
   stateDir = await mkdtemp(join(tmpdir(), 'zmcp-limits-'));
 });
 
 afterAll(async () => {
-  await sim.close();
+  await realm.sim.close();
   await rm(stateDir, { recursive: true, force: true });
 });
 
 function env(extra: Record<string, string> = {}): Record<string, string> {
-  const { site, email, apiKey } = sim.credentials(botId);
-  return {
-    HOME: stateDir,
-    ZULIP_STATE_DIR: stateDir,
-    ZULIP_REALM: site,
-    ZULIP_EMAIL: email,
-    ZULIP_API_KEY: apiKey,
-    ZMCP_LOG_LEVEL: 'info',
-    ...extra,
-  };
+  return realm.env(stateDir, extra);
 }
 
 // 8 MB of bytes is 10.7 MB of base64: more than the 10 MiB the SDK's stdio transport takes.

@@ -7,10 +7,11 @@ import { PassThrough } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
-import { startZulipSim, type ZulipSim } from '@zmcp/zulip-sim';
+import type { ZulipSim } from '@zmcp/zulip-sim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../src/index.js';
 import { barrier } from './fake-tools.js';
+import { startSmallRealm } from './small-realm.js';
 import { startStdio } from './stdio-client.js';
 
 function collect(stream: PassThrough): () => string {
@@ -162,15 +163,7 @@ describe('main: credentials', () => {
   let dir = '';
 
   beforeAll(async () => {
-    sim = await startZulipSim({
-      rateLimit: false,
-      seed(realm) {
-        const ann = realm.addUser({ fullName: 'Ann Lee', email: 'ann@example.test' });
-        const bot = realm.addUser({ fullName: 'Helper Bot', email: 'helper@example.test', isBot: true });
-        realm.addStream({ name: 'general', subscribers: [ann.userId, bot.userId] });
-        botId = bot.userId;
-      },
-    });
+    ({ sim, botId } = await startSmallRealm());
     dir = await mkdtemp(join(tmpdir(), 'zmcp-creds-'));
   });
 

@@ -2,42 +2,16 @@
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startZulipSim, type ZulipSim } from '@zmcp/zulip-sim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type SmallRealm, startSmallRealm } from './small-realm.js';
 import { startStdio } from './stdio-client.js';
 
-interface Realm {
-  sim: ZulipSim;
-  botId: number;
-  post(content: string): number;
-}
-
-async function realm(name: string): Promise<Realm> {
-  let ann = 0;
-  let botId = 0;
-  const sim = await startZulipSim({
-    rateLimit: false,
-    realmName: name,
-    seed(r) {
-      ann = r.addUser({ fullName: 'Ann Lee', email: 'ann@example.test' }).userId;
-      botId = r.addUser({ fullName: 'Helper Bot', email: 'helper@example.test', isBot: true }).userId;
-      r.addStream({ name: 'general', subscribers: [ann, botId] });
-    },
-  });
-  return {
-    sim,
-    botId,
-    post: (content) =>
-      sim.realm.sendMessage({ senderId: ann, type: 'stream', stream: 'general', topic: 'deploys', content }),
-  };
-}
-
-let a: Realm;
-let b: Realm;
+let a: SmallRealm;
+let b: SmallRealm;
 let base = '';
 
 beforeAll(async () => {
-  [a, b] = await Promise.all([realm('A'), realm('B')]);
+  [a, b] = await Promise.all([startSmallRealm('A'), startSmallRealm('B')]);
   base = await mkdtemp(join(tmpdir(), 'zmcp-state-'));
 });
 
@@ -46,16 +20,8 @@ afterAll(async () => {
   await rm(base, { recursive: true, force: true });
 });
 
-function envFor(r: Realm, stateDir: string): Record<string, string> {
-  const { site, email, apiKey } = r.sim.credentials(r.botId);
-  return {
-    HOME: base,
-    ZULIP_STATE_DIR: stateDir,
-    ZULIP_REALM: site,
-    ZULIP_EMAIL: email,
-    ZULIP_API_KEY: apiKey,
-    ZMCP_LOG_LEVEL: 'info',
-  };
+function envFor(r: SmallRealm, stateDir: string): Record<string, string> {
+  return r.env(stateDir, { HOME: base });
 }
 
 async function monitored(env: Record<string, string>): Promise<unknown> {

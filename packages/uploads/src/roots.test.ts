@@ -8,6 +8,24 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isUploadError } from './errors.js';
 import { openConfined, type UploadRoot } from './roots.js';
 
+/** What opening threw (the file is closed if it opened after all). */
+async function caught(opening: Promise<{ close(): Promise<void> }>): Promise<unknown> {
+  try {
+    await (await opening).close();
+  } catch (err) {
+    return err;
+  }
+  return undefined;
+}
+
+/** Swaps root/sub for a symlink to the directory outside. */
+function swapSubForOutside(dir: string): () => Promise<void> {
+  return async () => {
+    await rename(join(dir, 'root', 'sub'), join(dir, 'root', 'sub-old'));
+    await symlink(join(dir, 'outside'), join(dir, 'root', 'sub'));
+  };
+}
+
 // These drive the window between the path checks and the open, which a real race hits only
 // sometimes: the check on the opened descriptor must catch what the path checks could not.
 describe('openConfined: the check is bound to the opened descriptor', () => {
@@ -28,19 +46,11 @@ describe('openConfined: the check is bound to the opened descriptor', () => {
   });
 
   it('catches a directory swapped for a symlink to outside after the path checks', async () => {
-    const swap = async () => {
-      await rename(join(dir, 'root', 'sub'), join(dir, 'root', 'sub-old'));
-      await symlink(join(dir, 'outside'), join(dir, 'root', 'sub'));
-    };
-    let caught: unknown;
-    try {
-      const file = await openConfined(root, 'r/sub/data.txt', 'sub/data.txt', { afterPrecheck: swap });
-      await file.close();
-    } catch (err) {
-      caught = err;
-    }
-    expect(isUploadError(caught, 'UPLOAD_PATH_ESCAPE')).toBe(true);
-    expect((caught as { details: unknown }).details).toMatchObject({ stage: 'resolved' });
+    const failure = await caught(
+      openConfined(root, 'r/sub/data.txt', 'sub/data.txt', { afterPrecheck: swapSubForOutside(dir) }),
+    );
+    expect(isUploadError(failure, 'UPLOAD_PATH_ESCAPE')).toBe(true);
+    expect((failure as { details: unknown }).details).toMatchObject({ stage: 'resolved' });
   });
 
   it('catches a file swapped for a FIFO after the path checks, without hanging', async () => {
@@ -114,18 +124,10 @@ describe('openConfined: nothing outside the root is opened, even for an instant'
     try {
       // Wait until the writer sleeps in its open of the FIFO.
       while (!blockedOpeningFifo(writer.pid as number)) await new Promise((r) => setImmediate(r));
-      const swap = async () => {
-        await rename(join(dir, 'root', 'sub'), join(dir, 'root', 'sub-old'));
-        await symlink(join(dir, 'outside'), join(dir, 'root', 'sub'));
-      };
-      let caught: unknown;
-      try {
-        const file = await openConfined(root, 'r/sub/data.txt', 'sub/data.txt', { afterPrecheck: swap });
-        await file.close();
-      } catch (err) {
-        caught = err;
-      }
-      expect(isUploadError(caught, 'UPLOAD_PATH_ESCAPE')).toBe(true);
+      const failure = await caught(
+        openConfined(root, 'r/sub/data.txt', 'sub/data.txt', { afterPrecheck: swapSubForOutside(dir) }),
+      );
+      expect(isUploadError(failure, 'UPLOAD_PATH_ESCAPE')).toBe(true);
       // Had anything opened the FIFO, the kernel would have woken the writer inside that open.
       expect(blockedOpeningFifo(writer.pid as number)).toBe(true);
       expect(output).toBe('');
