@@ -1,12 +1,25 @@
+import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { parseReadOnlyFlag, parseStreamAllowlist, type StreamAllowlist, type TimeStyle } from '@zmcp/core';
+import { isDeepStrictEqual } from 'node:util';
+import {
+  type CredentialField,
+  checkEmojiName,
+  credentialProblem,
+  isLoopbackHost,
+  isValidTimeZone,
+  parseReadOnlyFlag,
+  parseSite,
+  parseStreamAllowlist,
+  type StreamAllowlist,
+  type TimeStyle,
+} from '@zmcp/core';
+import { parseSessionId } from '@zmcp/delivery';
 import { parseToolsets, type Toolset } from '@zmcp/tools';
-import { parseUploadRoots, type UploadRootSpec } from '@zmcp/uploads';
+import { parseByteSize, parseUploadRoots, type UploadRootSpec } from '@zmcp/uploads';
 import { z } from 'zod';
 import { McpServerError } from './errors.js';
 import { type LogLevel, logLevels } from './logging.js';
-import { bareHost, isLoopbackHost } from './loopback.js';
 
 /** Zulip credentials as configured; resolving them against a zuliprc is `@zmcp/core`'s job. */
 export interface ZulipCredentialSettings {
@@ -42,6 +55,11 @@ export interface Config {
   transport: 'stdio' | 'http';
   zulip: ZulipCredentialSettings;
   stateDir: string;
+  /**
+   * Where `stateDir` came from: the variable or flag, this server's default (`~/.zmcp/state`), or
+   * the default of the earlier TypeScript server (`~/.zulip_mcp_state`), used when only that one exists.
+   */
+  stateDirSource: 'setting' | 'default' | 'earlier default';
   sessionId: string;
   /** IANA time zone of message-line timestamps. */
   timezone: string;
@@ -113,28 +131,77 @@ function expected<T>(ctx: z.core.$RefinementCtx<Raw>, message: string): T {
   return z.NEVER as T;
 }
 
-function text(meta: SettingMeta, check?: { pattern: RegExp; expected: string }) {
+/** Checks a raw value: `undefined` when it is acceptable, else what was expected. */
+type Check = (raw: string) => string | undefined;
+
+function matching(pattern: RegExp, expectedText: string): Check {
+  return (raw) => (pattern.test(raw) ? undefined : expectedText);
+}
+
+function text(meta: SettingMeta, check?: Check) {
   const schema = z
     .string()
     .optional()
     .transform((raw, ctx): string | undefined => {
       if (raw === undefined) return undefined;
-      if (check && !check.pattern.test(raw)) return expected(ctx, check.expected);
+      const problem = check?.(raw);
+      if (problem !== undefined) return expected(ctx, problem);
       return raw;
     });
   return schema.register(settingMeta, meta);
 }
 
-function textWithDefault(meta: SettingMeta, fallback: string, check: { pattern: RegExp; expected: string }) {
+function textWithDefault(meta: SettingMeta, fallback: string, check: Check) {
   const schema = z
     .string()
     .optional()
     .transform((raw, ctx): string => {
       if (raw === undefined) return fallback;
-      if (!check.pattern.test(raw)) return expected(ctx, check.expected);
+      const problem = check(raw);
+      if (problem !== undefined) return expected(ctx, problem);
       return raw;
     });
   return schema.register(settingMeta, meta);
+}
+
+/**
+ * A setting read by a library's own parser (the one rule for its kind of value): a throw is
+ * reported as `expectedText(err)`.
+ */
+function parsedBy<T>(
+  meta: SettingMeta,
+  parse: (raw: string) => T,
+  expectedText: (err: unknown) => string,
+): z.ZodType<T | undefined, string | undefined>;
+function parsedBy<T>(
+  meta: SettingMeta,
+  parse: (raw: string) => T,
+  expectedText: (err: unknown) => string,
+  fallback: T,
+): z.ZodType<T, string | undefined>;
+function parsedBy<T>(
+  meta: SettingMeta,
+  parse: (raw: string) => T,
+  expectedText: (err: unknown) => string,
+  fallback?: T,
+) {
+  const schema = z
+    .string()
+    .optional()
+    .transform((raw, ctx): T | undefined => {
+      if (raw === undefined) return fallback;
+      try {
+        return parse(raw);
+      } catch (err) {
+        return expected(ctx, expectedText(err));
+      }
+    });
+  return schema.register(settingMeta, meta);
+}
+
+/** A credential field checked by core's one rule for it. */
+function credential(field: CredentialField, expectedText: string): Check {
+  return (raw) => (credentialProblem(field, raw.trim()) === undefined ? undefined : expectedText);
 }
 
 function strictBoolean(meta: DerivedMeta, fallback: boolean) {
@@ -183,13 +250,19 @@ function optionalInteger(meta: SettingMeta, min: number, max: number) {
   return schema.register(settingMeta, meta);
 }
 
-function oneOf<const T extends string>(meta: DerivedMeta, values: readonly T[], fallback: T) {
+function oneOf<const T extends string>(
+  meta: DerivedMeta,
+  values: readonly T[],
+  fallback: T,
+  aliases: Readonly<Record<string, T>> = {},
+) {
   const schema = z
     .string()
     .optional()
     .transform((raw, ctx): T => {
       if (raw === undefined) return fallback;
       const word = raw.trim().toLowerCase();
+      if (Object.hasOwn(aliases, word)) return aliases[word] as T;
       return (values as readonly string[]).includes(word)
         ? (word as T)
         : expected(ctx, `expected one of ${values.join(', ')}`);
@@ -218,55 +291,61 @@ function streamAllowlist(meta: SettingMeta) {
   return schema.register(settingMeta, meta);
 }
 
-function isAllowedTimeZone(zone: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: zone });
-    return zone.length > 0;
-  } catch {
-    return false;
-  }
-}
+const emojiName = (raw: string) => checkEmojiName(raw);
+const emojiExpected = () =>
+  'expected an emoji name such as stop or robot_ear (letters, digits, "_", "+" or "-")';
+const siteExpected = 'expected an http(s) URL such as https://chat.example.com';
+const sizeExpected = 'expected a number of bytes such as 26214400 or 25MiB (units K/KiB, M/MiB, G/GiB)';
 
-const emojiName = {
-  pattern: /^[a-z0-9_+-]{1,60}$/,
-  expected: 'expected an emoji name such as stop or robot_ear',
-};
-const sessionIdPattern = /^[A-Za-z0-9._-]{1,128}$/;
+function inRange(value: number, min: number, max: number): number {
+  if (value < min || value > max) throw new RangeError(`${value} is out of range`);
+  return value;
+}
 
 /**
  * The one schema of the server's configuration: every key is an environment variable
  * (or, for flag-only switches, the flag), every value the raw string as given.
  */
 const RawConfigSchema = z.object({
-  ZULIP_REALM: text({
-    group: 'Zulip account',
-    defaultText: 'from zuliprc',
-    help: 'Zulip server URL, e.g. https://chat.example.com.',
-  }),
-  ZULIP_SITE: text({
-    group: 'Zulip account',
-    defaultText: 'from zuliprc',
-    help: 'The same as ZULIP_REALM (the name zuliprc files use); set one of the two.',
-  }),
+  ZULIP_REALM: text(
+    {
+      group: 'Zulip account',
+      defaultText: 'from zuliprc',
+      help: 'Zulip server URL, e.g. https://chat.example.com.',
+    },
+    credential('site', siteExpected),
+  ),
+  ZULIP_SITE: text(
+    {
+      group: 'Zulip account',
+      defaultText: 'from zuliprc',
+      help: 'The same as ZULIP_REALM (the name zuliprc files use); set one of the two.',
+    },
+    credential('site', siteExpected),
+  ),
   ZULIP_EMAIL: text(
-    { group: 'Zulip account', defaultText: 'from zuliprc', help: 'Email address of the bot account.' },
-    { pattern: /^[^\s@]+@[^\s@]+$/, expected: 'expected an email address such as bot@example.com' },
+    {
+      group: 'Zulip account',
+      defaultText: 'from zuliprc',
+      help: 'Email address of the bot account; set with ZULIP_API_KEY, or neither.',
+    },
+    credential('email', 'expected an email address such as bot@example.com'),
   ),
   ZULIP_API_KEY: text(
     {
       group: 'Zulip account',
       defaultText: 'from zuliprc',
-      help: 'API key of the bot account. Secret: never logged, and there is no flag for it.',
+      help: 'API key of the bot account (32 letters and digits); set with ZULIP_EMAIL. Secret: never logged, no flag.',
       secret: true,
     },
-    { pattern: /^\S+$/, expected: 'expected an API key without spaces' },
+    credential('apiKey', 'expected a Zulip API key: 32 letters and digits'),
   ),
   ZULIP_RC_PATH: text({
     group: 'Zulip account',
     flag: '--zuliprc',
     flagArg: '<path>',
-    defaultText: 'unset',
-    help: 'Path of a zuliprc file; it supplies whatever the variables above leave unset.',
+    defaultText: '~/.zuliprc if needed',
+    help: 'Path of a zuliprc file; it supplies whatever the variables above leave unset (the variables win).',
   }),
   ZULIP_ALLOW_INSECURE_HTTP: strictBoolean(
     {
@@ -279,19 +358,21 @@ const RawConfigSchema = z.object({
     group: 'State',
     flag: '--state-dir',
     flagArg: '<dir>',
-    defaultText: '~/.zmcp/state',
-    help: 'Directory of read cursors and other state; put it on storage that survives a redeploy.',
+    defaultText: '~/.zmcp/state (~/.zulip_mcp_state if only that exists)',
+    help: 'Directory of read cursors and other state, one folder per realm and bot; put it on storage that survives a redeploy.',
   }),
-  ZULIP_SESSION_ID: textWithDefault(
+  ZULIP_SESSION_ID: parsedBy(
     {
       group: 'State',
       flag: '--session-id',
       flagArg: '<id>',
       defaultText: 'default',
-      help: 'Names this agent session’s state files; 1-128 of A-Z a-z 0-9 . _ -.',
+      help: 'Names this agent session’s state files: 1-128 of A-Z a-z 0-9 . _ -, not starting with a dot.',
     },
+    (raw) => parseSessionId(raw.trim()),
+    (err) =>
+      `expected 1 to 128 characters of A-Z, a-z, 0-9, ".", "_" or "-" (${String((err as { details?: { reason?: unknown } }).details?.reason ?? 'invalid')})`,
     'default',
-    { pattern: sessionIdPattern, expected: 'expected 1 to 128 characters of A-Z, a-z, 0-9, ".", "_" or "-"' },
   ),
   AGENT_TIMEZONE: z
     .string()
@@ -300,7 +381,7 @@ const RawConfigSchema = z.object({
       if (raw === undefined) return undefined;
       // Kept as written: ICU may canonicalise to an older name (Europe/Kyiv → Europe/Kiev).
       const zone = raw.trim();
-      return isAllowedTimeZone(zone)
+      return isValidTimeZone(zone)
         ? zone
         : expected(ctx, 'expected an IANA time zone such as Europe/Kyiv or UTC');
     })
@@ -314,10 +395,12 @@ const RawConfigSchema = z.object({
   AGENT_TIMESTAMP_STYLE: oneOf(
     {
       group: 'Message lines',
-      help: 'Timestamps in message lines: iso (full, with offset), short (time of day) or none (id only).',
+      help: 'Timestamps in message lines: iso (full, with offset; full is accepted for it), short (time of day) or none (id only).',
     },
     ['iso', 'short', 'none'],
     'iso',
+    // The earlier servers' name for the same style.
+    { full: 'iso' },
   ),
   ZULIP_READ_ONLY: strictBoolean(
     {
@@ -372,14 +455,14 @@ const RawConfigSchema = z.object({
       defaultText: 'none',
       help: 'Directories local-file attachments may come from, as name=path pairs (comma list).',
     }),
-  ZULIP_UPLOAD_MAX_BYTES: optionalInteger(
+  ZULIP_UPLOAD_MAX_BYTES: parsedBy(
     {
       group: 'Uploads',
       defaultText: 'the realm’s limit',
-      help: 'Largest file to upload, in bytes.',
+      help: 'Largest file to upload: bytes, or with a unit K/KiB, M/MiB, G/GiB (25MiB).',
     },
-    1,
-    1_073_741_824,
+    (raw) => parseByteSize(raw, 'ZULIP_UPLOAD_MAX_BYTES'),
+    () => sizeExpected,
   ),
   ZULIP_MARKDOWN_AUTOFIX: strictBoolean(
     {
@@ -397,13 +480,14 @@ const RawConfigSchema = z.object({
     1,
     1_000_000,
   ),
-  ZULIP_PAGE_BUDGET_BYTES: integer(
+  ZULIP_PAGE_BUDGET_BYTES: parsedBy(
     {
       group: 'Messages',
-      help: 'Byte budget of one page of tool output; past it the page is cut and a cursor continues.',
+      defaultText: '16KiB',
+      help: 'Byte budget of one page of tool output (1KiB to 1MiB, units as above); past it the page is cut and a cursor continues.',
     },
-    1024,
-    1_048_576,
+    (raw) => inRange(parseByteSize(raw, 'ZULIP_PAGE_BUDGET_BYTES'), 1024, 1_048_576),
+    () => `${sizeExpected}, from 1KiB to 1MiB`,
     16_384,
   ),
   ZULIP_REQUEST_TIMEOUT_MS: integer(
@@ -421,21 +505,23 @@ const RawConfigSchema = z.object({
     3_600_000,
     60_000,
   ),
-  ZULIP_DISMISS_EMOJI: text(
+  ZULIP_DISMISS_EMOJI: parsedBy(
     {
       group: 'Agent session',
       defaultText: 'stop',
       help: 'A person reacting with this emoji to one of the bot’s messages ends the session (listen and reply say so).',
     },
     emojiName,
+    emojiExpected,
   ),
-  ZULIP_LISTEN_EMOJI: text(
+  ZULIP_LISTEN_EMOJI: parsedBy(
     {
       group: 'Agent session',
       defaultText: 'robot_ear if the realm has it, else ear',
       help: 'Reaction the bot shows on the newest message while listen waits.',
     },
     emojiName,
+    emojiExpected,
   ),
   ZULIP_AUTO_TYPING: strictBoolean(
     {
@@ -497,7 +583,7 @@ const RawConfigSchema = z.object({
       help: 'Address to listen on; anything but loopback requires ZMCP_HTTP_TOKEN.',
     },
     '127.0.0.1',
-    { pattern: /^[A-Za-z0-9.:[\]-]+$/, expected: 'expected a host name or IP address' },
+    matching(/^[A-Za-z0-9.:[\]-]+$/, 'expected a host name or IP address'),
   ),
   ZMCP_HTTP_PORT: integer(
     {
@@ -517,7 +603,7 @@ const RawConfigSchema = z.object({
       help: 'Bearer token every HTTP request must carry (16+ characters). Secret; required beyond loopback.',
       secret: true,
     },
-    { pattern: /^[\x21-\x7e]{16,}$/, expected: 'expected at least 16 printable characters without spaces' },
+    matching(/^[\x21-\x7e]{16,}$/, 'expected at least 16 printable characters without spaces'),
   ),
   ZMCP_HTTP_ALLOWED_ORIGINS: z
     .string()
@@ -551,7 +637,7 @@ const RawConfigSchema = z.object({
   ZMCP_HTTP_MAX_SESSIONS: integer(
     {
       group: 'HTTP transport',
-      help: 'Most concurrent MCP sessions; a new one beyond it is refused with 503.',
+      help: 'Most concurrent MCP sessions; a new one beyond it replaces the least recently used idle one (503 only if all are busy).',
     },
     1,
     10_000,
@@ -600,8 +686,35 @@ const RawConfigSchema = z.object({
 
 type RawConfig = z.output<typeof RawConfigSchema>;
 
+/** The site as core normalizes it, or the problem core's rule finds with it. */
+function normalizedSite(raw: string, allowInsecureHttp: boolean): { url: string } | { problem: string } {
+  let url: string;
+  try {
+    url = parseSite(raw, { allowInsecureHttp: true }).url;
+  } catch {
+    return { problem: siteExpected };
+  }
+  try {
+    parseSite(raw, { allowInsecureHttp });
+  } catch {
+    return {
+      problem:
+        'is plain http to a host that is not loopback, so the API key would travel unencrypted; use https, or set ZULIP_ALLOW_INSECURE_HTTP',
+    };
+  }
+  return { url };
+}
+
 const ConfigSchema = RawConfigSchema.superRefine((raw, ctx) => {
-  if (raw.ZULIP_REALM !== undefined && raw.ZULIP_SITE !== undefined && raw.ZULIP_REALM !== raw.ZULIP_SITE) {
+  const sites: { key: 'ZULIP_REALM' | 'ZULIP_SITE'; url: string }[] = [];
+  for (const key of ['ZULIP_REALM', 'ZULIP_SITE'] as const) {
+    const value = raw[key];
+    if (value === undefined) continue;
+    const site = normalizedSite(value, raw.ZULIP_ALLOW_INSECURE_HTTP);
+    if ('problem' in site) ctx.addIssue({ code: 'custom', path: [key], message: site.problem });
+    else sites.push({ key, url: site.url });
+  }
+  if (sites.length === 2 && sites[0]?.url !== sites[1]?.url) {
     ctx.addIssue({
       code: 'custom',
       path: ['ZULIP_SITE'],
@@ -625,6 +738,58 @@ const ConfigSchema = RawConfigSchema.superRefine((raw, ctx) => {
 });
 
 type SettingKey = keyof RawConfig & string;
+
+/** A variable of an earlier Zulip MCP server: read as its replacement here, or refused with a pointer. */
+export interface LegacySetting {
+  /** The earlier variable. */
+  name: string;
+  /** The server that used it. */
+  origin: string;
+  /** The variable that replaces it. */
+  replacement: string;
+  /** Read as `replacement` (`alias`), or a start-up error naming `replacement` (`refused`). */
+  handling: 'alias' | 'refused';
+  /** For a refused variable: what to do instead. */
+  instead?: string;
+}
+
+const zulipmcp = 'zulipmcp (the Python server)';
+const mcplServer = 'the earlier TypeScript Zulip MCP server';
+
+const legacySettingList: readonly LegacySetting[] = [
+  { name: 'ZULIPMCP_READ_ONLY', origin: zulipmcp, replacement: 'ZULIP_READ_ONLY', handling: 'alias' },
+  {
+    name: 'BOT_ALLOWED_PRIVATE_STREAMS',
+    origin: zulipmcp,
+    replacement: 'ZULIP_PRIVATE_STREAMS',
+    handling: 'alias',
+  },
+  {
+    name: 'BOT_ALLOWED_WRITE_STREAMS',
+    origin: zulipmcp,
+    replacement: 'ZULIP_WRITE_STREAMS',
+    handling: 'alias',
+  },
+  {
+    name: 'ZULIPMCP_MARKDOWN_AUTOFIX',
+    origin: zulipmcp,
+    replacement: 'ZULIP_MARKDOWN_AUTOFIX',
+    handling: 'alias',
+  },
+  {
+    name: 'ZULIP_SUBSCRIBE',
+    origin: mcplServer,
+    replacement: 'the subscribe tool',
+    handling: 'refused',
+    instead:
+      'the bot is not subscribed to anything at start-up here; subscribe it in Zulip or with the subscribe tool, and use start_monitoring to follow streams',
+  },
+];
+
+/** The variables of earlier Zulip MCP servers this one recognises, and what it does with each. */
+export function legacySettings(): LegacySetting[] {
+  return legacySettingList.map((s) => ({ ...s }));
+}
 
 /** Every setting in table order, as `--help`, the README and `.env.example` list them. */
 export function configSettings(): SettingInfo[] {
@@ -662,15 +827,61 @@ function flagTable(): Map<string, { key: SettingKey; takesValue: boolean }> {
   return flags;
 }
 
-function quoteForError(raw: string): string {
-  const shown = raw.length > 60 ? `${raw.slice(0, 57)}...` : raw;
+function isSet(value: string | undefined): value is string {
+  return value !== undefined && value.trim() !== '';
+}
+
+/**
+ * Reads the earlier servers' variables into `input` under their replacements. Both names set
+ * to values that mean different things is a conflict; a refused name is a problem of its own.
+ */
+function readLegacySettings(
+  env: Readonly<Record<string, string | undefined>>,
+  input: Record<string, string | undefined>,
+  source: Record<string, string>,
+  problems: string[],
+): void {
+  for (const legacy of legacySettingList) {
+    const value = env[legacy.name];
+    if (!isSet(value)) continue;
+    if (legacy.handling === 'refused') {
+      problems.push(`${legacy.name}: not supported (a setting of ${legacy.origin}); ${legacy.instead}`);
+      continue;
+    }
+    const key = legacy.replacement as SettingKey;
+    const current = input[key];
+    if (current === undefined) {
+      input[key] = value;
+      source[key] = legacy.name;
+      continue;
+    }
+    const field = RawConfigSchema.shape[key] as z.ZodType;
+    const ours = field.safeParse(current);
+    const theirs = field.safeParse(value);
+    if (!ours.success || !theirs.success || !isDeepStrictEqual(ours.data, theirs.data)) {
+      problems.push(
+        `${legacy.name}: conflicts with ${key} (${legacy.name} is the name ${legacy.origin} used for it); set only ${key}`,
+      );
+    }
+  }
+}
+
+function quoteForError(raw: string, secrets: readonly string[] = []): string {
+  let shown = raw;
+  // A secret may sit in the wrong variable, or in the user-info part of a URL.
+  for (const secret of secrets) shown = shown.split(secret).join('[REDACTED]');
+  shown = shown.replace(/\/\/[^/@\s]*@/g, '//[REDACTED]@');
+  if (shown.length > 60) shown = `${shown.slice(0, 57)}...`;
   return JSON.stringify(shown);
 }
 
 /**
  * Parses the process environment and command-line flags (a flag wins over its variable)
- * into a validated `Config`. Pure: reads nothing but its arguments (and the system time
- * zone as the default zone, and the working directory that relative upload roots start from). Empty variables count as unset.
+ * into a validated `Config`. Reads nothing but its arguments, apart from the system time zone
+ * (the default zone), the working directory (where relative upload roots start) and whether the
+ * default state directories exist (`options.exists`). Empty variables count as unset. The
+ * variables of earlier servers ({@link legacySettings}) are read as their replacements; set
+ * beside a replacement to a different value, or refused, they are problems like any other.
  *
  * @throws McpServerError `MCP_CONFIG_INVALID` naming every bad variable or flag and what
  * was expected; the values of secrets are never included. `details.problems` lists them.
@@ -678,7 +889,7 @@ function quoteForError(raw: string): string {
 export function parseConfig(
   env: Readonly<Record<string, string | undefined>>,
   argv: readonly string[],
-  options: { cwd?: string } = {},
+  options: { cwd?: string; exists?: (path: string) => boolean } = {},
 ): Config {
   const settings = configSettings();
   const secretKeys = new Set(settings.filter((s) => s.secret).map((s) => s.name));
@@ -689,11 +900,13 @@ export function parseConfig(
 
   for (const name of configVariableNames()) {
     const value = env[name];
-    if (value !== undefined && value.trim() !== '') {
+    if (isSet(value)) {
       input[name] = value;
       source[name] = name;
     }
   }
+
+  readLegacySettings(env, input, source, problems);
 
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;
@@ -728,11 +941,19 @@ export function parseConfig(
 
   const result = ConfigSchema.safeParse(input);
   if (!result.success) {
+    const secretValues = [...secretKeys]
+      .map((key) => input[key]?.trim())
+      .filter((value): value is string => value !== undefined && value.length >= 16);
+    const reported = new Set<string>();
     for (const issue of result.error.issues) {
       const key = String(issue.path[0] ?? '');
       const raw = input[key];
-      const shown = raw !== undefined && !secretKeys.has(key) ? ` (got ${quoteForError(raw)})` : '';
-      problems.push(`${source[key] ?? key}: ${issue.message}${shown}`);
+      const shown =
+        raw !== undefined && !secretKeys.has(key) ? ` (got ${quoteForError(raw, secretValues)})` : '';
+      const line = `${source[key] ?? key}: ${issue.message}${shown}`;
+      if (reported.has(line)) continue;
+      reported.add(line);
+      problems.push(line);
     }
   }
   if (problems.length > 0 || !result.success) {
@@ -743,7 +964,7 @@ export function parseConfig(
 
   const raw = result.data;
   const home = env.HOME !== undefined && env.HOME !== '' ? env.HOME : homedir();
-  const stateDir = raw.ZULIP_STATE_DIR ?? '~/.zmcp/state';
+  const state = stateDirectory(raw.ZULIP_STATE_DIR, home, options.exists ?? existsSync);
   return {
     command: raw['--help'] ? 'help' : raw['--version'] ? 'version' : 'serve',
     demo: raw['--demo'],
@@ -755,7 +976,8 @@ export function parseConfig(
       rcPath: raw.ZULIP_RC_PATH === undefined ? undefined : expandHome(raw.ZULIP_RC_PATH, home),
       allowInsecureHttp: raw.ZULIP_ALLOW_INSECURE_HTTP,
     },
-    stateDir: expandHome(stateDir, home),
+    stateDir: state.dir,
+    stateDirSource: state.source,
     sessionId: raw.ZULIP_SESSION_ID,
     timezone: raw.AGENT_TIMEZONE ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
     timestampStyle: raw.AGENT_TIMESTAMP_STYLE,
@@ -789,7 +1011,7 @@ export function parseConfig(
             },
     },
     http: {
-      host: bareHost(raw.ZMCP_HTTP_HOST),
+      host: withoutBrackets(raw.ZMCP_HTTP_HOST),
       port: raw.ZMCP_HTTP_PORT,
       token: raw.ZMCP_HTTP_TOKEN,
       allowedOrigins: raw.ZMCP_HTTP_ALLOWED_ORIGINS,
@@ -797,6 +1019,30 @@ export function parseConfig(
       sessionIdleMs: raw.ZMCP_HTTP_SESSION_IDLE_MS,
     },
   };
+}
+
+/** The default state directory, and the one the earlier TypeScript server used by default. */
+const DEFAULT_STATE_DIR = '~/.zmcp/state';
+const EARLIER_DEFAULT_STATE_DIR = '~/.zulip_mcp_state';
+
+function stateDirectory(
+  setting: string | undefined,
+  home: string,
+  exists: (path: string) => boolean,
+): { dir: string; source: Config['stateDirSource'] } {
+  if (setting !== undefined) return { dir: expandHome(setting, home), source: 'setting' };
+  const dir = expandHome(DEFAULT_STATE_DIR, home);
+  const earlier = expandHome(EARLIER_DEFAULT_STATE_DIR, home);
+  // A volume mounted where the earlier server kept its state keeps serving; our files go into
+  // per-account folders there and never touch the earlier server's own files.
+  if (!exists(dir) && exists(earlier)) return { dir: earlier, source: 'earlier default' };
+  return { dir, source: 'default' };
+}
+
+/** The listen address as `listen()` takes it: an IPv6 literal without its brackets. */
+function withoutBrackets(host: string): string {
+  const trimmed = host.trim();
+  return trimmed.startsWith('[') && trimmed.endsWith(']') ? trimmed.slice(1, -1) : trimmed;
 }
 
 function expandHome(path: string, home: string): string {
@@ -822,6 +1068,10 @@ export function helpText(): string {
     '',
     'Settings are environment variables; where a flag is shown, it overrides the variable.',
     'Boolean variables take 1/0, true/false, yes/no or on/off. Empty variables count as unset.',
+    `Earlier servers' names are read as their replacements: ${legacySettingList
+      .filter((s) => s.handling === 'alias')
+      .map((s) => `${s.name} as ${s.replacement}`)
+      .join(', ')}.`,
   ];
   let group = '';
   for (const setting of settings) {

@@ -3,13 +3,17 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { isLoopbackHost } from '@zmcp/core';
 import { McpServerError } from './errors.js';
 import { type Logger, silentLogger } from './logging.js';
-import { bareHost, isLoopbackHost } from './loopback.js';
 import type { McpSession } from './register.js';
 
-/** Why an HTTP session ended. */
-export type SessionCloseReason = 'idle' | 'deleted' | 'shutdown' | 'closed';
+/**
+ * Why an HTTP session ended: idle too long, ended by the client (`DELETE`), closed at shutdown,
+ * reclaimed (the least recently used idle session, to make room for a new one when the table is
+ * full), or closed otherwise.
+ */
+export type SessionCloseReason = 'idle' | 'deleted' | 'shutdown' | 'reclaimed' | 'closed';
 
 /** Options of {@link startHttpServer}. */
 export interface HttpServerOptions {
@@ -21,8 +25,16 @@ export interface HttpServerOptions {
   token?: string | undefined;
   /** Browser origins allowed to call; unset allows loopback origins only. */
   allowedOrigins?: readonly string[] | undefined;
-  /** Most concurrent sessions; a new session beyond it is refused with 503. */
+  /**
+   * Most concurrent sessions. A new session beyond it takes the place of the least recently used
+   * session with no request in flight; only when every session has one is it refused with 503.
+   */
   maxSessions: number;
+  /**
+   * The longest one request can take to be answered, in milliseconds (the tool deadline and its
+   * grace): a 503's `Retry-After` says when the soonest busy session reaches it. Default 61 000.
+   */
+  requestTimeoutMs?: number | undefined;
   /** A session with no request in progress and none for this long is closed, in milliseconds. */
   sessionIdleMs: number;
   /** Builds the MCP server of a new session. */
@@ -30,7 +42,7 @@ export interface HttpServerOptions {
   /** Releases what `createServer` built beside the server (an agent session, say), once the session ended. */
   releaseServer?: ((server: McpSession) => Promise<void>) | undefined;
   logger?: Logger | undefined;
-  /** Largest request body, in bytes. Default 4 MiB. */
+  /** Largest request body, in bytes; a larger one gets 413 and the session carries on. Default 4 MiB (the bin passes the limit the upload settings need). */
   maxBodyBytes?: number | undefined;
   /**
    * Arms the idle timer of a session and returns its cancel function. Defaults to an
@@ -54,12 +66,18 @@ export interface RunningHttpServer {
 }
 
 interface Session {
-  /** Empty until initialize has run. */
+  /** Empty until initialize has run. A bearer handle: never logged. */
   id: string;
+  /** What the logs call the session instead: 1, 2, ... in the order sessions were created. */
+  label: number;
   transport: StreamableHTTPServerTransport;
   server: McpSession;
   /** POST and DELETE exchanges in progress. */
   active: number;
+  /** When each exchange in progress started (`performance.now()`), oldest first. */
+  inFlightSince: number[];
+  /** Orders sessions by last use: the highest was used last. */
+  lastUsed: number;
   /** Cancels the armed idle timer, if any. */
   cancelIdle: () => void;
   /** Why the session is ending, once it is. */
@@ -97,11 +115,15 @@ function isLoopbackOrigin(origin: string): boolean {
   }
 }
 
-function hostnameOf(hostHeader: string): string {
-  // "[::1]:3000" → "::1"; "localhost:3000" → "localhost".
-  if (hostHeader.startsWith('[')) return bareHost(hostHeader.slice(0, hostHeader.indexOf(']') + 1));
-  const colon = hostHeader.lastIndexOf(':');
-  return bareHost(colon >= 0 ? hostHeader.slice(0, colon) : hostHeader);
+/** The host of a `Host` header ("[::1]:3000" → "[::1]"), or `undefined` when it is malformed. */
+function hostnameOf(hostHeader: string): string | undefined {
+  // Only a host and a port: no user info, path or anything else a URL parser would read past.
+  if (!/^[A-Za-z0-9.:[\]-]+$/.test(hostHeader)) return undefined;
+  try {
+    return new URL(`http://${hostHeader}/`).hostname;
+  } catch {
+    return undefined;
+  }
 }
 
 class BodyTooLarge extends Error {}
@@ -137,8 +159,11 @@ function readBody(req: IncomingMessage, limit: number): Promise<string> {
  * in order: path (404), `Host` when bound to loopback (403, DNS-rebinding protection),
  * `Origin` against the allow-list (403; requests without one pass), bearer token in
  * constant time (401 with `WWW-Authenticate: Bearer`). A new session beyond `maxSessions`
- * is refused with 503 and a JSON-RPC error; live sessions are never evicted. A session
- * with no request in progress for `sessionIdleMs` is closed; `DELETE` ends one at once.
+ * takes the place of the least recently used session with no request in flight (closed as
+ * `reclaimed`; a session busy with a request is never evicted); only when every session has
+ * a request in flight is it refused with 503, a JSON-RPC error and a `Retry-After` of when
+ * the soonest busy session's requests reach `requestTimeoutMs`. A session with no request in
+ * progress for `sessionIdleMs` is closed; `DELETE` ends one at once. Session ids are never logged.
  *
  * @throws McpServerError `MCP_HTTP_TOKEN_REQUIRED` when `host` is not loopback and no
  * token is set; `MCP_HTTP_LISTEN_FAILED` when the address cannot be bound.
@@ -159,6 +184,39 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   // Sessions being created: counted against the bound until initialize has run.
   const reserved = new Set<Session>();
   let shuttingDown = false;
+  let created = 0;
+  let uses = 0;
+  const requestTimeoutMs = options.requestTimeoutMs ?? 61_000;
+
+  /**
+   * Makes room for a new session in a full table: closes the least recently used session that
+   * has no request in flight and returns true, or returns false when every session is busy.
+   */
+  const reclaimIdle = (): boolean => {
+    let victim: Session | undefined;
+    for (const candidate of sessions.values()) {
+      if (candidate.active > 0 || candidate.closeReason) continue;
+      if (victim === undefined || candidate.lastUsed < victim.lastUsed) victim = candidate;
+    }
+    if (victim === undefined) return false;
+    // Out of the table at once, so the new session fits; its client's next request gets 404.
+    sessions.delete(victim.id);
+    void closeSession(victim, 'reclaimed');
+    return true;
+  };
+
+  /** Seconds until the soonest busy session's requests all reach their deadline: when one is sure to be reclaimable. */
+  const retryAfterSeconds = (): number => {
+    const now = performance.now();
+    let soonest = requestTimeoutMs;
+    for (const busy of [...sessions.values(), ...reserved]) {
+      // Idle once its last-started request is answered, at the latest by that one's deadline.
+      const newest = busy.inFlightSince[busy.inFlightSince.length - 1];
+      if (newest === undefined) continue;
+      soonest = Math.min(soonest, newest + requestTimeoutMs - now);
+    }
+    return Math.max(1, Math.ceil(soonest / 1000));
+  };
 
   const setIdleTimer =
     options.setIdleTimer ??
@@ -196,7 +254,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     releasing.add(released);
     if (session.id !== '') {
       const reason = session.closeReason ?? 'closed';
-      logger.info('session closed', { session: session.id, reason, open: sessions.size });
+      logger.info('session closed', { session: session.label, reason, open: sessions.size });
       options.onSessionClosed?.(session.id, reason);
     }
   };
@@ -207,7 +265,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
       await session.transport.close();
       await session.server.close();
     } catch (err) {
-      logger.debug('error closing a session', { session: session.id, err });
+      logger.debug('error closing a session', { session: session.label, err });
     }
     finish(session);
   };
@@ -219,7 +277,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
         session.id = id;
         reserved.delete(session);
         sessions.set(id, session);
-        logger.info('session opened', { session: id, open: sessions.size });
+        logger.info('session opened', { session: session.label, open: sessions.size });
       },
       onsessionclosed: () => {
         session.closeReason ??= 'deleted';
@@ -228,15 +286,18 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     const server = options.createServer();
     const session: Session = {
       id: '',
+      label: ++created,
       transport,
       server,
       active: 0,
+      inFlightSince: [],
+      lastUsed: 0,
       cancelIdle: () => {},
       closeReason: undefined,
       finished: false,
     };
     server.onclose = () => finish(session);
-    server.onerror = (err) => logger.debug('MCP transport error', { session: session.id || undefined, err });
+    server.onerror = (err) => logger.debug('MCP transport error', { session: session.label, err });
     return session;
   };
 
@@ -256,7 +317,8 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     }
     if (loopback) {
       const hostHeader = req.headers.host;
-      if (hostHeader === undefined || !isLoopbackHost(hostnameOf(hostHeader))) {
+      const hostname = hostHeader === undefined ? undefined : hostnameOf(hostHeader);
+      if (hostname === undefined || !isLoopbackHost(hostname)) {
         sendJsonRpcError(res, 403, -32000, 'Forbidden: Host header is not a loopback name');
         return;
       }
@@ -296,9 +358,15 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
         body = JSON.parse(await readBody(req, maxBodyBytes));
       } catch (err) {
         if (err instanceof BodyTooLarge)
-          sendJsonRpcError(res, 413, -32000, `Request body exceeds ${maxBodyBytes} bytes`, {
-            connection: 'close',
-          });
+          sendJsonRpcError(
+            res,
+            413,
+            -32600,
+            `Request too large: over the ${maxBodyBytes}-byte (${(maxBodyBytes / 1048576).toFixed(1)} MiB) limit of one message on this transport. It was not read; the session carries on. Attach large files from an upload root ({ "file": "<root>/<path>" }) instead of inline base64 data.`,
+            {
+              connection: 'close',
+            },
+          );
         else sendJsonRpcError(res, 400, -32700, 'Parse error: invalid JSON');
         return;
       }
@@ -321,19 +389,19 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
         sendJsonRpcError(res, 400, -32000, 'Bad Request: Mcp-Session-Id header is required');
         return;
       }
-      if (sessions.size + reserved.size >= options.maxSessions) {
-        logger.warn('refused a new session: too many open', {
+      if (sessions.size + reserved.size >= options.maxSessions && !reclaimIdle()) {
+        const retryAfter = retryAfterSeconds();
+        logger.warn('refused a new session: every session has a request in flight', {
           open: sessions.size,
           max: options.maxSessions,
+          retryAfter,
         });
         sendJsonRpcError(
           res,
           503,
           -32000,
-          `Too many sessions (at most ${options.maxSessions}); try again later`,
-          {
-            'retry-after': '60',
-          },
+          `Too many sessions (at most ${options.maxSessions}), each with a request in flight; retry in ${retryAfter} s`,
+          { 'retry-after': String(retryAfter) },
         );
         return;
       }
@@ -345,10 +413,19 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     const current = session;
     // The standalone GET stream only listens; it does not keep a session alive.
     const counts = method !== 'GET';
-    if (counts) current.active++;
+    const started = performance.now();
+    current.lastUsed = ++uses;
+    if (counts) {
+      current.active++;
+      current.inFlightSince.push(started);
+    }
     scheduleIdle(current);
     res.on('close', () => {
-      if (counts) current.active--;
+      if (counts) {
+        current.active--;
+        current.inFlightSince.splice(current.inFlightSince.indexOf(started), 1);
+      }
+      current.lastUsed = ++uses;
       scheduleIdle(current);
     });
     try {
@@ -384,6 +461,14 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   httpServer.on('error', (err) => logger.error('HTTP server error', { err }));
 
   const address = httpServer.address() as AddressInfo;
+  // A name can resolve beyond loopback (a hosts-file entry, say): judge the address actually bound.
+  if (expectedToken === undefined && !isLoopbackHost(address.address)) {
+    await new Promise<void>((resolve) => httpServer.close(() => resolve()));
+    throw new McpServerError(
+      'MCP_HTTP_TOKEN_REQUIRED',
+      `Refusing to serve HTTP on ${address.address} (${options.host}) without a bearer token: set ZMCP_HTTP_TOKEN, or listen on 127.0.0.1.`,
+    );
+  }
   const hostForUrl = address.address.includes(':') ? `[${address.address}]` : address.address;
   const url = `http://${hostForUrl}:${address.port}${endpointPath}`;
   logger.info('listening', { url, auth: expectedToken ? 'bearer' : 'none' });

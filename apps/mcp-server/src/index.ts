@@ -4,11 +4,12 @@
 export type {
   Config,
   HttpSettings,
+  LegacySetting,
   SessionSettings,
   SettingInfo,
   ZulipCredentialSettings,
 } from './config.js';
-export { configSettings, configVariableNames, helpText, parseConfig } from './config.js';
+export { configSettings, configVariableNames, helpText, legacySettings, parseConfig } from './config.js';
 export type { McpServerErrorCode } from './errors.js';
 export { McpServerError } from './errors.js';
 export type { HttpServerOptions, RunningHttpServer, SessionCloseReason } from './http.js';

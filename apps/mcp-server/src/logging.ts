@@ -73,6 +73,24 @@ function formatFull(value: unknown): string {
 }
 
 /**
+ * A function that replaces every given secret (and its JSON-escaped form) and every
+ * Authorization-style credential in a text with `[REDACTED]`; unset entries are ignored.
+ */
+export function createRedactor(secrets: readonly (string | undefined)[]): (text: string) => string {
+  const known = secrets
+    .filter((s): s is string => typeof s === 'string' && s.length > 0)
+    // The JSON-escaped form too, in case a secret holds characters JSON escapes.
+    .flatMap((s) => [s, JSON.stringify(s).slice(1, -1)])
+    // Longest first, so a secret containing another is replaced whole.
+    .sort((a, b) => b.length - a.length);
+  return (text) => {
+    let out = text.replace(authHeaderPattern, (_, scheme: string) => `${scheme} ${redacted}`);
+    for (const secret of known) out = out.split(secret).join(redacted);
+    return out;
+  };
+}
+
+/**
  * Builds the app's logger: one line per record (`ts level msg key=value`), written to
  * stderr, with every known secret and every Authorization-style credential replaced by
  * `[REDACTED]`.
@@ -81,18 +99,7 @@ export function createLogger(options: LoggerOptions): Logger {
   const threshold = rank[options.level];
   const write = options.write ?? ((line: string) => void process.stderr.write(line));
   const now = options.now ?? (() => new Date());
-  const secrets = (options.secrets ?? [])
-    .filter((s): s is string => typeof s === 'string' && s.length > 0)
-    // The JSON-escaped form too, in case a secret holds characters JSON escapes.
-    .flatMap((s) => [s, JSON.stringify(s).slice(1, -1)])
-    // Longest first, so a secret containing another is replaced whole.
-    .sort((a, b) => b.length - a.length);
-
-  const redact = (line: string): string => {
-    let out = line.replace(authHeaderPattern, (_, scheme: string) => `${scheme} ${redacted}`);
-    for (const secret of secrets) out = out.split(secret).join(redacted);
-    return out;
-  };
+  const redact = createRedactor(options.secrets ?? []);
 
   const emit = (level: Exclude<LogLevel, 'silent'>, message: string, fields?: LogFields): void => {
     if (rank[level] < threshold) return;

@@ -1,12 +1,21 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import type { CredentialSource, Credentials } from '@zmcp/core';
 import { type Config, helpText, parseConfig } from './config.js';
 import { type DemoRealm, startDemoRealm } from './demo.js';
 import { McpServerError } from './errors.js';
 import { startHttpServer } from './http.js';
-import { createLogger, type Logger } from './logging.js';
+import { createLogger, createRedactor, type Logger } from './logging.js';
 import { createMcpServer, type McpSession } from './register.js';
-import { type AgentSessionServices, buildServices, type Services } from './services.js';
+import {
+  type AgentSessionServices,
+  buildServices,
+  loadConfiguredCredentials,
+  type Services,
+} from './services.js';
+import { LineStdioTransport } from './stdio.js';
 import { packageVersion } from './version.js';
 
 /** Streams and hooks of one run of {@link main}; each defaults to the process's own. */
@@ -31,23 +40,27 @@ function waitForAbort(signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
-/** One MCP session's server: the shared catalog plus the tools and prompt of its own agent session. */
+/** One MCP session's server: the shared catalog plus the tools, prompt and resources of its own agent session. */
 function sessionServer(
   config: Config,
   services: Services,
   logger: Logger,
-  launched: boolean,
+  transport: 'stdio' | 'http',
 ): { server: McpSession; agent: AgentSessionServices } {
-  const agent = services.openSession({ launched });
+  // The stdio session is the launcher's own and keeps ZULIP_SESSION_ID's cursors; each HTTP
+  // session gets cursors of its own, so one client can neither consume nor stop another's.
+  const agent = services.openSession(
+    transport === 'stdio' ? { launched: true, cursors: 'durable' } : { launched: false, cursors: 'session' },
+  );
   const server = createMcpServer({
     name: binName,
     version: packageVersion(),
     instructions: services.instructions,
     tools: [...services.tools, ...agent.tools],
     prompts: agent.prompts,
-    resources: services.resources,
-    resourceTemplates: services.resourceTemplates,
-    resourceChanges: services.resourceChanges,
+    resources: agent.resources,
+    resourceTemplates: agent.resourceTemplates,
+    resourceChanges: agent.resourceChanges,
     logger,
     deadlineMs: config.toolDeadlineMs,
   });
@@ -56,9 +69,11 @@ function sessionServer(
 
 async function serveStdio(config: Config, services: Services, logger: Logger, io: MainIo): Promise<void> {
   const stdin = io.stdin ?? process.stdin;
-  // The stdio session is the launcher's own: it starts bound where the launcher said.
-  const { server, agent } = sessionServer(config, services, logger, true);
-  const transport = new StdioServerTransport(stdin, io.stdout ?? process.stdout);
+  const { server, agent } = sessionServer(config, services, logger, 'stdio');
+  const transport = new LineStdioTransport(stdin, io.stdout ?? process.stdout, {
+    maxMessageBytes: services.maxRequestBytes,
+    onReceived: ({ method, id }) => logger.debug('received', { method, id }),
+  });
   type Why = 'transport closed' | 'stdin ended' | 'shutdown requested';
   const ended = new Promise<Why>((resolve) => {
     server.onclose = () => resolve('transport closed');
@@ -67,12 +82,15 @@ async function serveStdio(config: Config, services: Services, logger: Logger, io
   });
   server.onerror = (err) => logger.warn('MCP protocol error', { err });
   await server.connect(transport);
-  logger.info('serving MCP on stdio', { readOnly: config.readOnly });
+  logger.info('serving MCP on stdio', {
+    readOnly: config.readOnly,
+    maxRequestBytes: services.maxRequestBytes,
+  });
   io.onReady?.({ transport: 'stdio' });
   const why = await ended;
   logger.info('shutting down', { why });
   // The client closed stdin after its last request: answer what was read first.
-  if (why === 'stdin ended') await server.drained(config.toolDeadlineMs + 1000);
+  if (why === 'stdin ended') await transport.drained(config.toolDeadlineMs + 1000);
   await server.close();
   await agent.close();
 }
@@ -86,9 +104,12 @@ async function serveHttp(config: Config, services: Services, logger: Logger, io:
     allowedOrigins: config.http.allowedOrigins,
     maxSessions: config.http.maxSessions,
     sessionIdleMs: config.http.sessionIdleMs,
+    maxBodyBytes: services.maxRequestBytes,
+    // The tool deadline and the grace a late handler gets (the server's default, 1 s).
+    requestTimeoutMs: config.toolDeadlineMs + 1000,
     logger,
     createServer: () => {
-      const { server, agent } = sessionServer(config, services, logger, false);
+      const { server, agent } = sessionServer(config, services, logger, 'http');
       agents.set(server, agent);
       return server;
     },
@@ -106,7 +127,9 @@ async function serveHttp(config: Config, services: Services, logger: Logger, io:
  * Runs the `zulip-mcp` command: parses `argv` and `env`, prints help or the version, or
  * builds the services and serves them on stdio (default) or Streamable HTTP (`--http`)
  * until the client goes away or `io.shutdown` fires, then closes everything. Resolves
- * with the exit code: 0 on a clean run, 1 when start-up fails, 2 on a bad configuration.
+ * with the exit code: 0 on a clean run, 1 when start-up fails, 2 on a bad configuration (a
+ * bad variable or flag, missing or malformed credentials or zuliprc, credentials Zulip refuses,
+ * a missing upload root).
  * Only help, the version and the JSON-RPC wire go to stdout; everything else to stderr.
  */
 export async function main(
@@ -137,20 +160,39 @@ export async function main(
     throw err;
   }
 
-  const logger = createLogger({
+  const writeLine = (line: string) => void stderr.write(line);
+  let logger = createLogger({
     level: config.logLevel,
     secrets: [config.zulip.apiKey, config.http.token],
-    write: (line) => void stderr.write(line),
+    write: writeLine,
   });
+  // A configuration problem found while building: the same report and exit code as a bad variable.
+  const misconfigured = (
+    err: unknown,
+    redact: (text: string) => string,
+    source?: CredentialSource,
+  ): number | undefined => {
+    const problem = configurationProblem(err, source);
+    if (problem === undefined) return undefined;
+    stderr.write(
+      `${binName}: Invalid configuration:\n  ${redact(problem)}\nRun ${binName} --help for every setting.\n`,
+    );
+    return 2;
+  };
 
   let services: Services | undefined;
   let demo: DemoRealm | undefined;
+  let demoStateDir: string | undefined;
   try {
+    let credentials: Credentials;
     if (config.demo) {
       demo = await startDemoRealm();
       if (config.zulip.site !== undefined || config.zulip.rcPath !== undefined) {
         logger.warn('--demo ignores the configured Zulip credentials');
       }
+      credentials = { site: demo.site, email: demo.email, apiKey: demo.apiKey, source: { kind: 'env' } };
+      // The demo realm lives and dies with the process: its state does too, apart from any real realm's.
+      demoStateDir = await mkdtemp(join(tmpdir(), 'zulip-mcp-demo-state-'));
       config = {
         ...config,
         zulip: {
@@ -160,10 +202,38 @@ export async function main(
           rcPath: undefined,
           allowInsecureHttp: false,
         },
+        stateDir: demoStateDir,
       };
-      logger.info('demo realm started', { site: demo.site, bot: demo.email, messages: demo.messageCount });
+      logger.info('demo realm started', {
+        site: demo.site,
+        bot: demo.email,
+        messages: demo.messageCount,
+        stateDir: demoStateDir,
+      });
+    } else {
+      try {
+        credentials = await loadConfiguredCredentials(config);
+      } catch (err) {
+        const code = misconfigured(err, createRedactor([config.zulip.apiKey, config.http.token]));
+        if (code !== undefined) return code;
+        throw err;
+      }
     }
-    services = await buildServices(config, logger);
+    // From here on the key is known wherever it came from (a zuliprc included) and is redacted.
+    const secrets = [
+      config.zulip.apiKey,
+      config.http.token,
+      credentials.apiKey,
+      Buffer.from(`${credentials.email}:${credentials.apiKey}`).toString('base64'),
+    ];
+    logger = createLogger({ level: config.logLevel, secrets, write: writeLine });
+    try {
+      services = await buildServices(config, logger, credentials);
+    } catch (err) {
+      const code = misconfigured(err, createRedactor(secrets), credentials.source);
+      if (code !== undefined) return code;
+      throw err;
+    }
     if (config.transport === 'http') await serveHttp(config, services, logger, io);
     else await serveStdio(config, services, logger, io);
     return 0;
@@ -173,5 +243,38 @@ export async function main(
   } finally {
     await services?.close().catch((err: unknown) => logger.warn('error while closing services', { err }));
     await demo?.close().catch((err: unknown) => logger.warn('error while stopping the demo realm', { err }));
+    if (demoStateDir !== undefined) {
+      await rm(demoStateDir, { recursive: true, force: true }).catch((err: unknown) =>
+        logger.warn('error while removing the demo state directory', { err }),
+      );
+    }
   }
+}
+
+/** Codes of the libraries' errors that mean the configuration is wrong, not the run. */
+const configurationCodes = new Set([
+  'CORE_CONFIG_INVALID',
+  'CORE_INSECURE_URL',
+  'CORE_UNAUTHORIZED',
+  'UPLOAD_CONFIG_INVALID',
+  'UPLOAD_ROOT_MISSING',
+  'DELIVERY_INVALID_SESSION_ID',
+]);
+
+/** The one line a configuration error is reported with, or `undefined` for any other failure. */
+function configurationProblem(err: unknown, source?: CredentialSource): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  const message = (err as { message?: unknown } | null)?.message;
+  if (typeof code !== 'string' || !configurationCodes.has(code) || typeof message !== 'string')
+    return undefined;
+  if (code === 'CORE_UNAUTHORIZED') {
+    const from =
+      source === undefined || source.kind === 'env'
+        ? 'ZULIP_EMAIL and ZULIP_API_KEY'
+        : source.kind === 'zuliprc' || source.fromZuliprc.includes('apiKey')
+          ? `the email and key of ${source.path}`
+          : 'ZULIP_EMAIL and ZULIP_API_KEY';
+    return `Zulip refused the credentials (${code}): check ${from}, and that the account is active`;
+  }
+  return `${message} (${code})`;
 }

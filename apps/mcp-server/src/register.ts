@@ -76,11 +76,6 @@ export interface McpSession {
   onerror: ((error: Error) => void) | undefined;
   connect(transport: Transport): Promise<void>;
   close(): Promise<void>;
-  /**
-   * Resolves once every request this session received has been answered, or after `limitMs` (a
-   * request that is never answered, a cancelled one, must not hold a shutdown forever).
-   */
-  drained(limitMs: number): Promise<void>;
 }
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
@@ -161,37 +156,6 @@ function decodeVariables(variables: Record<string, string | string[]>, uri: stri
   return out;
 }
 
-/** Counts the requests being handled, so a shutdown can wait for their answers. */
-class InFlight {
-  private count = 0;
-  private waiters: (() => void)[] = [];
-
-  track<T>(work: Promise<T>): Promise<T> {
-    this.count++;
-    return work.finally(() => {
-      this.count--;
-      // The protocol sends the answer a turn after the handler settles: wake after that turn.
-      if (this.count === 0) setImmediate(() => this.wake());
-    });
-  }
-
-  drained(limitMs: number): Promise<void> {
-    if (this.count === 0) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, limitMs);
-      this.waiters.push(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
-  }
-
-  private wake(): void {
-    if (this.count > 0) return;
-    for (const waiter of this.waiters.splice(0)) waiter();
-  }
-}
-
 /**
  * Builds one MCP session (one per client) on the SDK's low-level `Server`: a transport adapter
  * over `@zmcp/tools`' call contract. tools/list lists the tools (schemas converted once and shared
@@ -234,11 +198,7 @@ export function createMcpServer(options: CreateMcpServerOptions): McpSession {
       ...(options.instructions === undefined ? {} : { instructions: options.instructions }),
     },
   );
-  const inFlight = new InFlight();
-  const handle: Server['setRequestHandler'] = (schema, handler) =>
-    server.setRequestHandler(schema, (request, extra) =>
-      inFlight.track(Promise.resolve(handler(request, extra))),
-    );
+  const handle: Server['setRequestHandler'] = (schema, handler) => server.setRequestHandler(schema, handler);
 
   const listing = host.listing().map(mcpTool);
   handle(ListToolsRequestSchema, () => ({ tools: listing }));
@@ -287,7 +247,6 @@ export function createMcpServer(options: CreateMcpServerOptions): McpSession {
     onerror: undefined,
     connect: (transport) => server.connect(transport),
     close: () => server.close(),
-    drained: (limitMs) => inFlight.drained(limitMs),
   };
   server.onclose = () => {
     void subscriptions

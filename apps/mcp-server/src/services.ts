@@ -1,12 +1,15 @@
+import { stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
+import { dirname } from 'node:path';
 import {
   AccessPolicy,
+  type Credentials,
   DEFAULT_MAX_MESSAGE_LENGTH,
   loadCredentials,
   quoteName,
   ZulipClient,
 } from '@zmcp/core';
-import { FileStateStore, MonitorStore, MonitorWatcher } from '@zmcp/delivery';
+import { FileStateStore, MemoryStateStore, MonitorStore, MonitorWatcher, stateAccount } from '@zmcp/delivery';
 import {
   type BoundTool,
   createAgentSession,
@@ -24,29 +27,34 @@ import {
   toolDefinitions,
   toolListing,
 } from '@zmcp/tools';
-import { DEFAULT_MAX_FILE_BYTES, UploadRoots } from '@zmcp/uploads';
+import { DEFAULT_MAX_FILE_BYTES, maxInlineAttachmentChars, UploadRoots } from '@zmcp/uploads';
 import type { Config } from './config.js';
 import type { Logger } from './logging.js';
 
-/** What the app serves: the tool catalog, the resources, the instructions for the model, and how to release it all. */
+/** Room in a request for everything beside its inline attachments: the message text, names, JSON. */
+export const REQUEST_OVERHEAD_BYTES = 1024 * 1024;
+
+/** What the app serves: the tool catalog, the instructions for the model, and how to release it all. */
 export interface Services {
-  /** The realm and monitor tools this server serves (toolsets and read-only mode applied), bound. */
+  /** The realm tools every session shares (toolsets and read-only mode applied); {@link openSession} adds each session's own. */
   tools: BoundTool[];
-  /** `zulip://unread/summary` and `zulip://monitoring/status`. */
-  resources: ResourceDefinition[];
-  /** `zulip://channel/{stream}/unread`. */
-  resourceTemplates: ResourceTemplateDefinition[];
-  /** Which resources changed; its event queue runs only while some session is subscribed. */
-  resourceChanges: ResourceChanges;
   /** The MCP `instructions`; clients may cut them at 2 KB, so key facts come first. */
   instructions: string;
   /**
-   * Opens one agent session (one per MCP session): the teammate tools and prompt bound to it.
-   * `launched` binds it to the conversation a launcher named (`SESSION_STREAM`, `SESSION_TOPIC`,
-   * `TRIGGER_MESSAGE_ID`); only the stdio session, the launcher's own, is.
+   * Largest JSON-RPC message the transports take, in bytes: room for every inline attachment the
+   * upload limits allow in one message (base64), plus {@link REQUEST_OVERHEAD_BYTES} for the rest.
    */
-  openSession(options: { launched: boolean }): AgentSessionServices;
-  /** Releases connections, timers and files; called once at shutdown, after every session closed. */
+  maxRequestBytes: number;
+  /**
+   * Opens one agent session (one per MCP session): the teammate tools and prompt bound to it, and
+   * its unread tracking (the monitor tools and resources over read cursors of its own).
+   * `launched` binds it to the conversation a launcher named (`SESSION_STREAM`, `SESSION_TOPIC`,
+   * `TRIGGER_MESSAGE_ID`); only the stdio session, the launcher's own, is. `cursors: 'durable'`
+   * keeps the cursors of `ZULIP_SESSION_ID` under the state directory (the stdio session);
+   * `'session'` gives the session cursors of its own that end with it (each HTTP session).
+   */
+  openSession(options: { launched: boolean; cursors: 'durable' | 'session' }): AgentSessionServices;
+  /** Closes the sessions still open, then connections, timers and files; called once at shutdown. */
   close(): Promise<void>;
 }
 
@@ -55,7 +63,13 @@ export interface AgentSessionServices {
   /** The session tools this server serves, bound to this session. */
   tools: BoundTool[];
   prompts: PromptDefinition[];
-  /** Removes the listening indicator and stops typing; call before `Services.close`. */
+  /** `zulip://unread/summary` and `zulip://monitoring/status`, over this session's cursors. */
+  resources: ResourceDefinition[];
+  /** `zulip://channel/{stream}/unread`. */
+  resourceTemplates: ResourceTemplateDefinition[];
+  /** Which of the session's resources changed; its event queue runs only while it has a subscription. */
+  resourceChanges: ResourceChanges;
+  /** Stops its event queue, removes the listening indicator and stops typing; safe to call twice. */
   close(): Promise<void>;
 }
 
@@ -67,6 +81,32 @@ async function warmListings(): Promise<void> {
   for (const definition of toolDefinitions()) {
     toolListing(definition);
     await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+}
+
+/**
+ * Says so when the session has a monitor file of the layout before state was kept per realm
+ * and bot (`<state dir>/<session>.json`) but none under its account yet. That file is not read:
+ * nothing says which realm its cursors belong to. It is left as it was.
+ */
+async function noticeUnscopedState(
+  store: FileStateStore,
+  account: string,
+  session: string,
+  logger: Logger,
+): Promise<void> {
+  const unscoped = store.pathOf({ session, kind: 'monitor' });
+  const scoped = store.pathOf({ account, session, kind: 'monitor' });
+  const exists = async (path: string) =>
+    stat(path).then(
+      () => true,
+      () => false,
+    );
+  if ((await exists(unscoped)) && !(await exists(scoped))) {
+    logger.warn(
+      'state from before per-realm state is not read: its realm is unknown; move it into the account folder if it belongs to this realm and bot',
+      { file: unscoped, moveTo: scoped },
+    );
   }
 }
 
@@ -98,18 +138,13 @@ export function instructionsFor(
 }
 
 /**
- * Builds the services of one process from its configuration: credentials (environment or
- * zuliprc), the one Zulip client (read-only enforced in its transport), the account and
- * the realm's limits, the access policy, the upload roots, the tool catalog, and the
- * session's monitor (read cursors under `stateDir`, keyed by `sessionId`) with its resources.
+ * The account's credentials as configured: each of site, email and key from its variable,
+ * the rest from the zuliprc (core's one rule, `loadCredentials`).
  *
- * @throws `CORE_CONFIG_INVALID` for missing or malformed credentials, `UPLOAD_ROOT_MISSING`
- *   for an upload root that does not exist, `DELIVERY_INVALID_SESSION_ID` for a bad session
- *   id, and the client's request codes when the realm cannot be reached or refuses the
- *   credentials.
+ * @throws `CORE_CONFIG_INVALID` naming the variable, or the zuliprc and its key.
  */
-export async function buildServices(config: Config, logger: Logger): Promise<Services> {
-  const credentials = await loadCredentials({
+export function loadConfiguredCredentials(config: Config): Promise<Credentials> {
+  return loadCredentials({
     env: {
       ZULIP_SITE: config.zulip.site,
       ZULIP_EMAIL: config.zulip.email,
@@ -118,6 +153,25 @@ export async function buildServices(config: Config, logger: Logger): Promise<Ser
     },
     homedir: homedir(),
   });
+}
+
+/**
+ * Builds the services of one process from its configuration: credentials (given, or loaded
+ * with {@link loadConfiguredCredentials}), the one Zulip client (read-only enforced in its transport), the account and
+ * the realm's limits, the access policy, the upload roots, the tool catalog, and the
+ * session's monitor (read cursors under `stateDir`, keyed by `sessionId`) with its resources.
+ *
+ * @throws `CORE_CONFIG_INVALID` for missing or malformed credentials, `UPLOAD_ROOT_MISSING`
+ *   for an upload root that does not exist, `DELIVERY_INVALID_SESSION_ID` for a bad session
+ *   id, and the client's request codes when the realm cannot be reached or refuses the
+ *   credentials.
+ */
+export async function buildServices(
+  config: Config,
+  logger: Logger,
+  credentials?: Credentials,
+): Promise<Services> {
+  credentials ??= await loadConfiguredCredentials(config);
   const uploadRoots = config.uploadRoots.length > 0 ? await UploadRoots.open(config.uploadRoots) : undefined;
   const client = new ZulipClient({
     site: credentials.site,
@@ -147,44 +201,45 @@ export async function buildServices(config: Config, logger: Logger): Promise<Ser
         readOnly: 'ZULIP_READ_ONLY',
       },
     });
+    const maxFileBytes = config.uploadMaxBytes ?? facts.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
     const services = createToolServices({
       client,
       policy,
       site: client.site,
       identity: facts.identity,
       maxMessageLength: config.maxMessageLength ?? facts.maxMessageLength ?? DEFAULT_MAX_MESSAGE_LENGTH,
-      maxFileBytes: config.uploadMaxBytes ?? facts.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES,
+      maxFileBytes,
       timeZone: config.timezone,
       timeStyle: config.timestampStyle,
       markdownAutofix: config.markdownAutofix,
       pageBudgetBytes: config.pageBudgetBytes,
       uploadRoots,
     });
+
+    // Cursors are message ids, which mean something on one realm only: state is kept per
+    // realm and bot, so a second realm (or the demo) never reads this one's cursors.
+    const store = new FileStateStore({ dir: config.stateDir });
+    const account = stateAccount({ site: client.site, userId: facts.identity.user_id });
+    await noticeUnscopedState(store, account, config.sessionId, logger);
     logger.info('connected to Zulip', {
       site: client.site,
       account: facts.identity.email,
       readOnly: config.readOnly,
       uploadRoots: uploadRoots?.names.join(',') ?? 'none',
+      state: dirname(store.pathOf({ account, session: config.sessionId, kind: 'monitor' })),
+      ...(config.stateDirSource === 'earlier default'
+        ? { stateNote: 'the earlier TypeScript server’s default directory, since only it exists' }
+        : {}),
     });
-    const monitor = new MonitorStore(new FileStateStore({ dir: config.stateDir }), config.sessionId);
-    const watcher = new MonitorWatcher({ client, monitor, selfUserId: facts.identity.user_id, logger });
-    const monitoring = monitorCatalog(services, monitor, watcher);
+    const sessions = new Set<AgentSessionServices>();
     const selection: ToolSelection = { toolsets: config.toolsets, readOnly: config.readOnly };
-    const tools = selectTools([...createCatalog(services), ...monitoring.tools], selection);
-    const served = new Set([
-      ...tools.map((t) => t.definition.name),
-      ...selectTools(toolDefinitions(), selection)
-        .filter((d) => d.toolset === 'session')
-        .map((d) => d.name),
-    ]);
+    const served = new Set(selectTools(toolDefinitions(), selection).map((d) => d.name));
     const servesSession = config.toolsets.includes('session');
     return {
-      tools,
-      resources: monitoring.resources,
-      resourceTemplates: monitoring.resourceTemplates,
-      resourceChanges: monitoring.changes,
+      tools: selectTools(createCatalog(services), selection),
       instructions: instructionsFor(config, facts.identity, served),
-      openSession({ launched }) {
+      maxRequestBytes: maxInlineAttachmentChars(maxFileBytes) + REQUEST_OVERHEAD_BYTES,
+      openSession({ launched, cursors }) {
         const launch = config.session.launch;
         const agent = createAgentSession(services, {
           dismissEmoji: config.session.dismissEmoji,
@@ -195,14 +250,34 @@ export async function buildServices(config: Config, logger: Logger): Promise<Ser
           logger,
         });
         const catalog = sessionCatalog(services, agent);
-        return {
-          tools: selectTools(catalog.tools, selection),
+        // The session's own read cursors: the durable ones of ZULIP_SESSION_ID, or a set that
+        // lives and dies with this MCP session, so no client can read or stop another's.
+        const monitor = new MonitorStore(cursors === 'durable' ? store : new MemoryStateStore(), {
+          account,
+          session: config.sessionId,
+        });
+        const watcher = new MonitorWatcher({ client, monitor, selfUserId: facts.identity.user_id, logger });
+        const monitoring = monitorCatalog(services, monitor, watcher);
+        let closed: Promise<void> | undefined;
+        const opened: AgentSessionServices = {
+          tools: selectTools([...monitoring.tools, ...catalog.tools], selection),
           prompts: servesSession ? catalog.prompts : [],
-          close: () => agent.close(),
+          resources: monitoring.resources,
+          resourceTemplates: monitoring.resourceTemplates,
+          resourceChanges: monitoring.changes,
+          close() {
+            closed ??= (async () => {
+              sessions.delete(opened);
+              await Promise.allSettled([watcher.close(), agent.close()]);
+            })();
+            return closed;
+          },
         };
+        sessions.add(opened);
+        return opened;
       },
       async close() {
-        await watcher.close();
+        await Promise.all([...sessions].map((session) => session.close()));
         await client.close();
       },
     };

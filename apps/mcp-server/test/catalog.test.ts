@@ -61,7 +61,7 @@ async function services(extra: Record<string, string> = {}): Promise<Services> {
 }
 
 function serverFor(built: Services) {
-  const agent = built.openSession({ launched: false });
+  const agent = built.openSession({ launched: false, cursors: 'durable' });
   closers.push(() => agent.close());
   return createMcpServer({
     name: 'zulip-mcp',

@@ -7,7 +7,7 @@ const home = { HOME: '/home/agent' };
 /** The problems a bad configuration reports, one line per setting. */
 function problems(env: Record<string, string>, argv: string[] = []): string[] {
   try {
-    parseConfig({ ...home, ...env }, argv);
+    parseConfig({ ...home, ...env }, argv, { exists: () => false });
   } catch (err) {
     expect(err).toBeInstanceOf(McpServerError);
     expect(err).toMatchObject({ code: 'MCP_CONFIG_INVALID' });
@@ -17,7 +17,7 @@ function problems(env: Record<string, string>, argv: string[] = []): string[] {
 }
 
 function parse(env: Record<string, string>, argv: string[] = []): Config {
-  return parseConfig({ ...home, ...env }, argv);
+  return parseConfig({ ...home, ...env }, argv, { exists: () => false });
 }
 
 describe('parseConfig', () => {
@@ -35,6 +35,7 @@ describe('parseConfig', () => {
         allowInsecureHttp: false,
       },
       stateDir: '/home/agent/.zmcp/state',
+      stateDirSource: 'default',
       sessionId: 'default',
       timestampStyle: 'iso',
       readOnly: false,
@@ -64,7 +65,7 @@ describe('parseConfig', () => {
     const config = parse({
       ZULIP_REALM: 'https://chat.example.com',
       ZULIP_EMAIL: 'bot@example.com',
-      ZULIP_API_KEY: 'abcdefABCDEF0123456789',
+      ZULIP_API_KEY: 'abcdefABCDEF0123456789ghijklmnop',
       ZULIP_RC_PATH: '~/zuliprc',
       ZULIP_ALLOW_INSECURE_HTTP: 'yes',
       ZULIP_STATE_DIR: '/srv/state',
@@ -93,7 +94,7 @@ describe('parseConfig', () => {
       zulip: {
         site: 'https://chat.example.com',
         email: 'bot@example.com',
-        apiKey: 'abcdefABCDEF0123456789',
+        apiKey: 'abcdefABCDEF0123456789ghijklmnop',
         rcPath: '/home/agent/zuliprc',
         allowInsecureHttp: true,
       },
@@ -156,6 +157,46 @@ describe('parseConfig', () => {
     ]);
   });
 
+  it('compares ZULIP_REALM and ZULIP_SITE as core normalizes them', () => {
+    expect(parse({ ZULIP_REALM: 'https://a.example/', ZULIP_SITE: 'https://a.example' }).zulip.site).toBe(
+      'https://a.example/',
+    );
+    expect(
+      parse({ ZULIP_REALM: 'https://a.example/api/v1', ZULIP_SITE: 'https://A.example' }).transport,
+    ).toBe('stdio');
+  });
+
+  it('refuses plain http beyond loopback unless allowed, like the client would', () => {
+    expect(problems({ ZULIP_REALM: 'http://chat.example.com' })).toEqual([
+      expect.stringMatching(/^ZULIP_REALM: is plain http .*ZULIP_ALLOW_INSECURE_HTTP/),
+    ]);
+    expect(parse({ ZULIP_REALM: 'http://127.0.0.1:9991' }).zulip.site).toBe('http://127.0.0.1:9991');
+    expect(
+      parse({ ZULIP_REALM: 'http://chat.example.com', ZULIP_ALLOW_INSECURE_HTTP: '1' }).zulip
+        .allowInsecureHttp,
+    ).toBe(true);
+  });
+
+  it('refuses an API key that is not Zulip-shaped, such as a one-letter test key', () => {
+    for (const key of ['e', 'x'.repeat(31), `${'x'.repeat(32)}!`]) {
+      expect(problems({ ZULIP_API_KEY: key })).toEqual([
+        'ZULIP_API_KEY: expected a Zulip API key: 32 letters and digits',
+      ]);
+    }
+  });
+
+  it('never echoes a secret from another variable or a URL', () => {
+    const apiKey = 'Zk3yZk3yZk3yZk3yZk3yZk3yZk3yZk3y';
+    const found = problems({
+      ZULIP_API_KEY: apiKey,
+      ZULIP_EMAIL: apiKey,
+      ZULIP_REALM: 'https://bot:hunter2@chat.example.com',
+    });
+    expect(found.join('\n')).not.toContain(apiKey);
+    expect(found.join('\n')).not.toContain('hunter2');
+    expect(found).toContainEqual(expect.stringMatching(/^ZULIP_EMAIL: .*\(got "\[REDACTED\]"\)$/));
+  });
+
   it('treats empty variables as unset', () => {
     const config = parse({ ZULIP_API_KEY: '', ZMCP_HTTP_PORT: '  ', ZULIP_READ_ONLY: '' });
     expect(config.zulip.apiKey).toBeUndefined();
@@ -179,16 +220,23 @@ describe('parseConfig', () => {
     [
       'ZULIP_PAGE_BUDGET_BYTES',
       '100',
-      /^ZULIP_PAGE_BUDGET_BYTES: expected a whole number from 1024 to 1048576/,
+      /^ZULIP_PAGE_BUDGET_BYTES: expected a number of bytes .*from 1KiB to 1MiB/,
     ],
     ['ZULIP_REQUEST_TIMEOUT_MS', '1e3', /^ZULIP_REQUEST_TIMEOUT_MS: expected a whole number/],
     ['ZULIP_TOOL_DEADLINE_MS', '0', /^ZULIP_TOOL_DEADLINE_MS: expected a whole number from 100/],
-    ['ZULIP_UPLOAD_MAX_BYTES', 'lots', /^ZULIP_UPLOAD_MAX_BYTES: expected a whole number/],
+    [
+      'ZULIP_UPLOAD_MAX_BYTES',
+      'lots',
+      /^ZULIP_UPLOAD_MAX_BYTES: expected a number of bytes such as 26214400 or 25MiB/,
+    ],
+    ['ZULIP_UPLOAD_MAX_BYTES', '25MB', /^ZULIP_UPLOAD_MAX_BYTES: expected a number of bytes/],
+    ['ZULIP_SESSION_ID', '.x', /^ZULIP_SESSION_ID: expected 1 to 128 characters.*starts with a dot/],
+    ['ZULIP_SESSION_ID', 'a.delivery', /^ZULIP_SESSION_ID: expected .*reserved suffix/],
     ['ZULIP_MAX_MESSAGE_LENGTH', '0', /^ZULIP_MAX_MESSAGE_LENGTH: expected a whole number from 1/],
     ['ZMCP_HTTP_MAX_SESSIONS', '0', /^ZMCP_HTTP_MAX_SESSIONS: expected a whole number from 1/],
     ['ZMCP_HTTP_SESSION_IDLE_MS', '10', /^ZMCP_HTTP_SESSION_IDLE_MS: expected a whole number from 1000/],
     ['AGENT_TIMEZONE', 'Mars/Olympus', /^AGENT_TIMEZONE: expected an IANA time zone/],
-    ['AGENT_TIMESTAMP_STYLE', 'full', /^AGENT_TIMESTAMP_STYLE: expected one of iso, short, none/],
+    ['AGENT_TIMESTAMP_STYLE', 'long', /^AGENT_TIMESTAMP_STYLE: expected one of iso, short, none/],
     ['ZMCP_LOG_LEVEL', 'loud', /^ZMCP_LOG_LEVEL: expected one of debug, info, warn, error, silent/],
     ['ZULIP_SESSION_ID', '../etc', /^ZULIP_SESSION_ID: expected 1 to 128 characters/],
     ['ZULIP_SESSION_ID', 'x'.repeat(129), /^ZULIP_SESSION_ID: expected 1 to 128 characters/],
@@ -230,7 +278,7 @@ describe('parseConfig', () => {
     const found = problems({ ZULIP_API_KEY: apiKey, ZMCP_HTTP_TOKEN: token, ZULIP_READ_ONLY: 'bad' });
     expect(found).toHaveLength(3);
     expect(found).toContainEqual(
-      expect.stringMatching(/^ZULIP_API_KEY: expected an API key without spaces$/),
+      expect.stringMatching(/^ZULIP_API_KEY: expected a Zulip API key: 32 letters and digits$/),
     );
     expect(found).toContainEqual(expect.stringMatching(/^ZMCP_HTTP_TOKEN: expected at least 16 printable/));
     let message = '';
@@ -267,6 +315,12 @@ describe('parseConfig', () => {
 
   it('opens every private stream with __ALL__', () => {
     expect(parse({ ZULIP_PRIVATE_STREAMS: '__ALL__' }).privateStreams).toBe('__ALL__');
+  });
+
+  it('reads sizes in the uploads grammar, emoji names by core’s rule', () => {
+    expect(parse({ ZULIP_UPLOAD_MAX_BYTES: '25MiB' }).uploadMaxBytes).toBe(25 * 1024 * 1024);
+    expect(parse({ ZULIP_PAGE_BUDGET_BYTES: '32KiB' }).pageBudgetBytes).toBe(32_768);
+    expect(parse({ ZULIP_DISMISS_EMOJI: ':Stop:' }).session.dismissEmoji).toBe('stop');
   });
 
   it('keeps the time zone as written', () => {
@@ -312,11 +366,77 @@ describe('parseConfig', () => {
     expect(problems({ SESSION_STREAM: 'general' })).toEqual([
       'SESSION_TOPIC: SESSION_STREAM and SESSION_TOPIC are set together, or neither',
     ]);
-    expect(problems({ ZULIP_DISMISS_EMOJI: ':stop:' })[0]).toMatch(
+    expect(problems({ ZULIP_DISMISS_EMOJI: 'st op' })[0]).toMatch(
       /^ZULIP_DISMISS_EMOJI: expected an emoji name/,
     );
+    expect(problems({ ZULIP_LISTEN_EMOJI: '👂' })[0]).toMatch(/^ZULIP_LISTEN_EMOJI: expected an emoji name/);
     expect(problems({ TRIGGER_MESSAGE_ID: 'latest' })[0]).toMatch(
       /^TRIGGER_MESSAGE_ID: expected a whole number/,
     );
+  });
+
+  describe('names of earlier servers', () => {
+    it('reads ZULIPMCP_READ_ONLY as ZULIP_READ_ONLY, strictly', () => {
+      expect(parse({ ZULIPMCP_READ_ONLY: '1' }).readOnly).toBe(true);
+      expect(parse({ ZULIPMCP_READ_ONLY: '0' }).readOnly).toBe(false);
+      expect(problems({ ZULIPMCP_READ_ONLY: 'maybe' })).toEqual([
+        expect.stringMatching(/^ZULIPMCP_READ_ONLY: expected one of 1\/0, true\/false.* \(got "maybe"\)$/),
+      ]);
+    });
+
+    it('reads the allowlists and the markdown switch of zulipmcp', () => {
+      const config = parse({
+        BOT_ALLOWED_PRIVATE_STREAMS: 'ops,leads',
+        BOT_ALLOWED_WRITE_STREAMS: 'bots',
+        ZULIPMCP_MARKDOWN_AUTOFIX: '0',
+      });
+      expect(config.privateStreams).toEqual(['ops', 'leads']);
+      expect(config.writeStreams).toEqual(['bots']);
+      expect(config.markdownAutofix).toBe(false);
+      expect(parse({ BOT_ALLOWED_PRIVATE_STREAMS: '__ALL__' }).privateStreams).toBe('__ALL__');
+    });
+
+    it('accepts both names when they mean the same, and refuses a conflict naming both', () => {
+      expect(parse({ ZULIPMCP_READ_ONLY: '1', ZULIP_READ_ONLY: 'true' }).readOnly).toBe(true);
+      expect(problems({ ZULIPMCP_READ_ONLY: '1', ZULIP_READ_ONLY: 'false' })).toEqual([
+        expect.stringMatching(
+          /^ZULIPMCP_READ_ONLY: conflicts with ZULIP_READ_ONLY.*set only ZULIP_READ_ONLY$/,
+        ),
+      ]);
+      expect(problems({ BOT_ALLOWED_WRITE_STREAMS: 'a', ZULIP_WRITE_STREAMS: 'a,b' })).toEqual([
+        expect.stringMatching(/^BOT_ALLOWED_WRITE_STREAMS: conflicts with ZULIP_WRITE_STREAMS/),
+      ]);
+      // A flag still wins over both.
+      expect(parse({ ZULIPMCP_READ_ONLY: '0' }, ['--read-only']).readOnly).toBe(true);
+    });
+
+    it('refuses ZULIP_SUBSCRIBE, saying what to use instead', () => {
+      expect(problems({ ZULIP_SUBSCRIBE: 'general' })).toEqual([
+        expect.stringMatching(/^ZULIP_SUBSCRIBE: not supported .*subscribe tool.*start_monitoring/),
+      ]);
+    });
+
+    it('reads AGENT_TIMESTAMP_STYLE=full as iso', () => {
+      expect(parse({ AGENT_TIMESTAMP_STYLE: 'full' }).timestampStyle).toBe('iso');
+      expect(parse({ AGENT_TIMESTAMP_STYLE: 'FULL' }).timestampStyle).toBe('iso');
+    });
+
+    it('keeps using the earlier default state directory when only it exists', () => {
+      const earlier = '/home/agent/.zulip_mcp_state';
+      const current = '/home/agent/.zmcp/state';
+      const only = (...paths: string[]) => ({ exists: (p: string) => paths.includes(p) });
+      expect(parseConfig(home, [], only(earlier))).toMatchObject({
+        stateDir: earlier,
+        stateDirSource: 'earlier default',
+      });
+      expect(parseConfig(home, [], only(earlier, current))).toMatchObject({
+        stateDir: current,
+        stateDirSource: 'default',
+      });
+      expect(parseConfig({ ...home, ZULIP_STATE_DIR: '/srv/s' }, [], only(earlier))).toMatchObject({
+        stateDir: '/srv/s',
+        stateDirSource: 'setting',
+      });
+    });
   });
 });

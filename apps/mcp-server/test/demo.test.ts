@@ -1,4 +1,6 @@
 import { PassThrough } from 'node:stream';
+import { credentialProblem } from '@zmcp/core';
+import { startZulipSim } from '@zmcp/zulip-sim';
 import { describe, expect, it } from 'vitest';
 import { startDemoRealm } from '../src/demo.js';
 import { main } from '../src/index.js';
@@ -16,6 +18,8 @@ describe('--demo', () => {
       });
       expect(response.status).toBe(200);
       expect(await response.json()).toMatchObject({ result: 'success', is_bot: true });
+      // Issued the way Zulip issues keys, so the server's own key check lets it through.
+      expect(credentialProblem('apiKey', demo.apiKey)).toBeUndefined();
     } finally {
       await demo.close();
     }
@@ -45,5 +49,19 @@ describe('--demo', () => {
     expect(await run).toBe(0);
     // The realm is gone with the server.
     await expect(fetch(`${site}/api/v1/server_settings`)).rejects.toThrow();
+  });
+
+  it('every key the simulator issues is Zulip-shaped', async () => {
+    const ids: number[] = [];
+    const sim = await startZulipSim({
+      seed(realm) {
+        for (let i = 0; i < 20; i++) ids.push(realm.addUser({ fullName: `User ${i}` }).userId);
+      },
+    });
+    try {
+      for (const id of ids) expect(credentialProblem('apiKey', sim.credentials(id).apiKey)).toBeUndefined();
+    } finally {
+      await sim.close();
+    }
   });
 });

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { configMarkdownTable } from '../src/config.js';
-import { configSettings, configVariableNames, helpText } from '../src/index.js';
+import { configSettings, configVariableNames, helpText, legacySettings } from '../src/index.js';
 
 const appDir = join(import.meta.dirname, '..');
 const variablePattern = /\b(?:ZULIP|ZMCP|AGENT|SESSION)_[A-Z0-9_]+\b|\bTRIGGER_MESSAGE_ID\b/g;
@@ -82,5 +82,17 @@ describe('configuration documentation', () => {
     // Regenerate with: pnpm --filter @zmcp/mcp-server docs:settings
     expect(table).toBe(configMarkdownTable());
     expect(namesIn(table)).toEqual(schemaNames);
+  });
+
+  it('the README names every variable of earlier servers and what happens to it', () => {
+    const readme = readFileSync(join(appDir, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('### Names from earlier servers'));
+    for (const legacy of legacySettings()) {
+      expect(section).toMatch(
+        new RegExp(
+          `\\| \`${legacy.name}\` \\|[^\\n]*\\|[^\\n]*${legacy.handling === 'alias' ? legacy.replacement : 'refused'}`,
+        ),
+      );
+    }
   });
 });

@@ -2,7 +2,9 @@ import { request as httpRequest } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+import { bindTool, defineTool } from '@zmcp/tools';
 import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import {
   createLogger,
   createMcpServer,
@@ -143,6 +145,20 @@ describe('Streamable HTTP transport', () => {
     expect((await b.client.listTools()).tools.map((t) => t.name)).toEqual(['echo']);
   });
 
+  it('never logs a session id: it is a bearer handle', async () => {
+    const { server, logs, nextClose } = await start();
+    const { client, transport } = await connectClient(server.url);
+    const id = transport.sessionId as string;
+    expect(id).toBeTruthy();
+    await client.callTool({ name: 'echo', arguments: { text: 'hi' } });
+    await transport.terminateSession();
+    await nextClose();
+    const text = logs.join('');
+    expect(text).toContain('session opened session=1 ');
+    expect(text).toContain('session closed session=1 ');
+    expect(text).not.toContain(id);
+  });
+
   it('refuses a browser origin that is not allowed, and accepts loopback origins', async () => {
     const { server, logs } = await start();
     const refused = await raw(
@@ -201,6 +217,26 @@ describe('Streamable HTTP transport', () => {
     expect(named.status).toBe(200);
   });
 
+  it('judges Host and Origin by core’s one loopback rule', async () => {
+    const { server } = await start();
+    const accepted = [`app.localhost:${server.port}`, `[::1]:${server.port}`, `127.0.0.2:${server.port}`];
+    for (const host of accepted) {
+      const res = await raw(server.url, 'POST', { ...postHeaders, host }, initializeBody);
+      expect([host, res.status]).toEqual([host, 200]);
+    }
+    for (const host of [`evil.example@localhost:${server.port}`, `localhost.evil.example:${server.port}`]) {
+      const res = await raw(server.url, 'POST', { ...postHeaders, host }, initializeBody);
+      expect([host, res.status]).toEqual([host, 403]);
+    }
+    const origin = await raw(
+      server.url,
+      'POST',
+      { ...postHeaders, origin: 'http://app.localhost:6274' },
+      initializeBody,
+    );
+    expect(origin.status).toBe(200);
+  });
+
   it('requires the bearer token when one is configured', async () => {
     const { server, logs } = await start({ token });
     const missing = await raw(server.url, 'POST', postHeaders, initializeBody);
@@ -232,23 +268,85 @@ describe('Streamable HTTP transport', () => {
     await expect(attempt).rejects.toMatchObject({ code: 'MCP_HTTP_TOKEN_REQUIRED' });
   });
 
-  it('refuses a session beyond the bound with 503 and a JSON-RPC error, until one ends', async () => {
+  it('makes room for a new session by reclaiming the least recently used idle one', async () => {
     const started = await start({ maxSessions: 2 });
     const { server } = started;
     const first = await connectClient(server.url);
-    await connectClient(server.url);
+    const second = await connectClient(server.url);
+    const secondId = second.transport.sessionId;
+    // The first is used again, so the second is now the least recently used.
+    await first.client.callTool({ name: 'echo', arguments: { text: 'still here' } });
+
+    const closed = started.nextClose();
+    const third = await connectClient(server.url);
+    expect(third.transport.sessionId).toBeTruthy();
+    expect(await closed).toEqual({ id: secondId, reason: 'reclaimed' });
+    expect(server.sessionCount()).toBe(2);
+    expect(started.logs.join('')).toMatch(/session closed session=2 reason=reclaimed/);
+    // The reclaimed client hears 404, which tells an MCP client to start a new session.
+    await expect(second.client.callTool({ name: 'echo', arguments: { text: 'x' } })).rejects.toThrow(
+      /404|not found/i,
+    );
+    const again = await first.client.callTool({ name: 'echo', arguments: { text: 'ok' } });
+    expect(again.structuredContent).toEqual({ text: 'ok', echoed: 'ok' });
+  });
+
+  it('refuses a new session only when every session has a request in flight, with a true Retry-After', async () => {
+    let running = 0;
+    const enough = barrier();
+    const gate = barrier();
+    const hold = defineTool({
+      name: 'hold',
+      title: 'Hold',
+      description: 'Waits at a gate.',
+      inputSchema: z.object({}),
+      outputSchema: z.object({}),
+      annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+      toolset: 'read',
+      write: false,
+      async handler(_services: null) {
+        if (++running === 2) enough.resolve();
+        await gate.promise;
+        return { text: 'released', data: {} };
+      },
+    });
+    const started = await start({
+      maxSessions: 2,
+      requestTimeoutMs: 30_000,
+      createServer: () =>
+        createMcpServer({
+          name: 'http-test',
+          version: '0',
+          tools: [bindTool(hold, null)],
+          deadlineMs: 30_000,
+        }),
+    });
+    const { server } = started;
+    const a = await connectClient(server.url);
+    const b = await connectClient(server.url);
+    const calls = [a, b].map((c) => c.client.callTool({ name: 'hold', arguments: {} }));
+    await enough.promise;
 
     const refused = await raw(server.url, 'POST', postHeaders, initializeBody);
     expect(refused.status).toBe(503);
-    expect(JSON.parse(refused.body)).toMatchObject({ jsonrpc: '2.0', error: { code: -32000 }, id: null });
-    await expect(connectClient(server.url)).rejects.toThrow();
+    const retryAfter = Number(refused.headers['retry-after']);
+    // The held calls reach their 30 s deadline within 30 s: that is when a session is reclaimable.
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(30);
+    expect(JSON.parse(refused.body)).toMatchObject({
+      jsonrpc: '2.0',
+      error: { code: -32000, message: expect.stringContaining(`retry in ${retryAfter} s`) },
+      id: null,
+    });
     expect(server.sessionCount()).toBe(2);
 
-    const ended = started.nextClose();
-    await first.transport.terminateSession();
-    expect(await ended).toEqual({ id: first.transport.sessionId ?? expect.any(String), reason: 'deleted' });
-    const third = await connectClient(server.url);
-    expect(third.transport.sessionId).toBeTruthy();
+    gate.resolve();
+    await Promise.all(calls);
+    // Both idle now: the next client takes the place of the least recently used.
+    const closed = started.nextClose();
+    const c = await connectClient(server.url);
+    expect(c.transport.sessionId).toBeTruthy();
+    expect((await closed).reason).toBe('reclaimed');
   });
 
   it('ends a session on DELETE; its id is then unknown', async () => {
@@ -332,7 +430,9 @@ describe('Streamable HTTP transport', () => {
     const big = { ...initializeBody, params: { ...initializeBody.params, padding: 'x'.repeat(1024) } };
     const refused = await raw(server.url, 'POST', postHeaders, big);
     expect(refused.status).toBe(413);
-    expect(JSON.parse(refused.body)).toMatchObject({ error: { code: -32000 } });
+    expect(JSON.parse(refused.body)).toMatchObject({
+      error: { code: -32600, message: expect.stringMatching(/^Request too large: over the 256-byte/) },
+    });
     expect(server.sessionCount()).toBe(0);
   });
 

@@ -74,13 +74,21 @@ async function services(env: Record<string, string> = {}): Promise<Services> {
 
 /** A client session, with the resource-updated notifications it receives. */
 async function connect(built: Services, extra: { prompts?: PromptDefinition[]; readOnly?: boolean } = {}) {
+  // Like a stdio session: the durable cursors of ZULIP_SESSION_ID.
+  const agent = built.openSession({ launched: false, cursors: 'durable' });
+  closers.push(() => agent.close());
   const server = createMcpServer({
     name: 'zulip-mcp-test',
     version: '0.0.0',
-    tools: built.tools,
-    resources: built.resources,
-    resourceTemplates: built.resourceTemplates,
-    resourceChanges: built.resourceChanges,
+    tools: [
+      ...built.tools,
+      ...agent.tools.filter(
+        (t) => !['set_context', 'reply', 'listen', 'end_session'].includes(t.definition.name),
+      ),
+    ],
+    resources: agent.resources,
+    resourceTemplates: agent.resourceTemplates,
+    resourceChanges: agent.resourceChanges,
     prompts: extra.prompts,
     deadlineMs: 10_000,
   });
@@ -230,17 +238,24 @@ describe('resources', () => {
     const b = await connect(built);
     await a.client.subscribeResource({ uri: STATUS });
     await untilLive(a);
+    // Each session holds an event queue of its own while it has a subscription.
     await b.client.subscribeResource({ uri: GENERAL });
+    await b.client.subscribeResource({ uri: STATUS });
+    await untilLive(b);
+    await b.client.unsubscribeResource({ uri: STATUS });
+    expect(sim.queues(bot.userId)).toHaveLength(2);
     await a.client.subscribeResource({ uri: SUMMARY });
+    const seenByB = b.updates.length;
     const both = Promise.all([a.nextUpdate(SUMMARY), b.nextUpdate(GENERAL)]);
     post('general', 'for both');
     await both;
     expect(a.updates).not.toContain(GENERAL);
-    expect(b.updates).toEqual([GENERAL]);
+    expect(b.updates.slice(seenByB)).toEqual([GENERAL]);
 
+    let deletes = 0;
     const deleted = new Promise<void>((resolve) => {
       const off = sim.onRequest((r) => {
-        if (r.method === 'DELETE' && r.path.endsWith('/events')) {
+        if (r.method === 'DELETE' && r.path.endsWith('/events') && ++deletes === 2) {
           off();
           resolve();
         }

@@ -68,7 +68,11 @@ describe('tools/list', () => {
         properties: { text: { type: 'string', description: 'What to echo.' } },
         required: ['text'],
       },
-      outputSchema: { $id: 'urn:zmcp:tool-result:1', type: 'object', properties: { text: { type: 'string' } } },
+      outputSchema: {
+        $id: 'urn:zmcp:tool-result:1',
+        type: 'object',
+        properties: { text: { type: 'string' } },
+      },
     });
     const posting = tools.find((t) => t.name === 'post_message');
     expect(posting?.annotations).toMatchObject({ readOnlyHint: false, openWorldHint: true });

@@ -59,12 +59,40 @@ describe('loadCredentials from the environment', () => {
     expect(creds.site).toBe('https://acme.example');
   });
 
-  it('names every missing variable', async () => {
-    const err = await failure(loadCredentials({ env: { ZULIP_EMAIL: 'bot@acme.example' }, homedir: dir }));
+  it('names the missing variables when no zuliprc supplies them', async () => {
+    const err = await failure(
+      loadCredentials({ env: { ZULIP_REALM: 'https://acme.example' }, homedir: dir }),
+    );
     expect(err.code).toBe('CORE_CONFIG_INVALID');
-    expect(err.message).toContain('ZULIP_REALM (or ZULIP_SITE)');
-    expect(err.message).toContain('ZULIP_API_KEY');
-    expect(err.message).not.toContain('ZULIP_EMAIL,');
+    expect(err.message).toContain('ZULIP_EMAIL, ZULIP_API_KEY not set, and no zuliprc supplies them');
+    expect(err.message).not.toContain('ZULIP_REALM (or');
+  });
+
+  it('refuses an email without its key, and a key without its email', async () => {
+    await writeFile(join(dir, '.zuliprc'), RC);
+    for (const env of [{ ZULIP_EMAIL: 'bot@acme.example' }, { ZULIP_API_KEY: KEY }]) {
+      const err = await failure(loadCredentials({ env, homedir: dir }));
+      expect(err.code).toBe('CORE_CONFIG_INVALID');
+      expect(err.message).toMatch(/name one account/);
+      expect(err.message).not.toContain(KEY);
+    }
+  });
+
+  it('refuses API keys that are not Zulip-shaped, without quoting them', async () => {
+    for (const apiKey of ['x', KEY.slice(1), `${KEY}0`, `${KEY.slice(1)}-`]) {
+      const err = await failure(
+        loadCredentials({
+          env: {
+            ZULIP_REALM: 'https://acme.example',
+            ZULIP_EMAIL: 'bot@acme.example',
+            ZULIP_API_KEY: apiKey,
+          },
+          homedir: dir,
+        }),
+      );
+      expect(err).toMatchObject({ code: 'CORE_CONFIG_INVALID', details: { variable: 'ZULIP_API_KEY' } });
+      expect(err.message).toBe('ZULIP_API_KEY is not a Zulip API key (32 letters and digits)');
+    }
   });
 
   it('names a malformed variable without quoting the key', async () => {
@@ -90,24 +118,83 @@ describe('loadCredentials from the environment', () => {
     expect(site.message).toContain('ZULIP_REALM');
   });
 
-  it('refuses ZULIP_REALM and ZULIP_SITE that disagree, and env beside ZULIP_RC_PATH', async () => {
+  it('refuses ZULIP_REALM and ZULIP_SITE that disagree, but not over a trailing slash', async () => {
+    const env = { ZULIP_EMAIL: 'x@y', ZULIP_API_KEY: KEY };
     const both = await failure(
       loadCredentials({
-        env: {
-          ZULIP_REALM: 'https://a.example',
-          ZULIP_SITE: 'https://b.example',
-          ZULIP_EMAIL: 'x@y',
-          ZULIP_API_KEY: KEY,
-        },
+        env: { ...env, ZULIP_REALM: 'https://a.example', ZULIP_SITE: 'https://b.example' },
         homedir: dir,
       }),
     );
     expect(both.message).toContain('disagree');
-    const mixed = await failure(
-      loadCredentials({ env: { ZULIP_API_KEY: KEY, ZULIP_RC_PATH: join(dir, 'rc') }, homedir: dir }),
+    const same = await loadCredentials({
+      env: { ...env, ZULIP_REALM: 'https://a.example/', ZULIP_SITE: 'https://a.example' },
+      homedir: dir,
+    });
+    expect(same.site).toBe('https://a.example/');
+  });
+});
+
+describe('loadCredentials from variables and a zuliprc together', () => {
+  it('takes each field from its variable when set, the rest from the zuliprc', async () => {
+    const path = join(dir, 'bot.zuliprc');
+    await writeFile(path, RC);
+    const creds = await loadCredentials({
+      env: { ZULIP_RC_PATH: path, ZULIP_REALM: 'https://internal.acme.example' },
+      homedir: dir,
+    });
+    expect(creds).toEqual({
+      site: 'https://internal.acme.example',
+      email: 'helper-bot@acme.example',
+      apiKey: KEY,
+      source: { kind: 'env+zuliprc', path, fromZuliprc: ['email', 'apiKey'] },
+    });
+    const other = 'Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z';
+    const account = await loadCredentials({
+      env: { ZULIP_RC_PATH: path, ZULIP_EMAIL: 'other-bot@acme.example', ZULIP_API_KEY: other },
+      homedir: dir,
+    });
+    expect(account).toMatchObject({
+      site: 'https://acme.example',
+      email: 'other-bot@acme.example',
+      apiKey: other,
+      source: { kind: 'env+zuliprc', path, fromZuliprc: ['site'] },
+    });
+  });
+
+  it('fills in from ~/.zuliprc only when a variable is missing', async () => {
+    await writeFile(join(dir, '.zuliprc'), RC);
+    const creds = await loadCredentials({ env: { ZULIP_SITE: 'https://chat.acme.example' }, homedir: dir });
+    expect(creds.source).toEqual({
+      kind: 'env+zuliprc',
+      path: join(dir, '.zuliprc'),
+      fromZuliprc: ['email', 'apiKey'],
+    });
+    await writeFile(join(dir, '.zuliprc'), 'not a zuliprc');
+    const env = await loadCredentials({
+      env: { ZULIP_REALM: 'https://acme.example', ZULIP_EMAIL: 'bot@acme.example', ZULIP_API_KEY: KEY },
+      homedir: dir,
+    });
+    expect(env.source).toEqual({ kind: 'env' });
+  });
+
+  it('always reads a zuliprc named by a variable, even when the variables supply everything', async () => {
+    const env = { ZULIP_REALM: 'https://acme.example', ZULIP_EMAIL: 'bot@acme.example', ZULIP_API_KEY: KEY };
+    const missing = await failure(
+      loadCredentials({ env: { ...env, ZULIP_RC_PATH: join(dir, 'missing') }, homedir: dir }),
     );
-    expect(mixed.code).toBe('CORE_CONFIG_INVALID');
-    expect(mixed.message).toContain('ZULIP_RC_PATH');
+    expect(missing).toMatchObject({ code: 'CORE_CONFIG_INVALID', details: { variable: 'ZULIP_RC_PATH' } });
+    await writeFile(join(dir, 'rc'), RC);
+    const creds = await loadCredentials({ env: { ...env, ZULIP_RC_PATH: join(dir, 'rc') }, homedir: dir });
+    expect(creds).toMatchObject({ email: 'bot@acme.example', source: { kind: 'env' } });
+  });
+
+  it('prints without the key whichever source supplied it', async () => {
+    const { inspect } = await import('node:util');
+    await writeFile(join(dir, '.zuliprc'), RC);
+    const creds = await loadCredentials({ env: { ZULIP_SITE: 'https://chat.acme.example' }, homedir: dir });
+    expect(JSON.stringify(creds)).not.toContain(KEY);
+    expect(inspect(creds)).not.toContain(KEY);
   });
 });
 
@@ -172,7 +259,12 @@ describe('parseZuliprc', () => {
     ['no [api] section', '[other]\nemail=a@b\n', 'no [api] section'],
     ['a missing key', '[api]\nemail=a@b\nsite=https://acme.example\n', "key 'key' is missing"],
     ['an empty site', `[api]\nemail=a@b\nkey=${KEY}\nsite=\n`, "key 'site' is missing"],
-    ['a malformed site', `[api]\nemail=a@b\nkey=${KEY}\nsite=acme.example\n`, "key 'site' is not a URL"],
+    [
+      'a malformed site',
+      `[api]\nemail=a@b\nkey=${KEY}\nsite=acme.example\n`,
+      "key 'site' is not an http(s) URL",
+    ],
+    ['a short key', `[api]\nemail=a@b\nkey=x\nsite=https://a.example\n`, "key 'key' is not a Zulip API key"],
     [
       'a malformed email',
       `[api]\nemail=nobody\nkey=${KEY}\nsite=https://a.example\n`,
@@ -181,7 +273,7 @@ describe('parseZuliprc', () => {
     [
       'a key with spaces',
       `[api]\nemail=a@b\nkey=${KEY} ${KEY}\nsite=https://a.example\n`,
-      "key 'key' is malformed",
+      "key 'key' is not a Zulip API key",
     ],
     ['a line without =', `[api]\nemail=a@b\n${KEY}\n`, 'line 3 is not'],
     ['a key before any section', `key=${KEY}\n[api]\n`, 'line 1 is not'],

@@ -1,10 +1,20 @@
 import { readFile as fsReadFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { inspect } from 'node:util';
+import { parseSite } from './client/site.js';
 import { ZmcpError } from './errors.js';
 
-/** Where a set of credentials came from. */
-export type CredentialSource = { kind: 'env' } | { kind: 'zuliprc'; path: string };
+/** The three fields of a set of credentials. */
+export type CredentialField = 'site' | 'email' | 'apiKey';
+
+/**
+ * Where a set of credentials came from: all from the environment, all from a zuliprc, or the
+ * variables that were set plus a zuliprc for the rest (`fromZuliprc` names what it supplied).
+ */
+export type CredentialSource =
+  | { kind: 'env' }
+  | { kind: 'zuliprc'; path: string }
+  | { kind: 'env+zuliprc'; path: string; fromZuliprc: readonly CredentialField[] };
 
 /** What a client needs to reach a realm as one account. */
 export interface Credentials {
@@ -36,8 +46,6 @@ export interface LoadCredentialsOptions {
   readFile?: ((path: string) => Promise<string>) | undefined;
 }
 
-const ENV_CREDENTIALS = ['ZULIP_REALM', 'ZULIP_SITE', 'ZULIP_EMAIL', 'ZULIP_API_KEY'] as const;
-
 function configError(message: string, details: Record<string, unknown>, cause?: unknown): ZmcpError {
   return new ZmcpError(
     'CORE_CONFIG_INVALID',
@@ -51,24 +59,30 @@ function set(env: LoadCredentialsOptions['env'], name: string): string | undefin
   return v === undefined || v.trim() === '' ? undefined : v.trim();
 }
 
-// Each check names what is wrong and never repeats the value: it may be the key.
-function checkSite(value: string): string | undefined {
-  try {
-    const url = new URL(value);
-    return url.protocol === 'https:' || url.protocol === 'http:' ? undefined : 'is not an http(s) URL';
-  } catch {
-    return 'is not a URL';
+const API_KEY = /^[A-Za-z0-9]{32}$/;
+const EMAIL = /^[^\s:@]+@[^\s:@]+$/;
+
+/**
+ * The one rule for each credential field: what is wrong with `value`, as a phrase to follow its
+ * name ("ZULIP_API_KEY is not ..."), or `undefined` when it is acceptable. Never repeats the
+ * value. A site must be an http(s) URL `parseSite` accepts (whether plain http is allowed is
+ * the client's decision); an email is `local@domain`; an API key is what Zulip issues, 32 ASCII
+ * letters and digits, so anything else is refused rather than sent (or redacted from logs).
+ */
+export function credentialProblem(field: CredentialField, value: string): string | undefined {
+  switch (field) {
+    case 'site':
+      try {
+        parseSite(value, { allowInsecureHttp: true });
+        return undefined;
+      } catch {
+        return 'is not an http(s) URL of a Zulip server, such as https://chat.example.com';
+      }
+    case 'email':
+      return EMAIL.test(value) ? undefined : 'is not an email address';
+    case 'apiKey':
+      return API_KEY.test(value) ? undefined : 'is not a Zulip API key (32 letters and digits)';
   }
-}
-
-function checkEmail(value: string): string | undefined {
-  return /^[^\s:]+@[^\s:]+$/.test(value) ? undefined : 'is not an email address';
-}
-
-function checkKey(value: string): string | undefined {
-  return /^[^\s:\u0000-\u001f\u007f]{1,256}$/.test(value)
-    ? undefined
-    : 'is malformed (spaces, colons or control characters, or longer than 256)';
 }
 
 /**
@@ -120,112 +134,98 @@ export function parseZuliprc(text: string, path: string): Credentials {
   if (api === undefined) {
     throw configError(`zuliprc ${path}: there is no [api] section`, { path, section: 'api' });
   }
-  const field = (key: 'email' | 'key' | 'site', check: (v: string) => string | undefined): string => {
+  const field = (key: 'email' | 'key' | 'site', check: CredentialField): string => {
     const value = api.get(key);
     if (value === undefined || value === '') {
       throw configError(`zuliprc ${path}: key '${key}' is missing from the [api] section`, { path, key });
     }
-    const problem = check(value);
+    const problem = credentialProblem(check, value);
     if (problem !== undefined) throw configError(`zuliprc ${path}: key '${key}' ${problem}`, { path, key });
     return value;
   };
   return guarded({
-    email: field('email', checkEmail),
-    apiKey: field('key', checkKey),
-    site: field('site', checkSite),
+    email: field('email', 'email'),
+    apiKey: field('key', 'apiKey'),
+    site: field('site', 'site'),
     source: { kind: 'zuliprc', path },
   });
 }
 
+const SITE_VARIABLES = 'ZULIP_REALM (or ZULIP_SITE)';
+
 /**
- * Finds the account's credentials. When any of `ZULIP_REALM`/`ZULIP_SITE`, `ZULIP_EMAIL`,
- * `ZULIP_API_KEY` is set, all come from the environment (`ZULIP_REALM` and `ZULIP_SITE` are
- * synonyms). Otherwise they come from a zuliprc: `ZULIP_RC_PATH`, else `ZULIP_CONFIG`, else
- * `~/.zuliprc`. Setting both the variables and `ZULIP_RC_PATH` is refused as ambiguous.
+ * Finds the account's credentials. Each field comes from its variable when that is set —
+ * `ZULIP_REALM` (or its synonym `ZULIP_SITE`), `ZULIP_EMAIL`, `ZULIP_API_KEY` — and otherwise
+ * from a zuliprc: `ZULIP_RC_PATH`, else `ZULIP_CONFIG`, else `~/.zuliprc`. The variables win.
+ * The email and the key name one account, so they come from the same place: one of them set
+ * without the other is refused. A zuliprc named by a variable is always read and must be
+ * valid; `~/.zuliprc` is read only when a variable is missing.
  *
  * @throws {ZmcpError} `CORE_CONFIG_INVALID` naming the variable, or the file and key, that is
  *   missing or malformed; never quoting a value.
  */
 export async function loadCredentials(options: LoadCredentialsOptions): Promise<Credentials> {
   const { env } = options;
-  const named = ENV_CREDENTIALS.filter((name) => set(env, name) !== undefined);
-  if (named.length > 0) {
-    if (set(env, 'ZULIP_RC_PATH') !== undefined) {
-      throw configError(
-        `Both ZULIP_RC_PATH and ${named.join(', ')} are set; use either the environment or a zuliprc, not both`,
-        { variables: [...named, 'ZULIP_RC_PATH'] },
-      );
-    }
-    const realm = set(env, 'ZULIP_REALM');
-    const siteVar = set(env, 'ZULIP_SITE');
-    if (
-      realm !== undefined &&
-      siteVar !== undefined &&
-      realm.replace(/\/+$/, '') !== siteVar.replace(/\/+$/, '')
-    ) {
-      throw configError('ZULIP_REALM and ZULIP_SITE are both set and disagree; set one', {
-        variables: ['ZULIP_REALM', 'ZULIP_SITE'],
-      });
-    }
-    const site = realm ?? siteVar;
-    const siteName = realm !== undefined ? 'ZULIP_REALM' : 'ZULIP_SITE';
-    const email = set(env, 'ZULIP_EMAIL');
-    const apiKey = set(env, 'ZULIP_API_KEY');
-    const missing = [
-      site === undefined ? 'ZULIP_REALM (or ZULIP_SITE)' : undefined,
-      email === undefined ? 'ZULIP_EMAIL' : undefined,
-      apiKey === undefined ? 'ZULIP_API_KEY' : undefined,
-    ].filter((v): v is string => v !== undefined);
-    if (missing.length > 0) {
-      throw configError(
-        `Zulip credentials from the environment are incomplete: ${missing.join(', ')} not set`,
-        {
-          variables: missing,
-        },
-      );
-    }
-    for (const [name, value, check] of [
-      [siteName, site, checkSite],
-      ['ZULIP_EMAIL', email, checkEmail],
-      ['ZULIP_API_KEY', apiKey, checkKey],
-    ] as const) {
-      const problem = check(value as string);
-      if (problem !== undefined) throw configError(`${name} ${problem}`, { variable: name });
-    }
-    return guarded({
-      site: site as string,
-      email: email as string,
-      apiKey: apiKey as string,
-      source: { kind: 'env' },
+  const realm = set(env, 'ZULIP_REALM');
+  const siteVar = set(env, 'ZULIP_SITE');
+  if (realm !== undefined && siteVar !== undefined && !sameSite(realm, siteVar)) {
+    throw configError('ZULIP_REALM and ZULIP_SITE are both set and disagree; set one', {
+      variables: ['ZULIP_REALM', 'ZULIP_SITE'],
     });
   }
+  const fromEnv = {
+    site: realm ?? siteVar,
+    email: set(env, 'ZULIP_EMAIL'),
+    apiKey: set(env, 'ZULIP_API_KEY'),
+  };
+  if ((fromEnv.email === undefined) !== (fromEnv.apiKey === undefined)) {
+    const [given, missing] =
+      fromEnv.email === undefined ? ['ZULIP_API_KEY', 'ZULIP_EMAIL'] : ['ZULIP_EMAIL', 'ZULIP_API_KEY'];
+    throw configError(
+      `${given} is set but ${missing} is not: an email and its API key name one account, so set both, or neither to take both from a zuliprc`,
+      { variables: [missing] },
+    );
+  }
+  const names: Record<CredentialField, string> = {
+    site: realm !== undefined ? 'ZULIP_REALM' : 'ZULIP_SITE',
+    email: 'ZULIP_EMAIL',
+    apiKey: 'ZULIP_API_KEY',
+  };
+  for (const field of ['site', 'email', 'apiKey'] as const) {
+    const value = fromEnv[field];
+    const problem = value === undefined ? undefined : credentialProblem(field, value);
+    if (problem !== undefined) {
+      throw configError(`${names[field]} ${problem}`, { variable: names[field] });
+    }
+  }
 
-  const read = options.readFile ?? ((path: string) => fsReadFile(path, 'utf8'));
   const explicit =
     set(env, 'ZULIP_RC_PATH') !== undefined
       ? 'ZULIP_RC_PATH'
       : set(env, 'ZULIP_CONFIG') !== undefined
         ? 'ZULIP_CONFIG'
         : undefined;
+  const missing = (['site', 'email', 'apiKey'] as const).filter((field) => fromEnv[field] === undefined);
+  if (explicit === undefined && missing.length === 0) {
+    return guarded({ ...(fromEnv as Omit<Credentials, 'source'>), source: { kind: 'env' } });
+  }
   const path = explicit !== undefined ? (set(env, explicit) as string) : join(options.homedir, '.zuliprc');
+  const read = options.readFile ?? ((file: string) => fsReadFile(file, 'utf8'));
   let text: string;
   try {
     text = await read(path);
   } catch (cause) {
     const code = (cause as { code?: unknown }).code;
     if (code === 'ENOENT' && explicit === undefined) {
+      const variables = missing.map((field) => (field === 'site' ? SITE_VARIABLES : names[field]));
       throw configError(
-        `No Zulip credentials: set ZULIP_REALM, ZULIP_EMAIL and ZULIP_API_KEY, or ZULIP_RC_PATH, or create ${path}`,
+        missing.length === 3
+          ? `No Zulip credentials: set ZULIP_REALM, ZULIP_EMAIL and ZULIP_API_KEY, or ZULIP_RC_PATH, or create ${path}`
+          : `Zulip credentials are incomplete: ${variables.join(', ')} not set, and no zuliprc supplies ${missing.length > 1 ? 'them' : 'it'} (set ZULIP_RC_PATH, or create ${path})`,
         {
           path,
-          looked: [
-            'ZULIP_REALM/ZULIP_SITE',
-            'ZULIP_EMAIL',
-            'ZULIP_API_KEY',
-            'ZULIP_RC_PATH',
-            'ZULIP_CONFIG',
-            path,
-          ],
+          variables,
+          looked: [...variables, 'ZULIP_RC_PATH', 'ZULIP_CONFIG', path],
         },
         cause,
       );
@@ -238,5 +238,23 @@ export async function loadCredentials(options: LoadCredentialsOptions): Promise<
       cause,
     );
   }
-  return parseZuliprc(text, path);
+  const file = parseZuliprc(text, path);
+  if (missing.length === 3) return file;
+  if (missing.length === 0) {
+    return guarded({ ...(fromEnv as Omit<Credentials, 'source'>), source: { kind: 'env' } });
+  }
+  return guarded({
+    site: fromEnv.site ?? file.site,
+    email: fromEnv.email ?? file.email,
+    apiKey: fromEnv.apiKey ?? file.apiKey,
+    source: { kind: 'env+zuliprc', path, fromZuliprc: missing },
+  });
+}
+
+function sameSite(a: string, b: string): boolean {
+  try {
+    return parseSite(a, { allowInsecureHttp: true }).url === parseSite(b, { allowInsecureHttp: true }).url;
+  } catch {
+    return a === b;
+  }
 }

@@ -137,6 +137,7 @@ export {
 export type { Clock } from './client/clock.js';
 export type { Logger } from './client/logger.js';
 export { noopLogger } from './client/logger.js';
+export { isLoopbackHost } from './client/loopback.js';
 export type { UploadBody } from './client/multipart.js';
 export type { RetryPolicy } from './client/retry.js';
 export { defaultRetryPolicy } from './client/retry.js';
@@ -145,8 +146,13 @@ export { parseSite } from './client/site.js';
 export type { CallOptions } from './client/transport.js';
 export type { DownloadedFile, UploadedFile, ZulipClientOptions } from './client/zulip-client.js';
 export { DEFAULT_LONG_POLL_TIMEOUT_MS, ZulipClient } from './client/zulip-client.js';
-export type { CredentialSource, Credentials, LoadCredentialsOptions } from './credentials.js';
-export { loadCredentials, parseZuliprc } from './credentials.js';
+export type {
+  CredentialField,
+  CredentialSource,
+  Credentials,
+  LoadCredentialsOptions,
+} from './credentials.js';
+export { credentialProblem, loadCredentials, parseZuliprc } from './credentials.js';
 export type { EventQueueOptions, QueueGap, QueueItem } from './events/event-queue.js';
 export { EventQueue } from './events/event-queue.js';
 // `NarrowTerm` here is the validated term the builder and pager produce; it is structurally
@@ -166,6 +172,7 @@ export { readMessage, readNarrow } from './read/read-gate.js';
 
 // --- text: markdown, length, escaping, message line, helpers, policy rules ---
 
+export { checkEmojiName, MAX_EMOJI_NAME_LENGTH } from './text/emoji.js';
 export type { NameField } from './text/escape.js';
 export { escapeIndented, escapeMsgName, escapeMsgText, quoteName, readPrintedName } from './text/escape.js';
 export type { MessageLengthOptions, MessageLengthResult } from './text/length.js';

@@ -50,6 +50,20 @@ describe('FileStateStore on disk', () => {
     expect(store.pathOf({ session: 'my-agent', kind: 'filters' })).toBe(join(dir, 'my-agent.filters.json'));
   });
 
+  it('keeps an account’s files in a folder of its own, created 0700', async () => {
+    const store = new FileStateStore({ dir });
+    const account = 'chat.example.com@42';
+    await store.write({ account, session: 'my-agent', kind: 'monitor' }, { n: 1 });
+    expect(await readdir(dir)).toEqual([account]);
+    expect(await readdir(join(dir, account))).toEqual(['my-agent.json']);
+    expect((await stat(join(dir, account))).mode & 0o777).toBe(0o700);
+    expect(store.pathOf({ account, session: 'my-agent', kind: 'monitor' })).toBe(
+      join(dir, account, 'my-agent.json'),
+    );
+    await store.delete({ account, session: 'my-agent', kind: 'monitor' });
+    expect(await readdir(join(dir, account))).toEqual([]);
+  });
+
   it('reads undefined when the directory does not exist yet, without creating it', async () => {
     const store = new FileStateStore({ dir });
     expect(await store.read(key, Schema)).toBeUndefined();

@@ -1,4 +1,4 @@
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import type { ZodType } from 'zod';
 import { removeStaleTempFiles, syncDirectory, writeFileAtomic } from './atomic-write.js';
 import { DeliveryError, errnoCode, ioError } from './errors.js';
@@ -25,8 +25,9 @@ const fileLocks = new KeyedMutex();
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
- * A `StateStore` of JSON files, one per key, in one directory: `<session>.json` (monitor),
- * `<session>.delivery.json`, `<session>.filters.json`. Writes are atomic (temp file, fsync,
+ * A `StateStore` of JSON files, one per key, in one directory: `<account>/<session>.json`
+ * (monitor), `<account>/<session>.delivery.json`, `<account>/<session>.filters.json` (without
+ * the folder for a key with no account). Writes are atomic (temp file, fsync,
  * rename, directory fsync) and files are created with mode 0600.
  */
 export class FileStateStore implements StateStore {
@@ -121,7 +122,7 @@ export class FileStateStore implements StateStore {
         if (errnoCode(err) === 'ENOENT') return;
         throw ioError('delete', file, err);
       }
-      await syncDirectory(this.#fs, this.dir);
+      await syncDirectory(this.#fs, dirname(file));
     });
   }
 
@@ -148,10 +149,12 @@ export class FileStateStore implements StateStore {
 
   async #prepare(file: string): Promise<void> {
     // Every time, not once: an operator may remove the directory while the process runs.
+    // The file's own folder: an account's state lives in a folder of its own.
+    const dir = dirname(file);
     try {
-      await this.#fs.mkdir(this.dir, { recursive: true, mode: DIR_MODE });
+      await this.#fs.mkdir(dir, { recursive: true, mode: DIR_MODE });
     } catch (err) {
-      throw ioError('create directory', this.dir, err);
+      throw ioError('create directory', dir, err);
     }
     await this.#sweep(file);
   }

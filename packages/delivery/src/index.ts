@@ -23,6 +23,6 @@ export type {
 } from './monitor-watcher.js';
 export { MonitorWatcher } from './monitor-watcher.js';
 export type { StateKey, StateKind } from './state-key.js';
-export { parseSessionId, stateFileName } from './state-key.js';
+export { parseSessionId, parseStateAccount, stateAccount, stateFileName } from './state-key.js';
 export type { StateStore } from './state-store.js';
 export { MemoryStateStore } from './state-store.js';

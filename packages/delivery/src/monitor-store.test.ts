@@ -27,6 +27,23 @@ describe('MonitorStore', () => {
     expect(await monitor.list()).toEqual([]);
   });
 
+  it('keeps the cursors of two accounts (or none) of one session apart', async () => {
+    const store = new MemoryStateStore();
+    const a = new MonitorStore(store, { session: 'my-agent', account: 'a.example@1' });
+    const b = new MonitorStore(store, { session: 'my-agent', account: 'b.example@1' });
+    const unscoped = new MonitorStore(store, 'my-agent');
+    await a.start(['general']);
+    await a.advance('general', 500);
+    expect(await b.list()).toEqual([]);
+    expect(await unscoped.list()).toEqual([]);
+    await b.start(['general']);
+    expect(await b.list()).toEqual([{ name: 'general' }]);
+    expect(await a.list()).toEqual([{ name: 'general', lastReadId: 500 }]);
+    expect(() => new MonitorStore(store, { session: 'my-agent', account: '../up' })).toThrow(
+      /invalid state account/,
+    );
+  });
+
   it('start adds streams, with ids when known, and lists them by name', async () => {
     expect(await monitor.start(['qa', { name: 'general', streamId: 7 }])).toEqual([
       { name: 'general', streamId: 7 },

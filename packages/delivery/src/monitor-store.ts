@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DeliveryError } from './errors.js';
-import { parseSessionId, type StateKey } from './state-key.js';
+import { parseSessionId, parseStateAccount, type StateKey } from './state-key.js';
 import type { StateStore } from './state-store.js';
 
 /** A stream to monitor: its name, and its id when known (the id follows the stream across renames). */
@@ -143,13 +143,19 @@ export class MonitorStore {
   readonly #key: StateKey;
 
   /**
-   * Binds the monitor of `session` in `store`.
+   * Binds the monitor of a session in `store`: `owner` is the session id, or the session and
+   * the account (realm and bot, from `stateAccount`) whose cursors these are. Cursors of one
+   * account never serve another: message ids of two realms have nothing in common.
    *
-   * @throws DeliveryError `DELIVERY_INVALID_SESSION_ID`.
+   * @throws DeliveryError `DELIVERY_INVALID_SESSION_ID`; `DELIVERY_INVALID_ARGUMENT` for a bad account.
    */
-  constructor(store: StateStore, session: string) {
+  constructor(store: StateStore, owner: string | { session: string; account?: string | undefined }) {
     this.#store = store;
-    this.#key = { session: parseSessionId(session), kind: 'monitor' };
+    const { session, account } = typeof owner === 'string' ? { session: owner, account: undefined } : owner;
+    this.#key =
+      account === undefined
+        ? { session: parseSessionId(session), kind: 'monitor' }
+        : { account: parseStateAccount(account), session: parseSessionId(session), kind: 'monitor' };
   }
 
   /**

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { isDeliveryError } from './errors.js';
-import { parseSessionId, type StateKind, stateFileName } from './state-key.js';
+import {
+  parseSessionId,
+  parseStateAccount,
+  type StateKind,
+  stateAccount,
+  stateFileName,
+} from './state-key.js';
 
 function rejection(value: unknown): unknown {
   try {
@@ -64,5 +70,56 @@ describe('stateFileName', () => {
     expect(() => stateFileName({ session: 'x', kind: 'secrets' as StateKind })).toThrow(
       expect.objectContaining({ code: 'DELIVERY_INVALID_ARGUMENT' }),
     );
+  });
+});
+
+describe('stateAccount', () => {
+  it('names a realm and a bot as one folder-safe name', () => {
+    expect(stateAccount({ site: 'https://chat.example.com', userId: 42 })).toBe('chat.example.com@42');
+    expect(stateAccount({ site: 'https://chat.example.com/', userId: 42 })).toBe('chat.example.com@42');
+    expect(stateAccount({ site: 'http://127.0.0.1:9991', userId: 7 })).toBe(
+      'http_3a_2f_2f127.0.0.1_3a9991@7',
+    );
+    expect(stateAccount({ site: new URL('https://example.com/zulip'), userId: 1 })).toBe(
+      'example.com_2fzulip@1',
+    );
+  });
+
+  it('never gives two realms, or two bots of a realm, the same name', () => {
+    const names = [
+      stateAccount({ site: 'https://a.example', userId: 1 }),
+      stateAccount({ site: 'https://a.example', userId: 2 }),
+      stateAccount({ site: 'https://b.example', userId: 1 }),
+      stateAccount({ site: 'http://a.example', userId: 1 }),
+      stateAccount({ site: 'https://a.example:8443', userId: 1 }),
+      stateAccount({ site: 'https://a.example/x', userId: 1 }),
+      stateAccount({ site: 'https://a_2fx.example', userId: 1 }),
+    ];
+    expect(new Set(names).size).toBe(names.length);
+  });
+
+  it.each([
+    [{ site: 'ftp://a.example', userId: 1 }],
+    [{ site: 'not a url', userId: 1 }],
+    [{ site: 'https://a.example', userId: 0 }],
+    [{ site: 'https://a.example', userId: 1.5 }],
+  ])('refuses %j', (input) => {
+    let caught: unknown;
+    try {
+      stateAccount(input);
+    } catch (err) {
+      caught = err;
+    }
+    expect(isDeliveryError(caught, 'DELIVERY_INVALID_ARGUMENT')).toBe(true);
+  });
+
+  it('puts an account’s files in a folder of their own', () => {
+    expect(stateFileName({ account: 'chat.example.com@42', session: 'a', kind: 'monitor' })).toBe(
+      'chat.example.com@42/a.json',
+    );
+    expect(() => stateFileName({ account: '../x', session: 'a', kind: 'monitor' })).toThrow(
+      /invalid state account/,
+    );
+    expect(() => parseStateAccount('.hidden')).toThrow(/invalid state account/);
   });
 });

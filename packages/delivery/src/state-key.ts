@@ -3,8 +3,14 @@ import { DeliveryError } from './errors.js';
 /** The kinds of per-session state, each stored separately. */
 export type StateKind = 'monitor' | 'delivery' | 'filters';
 
-/** Names one piece of state: which session it belongs to and what kind it is. */
+/**
+ * Names one piece of state: which account (realm and bot) and session it belongs to, and what
+ * kind it is. Without `account` the key is unscoped: the layout of releases before accounts
+ * were keyed, kept for embedders that serve one account and for reading old files.
+ */
 export interface StateKey {
+  /** Which realm and bot the state is about, from {@link stateAccount}. */
+  readonly account?: string | undefined;
   /** The session id (`ZULIP_SESSION_ID`): 1-128 of `[A-Za-z0-9._-]`, not starting with a dot. */
   readonly session: string;
   readonly kind: StateKind;
@@ -50,15 +56,76 @@ export function parseSessionId(value: unknown): string {
   return value;
 }
 
+const ACCOUNT = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,199}$/;
+
 /**
- * The file name (no directory) that holds `key`: `<session>.json` for the monitor,
- * `<session>.delivery.json` and `<session>.filters.json` for the others.
+ * The account part of a state key for one bot on one realm: the realm's URL (scheme only when
+ * it is not https, host, port, path) and the bot's user id, as one folder-safe name such as
+ * `chat.example.com@42` or `http_3a_2f_2f127.0.0.1_3a9991@7`. Characters other than letters,
+ * digits, `.` and `-` are written `_xx` (hex), so two different realms never share a name, and
+ * neither do two bots of one realm.
+ *
+ * @throws DeliveryError `DELIVERY_INVALID_ARGUMENT` for a site that is not an http(s) URL or a
+ *   user id that is not a positive integer.
+ */
+export function stateAccount(account: { site: string | URL; userId: number }): string {
+  let url: URL;
+  try {
+    url = new URL(String(account.site));
+  } catch {
+    url = new URL('invalid:');
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    throw new DeliveryError('DELIVERY_INVALID_ARGUMENT', 'stateAccount needs the realm as an http(s) URL', {
+      details: { option: 'site' },
+    });
+  }
+  if (!Number.isSafeInteger(account.userId) || account.userId <= 0) {
+    throw new DeliveryError(
+      'DELIVERY_INVALID_ARGUMENT',
+      'stateAccount needs the bot’s user id, a positive integer',
+      {
+        details: { option: 'userId' },
+      },
+    );
+  }
+  const path = url.pathname.replace(/\/+$/, '');
+  const site = `${url.protocol === 'https:' ? '' : 'http://'}${url.host}${path}`;
+  const escaped = [...Buffer.from(site, 'utf8')]
+    .map((byte) => {
+      const ch = String.fromCharCode(byte);
+      return /[A-Za-z0-9.-]/.test(ch) ? ch : `_${byte.toString(16).padStart(2, '0')}`;
+    })
+    .join('');
+  return parseStateAccount(`${escaped}@${account.userId}`);
+}
+
+/**
+ * Returns `value` when it can be the account part of a state key: 1-200 of
+ * `[A-Za-z0-9._@-]`, starting with a letter or digit.
+ *
+ * @throws DeliveryError `DELIVERY_INVALID_ARGUMENT` otherwise.
+ */
+export function parseStateAccount(value: unknown): string {
+  if (typeof value === 'string' && ACCOUNT.test(value)) return value;
+  throw new DeliveryError(
+    'DELIVERY_INVALID_ARGUMENT',
+    'invalid state account: expected 1-200 of letters, digits, ".", "_", "@" and "-", starting with a letter or digit (see stateAccount)',
+    { details: { option: 'account' } },
+  );
+}
+
+/**
+ * The file name, relative to the state directory, that holds `key`: `<session>.json` for the
+ * monitor, `<session>.delivery.json` and `<session>.filters.json` for the others, inside the
+ * folder `<account>/` when the key names an account.
  *
  * @throws DeliveryError `DELIVERY_INVALID_SESSION_ID` for a bad session id,
- *   `DELIVERY_INVALID_ARGUMENT` for an unknown kind.
+ *   `DELIVERY_INVALID_ARGUMENT` for an unknown kind or a bad account.
  */
 export function stateFileName(key: StateKey): string {
   const session = parseSessionId(key.session);
+  const folder = key.account === undefined ? '' : `${parseStateAccount(key.account)}/`;
   if (!STATE_KINDS.includes(key.kind)) {
     throw new DeliveryError(
       'DELIVERY_INVALID_ARGUMENT',
@@ -66,5 +133,5 @@ export function stateFileName(key: StateKey): string {
       { details: { kind: key.kind } },
     );
   }
-  return `${session}${KIND_SUFFIX[key.kind]}`;
+  return `${folder}${session}${KIND_SUFFIX[key.kind]}`;
 }

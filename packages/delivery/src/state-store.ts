@@ -121,7 +121,8 @@ function summarizeIssues(error: z.ZodError): string {
 }
 
 function describeKey(key: StateKey): string {
-  return `session ${JSON.stringify(key.session)} (${key.kind})`;
+  const account = key.account === undefined ? '' : ` of ${JSON.stringify(key.account)}`;
+  return `session ${JSON.stringify(key.session)}${account} (${key.kind})`;
 }
 
 /**

@@ -68,6 +68,19 @@ describe.each(implementations)('%s', (_name, make) => {
     expect(await store.read({ session: 'other', kind: 'delivery' }, CounterSchema)).toBeUndefined();
   });
 
+  it('keeps accounts apart, and apart from the unscoped key', async () => {
+    const a: StateKey = { account: 'a.example@1', session: 'my-agent', kind: 'delivery' };
+    const b: StateKey = { account: 'b.example@1', session: 'my-agent', kind: 'delivery' };
+    await store.write(a, { count: 1, by: [] });
+    await store.update(b, CounterSchema, () => ({ count: 2, by: [] }));
+    expect(await store.read(a, CounterSchema)).toEqual({ count: 1, by: [] });
+    expect(await store.read(b, CounterSchema)).toEqual({ count: 2, by: [] });
+    expect(await store.read(key, CounterSchema)).toBeUndefined();
+    await store.delete(a);
+    expect(await store.read(a, CounterSchema)).toBeUndefined();
+    expect(await store.read(b, CounterSchema)).toEqual({ count: 2, by: [] });
+  });
+
   it('delete forgets the value, and deleting nothing is fine', async () => {
     await store.write(key, { count: 1, by: [] });
     await store.delete(key);

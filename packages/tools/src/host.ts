@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { type Logger, noopLogger } from '@zmcp/core';
 import { RequestDeduplicator } from './dedup.js';
 import { ToolError } from './errors.js';
@@ -142,9 +143,11 @@ export class ToolHost {
     if (!parsed.success) return this.logged(name, failureFromError(parsed.error), performance.now());
     const input = parsed.data as Record<string, unknown>;
     if (definition.write && request.requestId !== undefined) {
-      return this.dedup.run(request.requestId, stableJson([name, input]), () =>
-        this.execute(tool, input, request),
-      );
+      // The validated input: bounded in depth by the schema, however deep the raw arguments were.
+      const fingerprint = createHash('sha256')
+        .update(stableJson([name, input]))
+        .digest('base64url');
+      return this.dedup.run(request.requestId, fingerprint, () => this.execute(tool, input, request));
     }
     return this.execute(tool, input, request);
   }

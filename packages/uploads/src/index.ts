@@ -15,6 +15,8 @@ export {
 export {
   DEFAULT_MAX_FILE_BYTES,
   MAX_FILES_PER_MESSAGE,
+  maxInlineAttachmentChars,
+  parseByteSize,
   parseUploadMaxBytes,
   resolveMaxFileBytes,
   TOTAL_BYTES_FACTOR,

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { isUploadError } from './errors.js';
-import { DEFAULT_MAX_FILE_BYTES, parseUploadMaxBytes, resolveMaxFileBytes } from './limits.js';
+import {
+  DEFAULT_MAX_FILE_BYTES,
+  maxInlineAttachmentChars,
+  parseByteSize,
+  parseUploadMaxBytes,
+  resolveMaxFileBytes,
+} from './limits.js';
 
 describe('parseUploadMaxBytes', () => {
   it.each([
@@ -32,6 +38,29 @@ describe('parseUploadMaxBytes', () => {
       expect((caught as { details: unknown }).details).toEqual({ variable: 'ZULIP_UPLOAD_MAX_BYTES' });
     },
   );
+});
+
+describe('parseByteSize', () => {
+  it('is the grammar of every size setting, naming the setting it reads', () => {
+    expect(parseByteSize('16KiB', 'ZULIP_PAGE_BUDGET_BYTES')).toBe(16_384);
+    expect(parseByteSize('2b')).toBe(2);
+    let caught: unknown;
+    try {
+      parseByteSize('16 kB', 'ZULIP_PAGE_BUDGET_BYTES');
+    } catch (err) {
+      caught = err;
+    }
+    expect(isUploadError(caught, 'UPLOAD_CONFIG_INVALID')).toBe(true);
+    expect((caught as Error).message).toMatch(/^ZULIP_PAGE_BUDGET_BYTES must be a positive number of bytes/);
+  });
+});
+
+describe('maxInlineAttachmentChars', () => {
+  it('is the base64 length of the per-message budget', () => {
+    expect(maxInlineAttachmentChars(3)).toBe(16);
+    expect(maxInlineAttachmentChars(DEFAULT_MAX_FILE_BYTES)).toBe(139_810_136);
+    expect(Buffer.alloc(4 * 1000).toString('base64').length).toBe(maxInlineAttachmentChars(1000));
+  });
 });
 
 describe('resolveMaxFileBytes', () => {

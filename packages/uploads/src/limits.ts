@@ -21,24 +21,35 @@ const UNITS: Readonly<Record<string, number>> = {
 };
 
 /**
- * Parses `ZULIP_UPLOAD_MAX_BYTES`: a positive whole number of bytes, optionally with a binary
- * unit (`K`/`KiB`, `M`/`MiB`, `G`/`GiB`); an unset or blank value gives `undefined`.
+ * The one grammar of a size in bytes: a positive whole number, optionally followed by a binary
+ * unit (`B`, `K`/`KiB`, `M`/`MiB`, `G`/`GiB`, any case, spaces allowed around it), such as
+ * `26214400`, `512KiB` or `25MiB`. Decimal units (`MB`) and fractions are refused as ambiguous.
+ * `name` (the setting being read) leads the error message.
  *
- * @throws {UploadError} `UPLOAD_CONFIG_INVALID` when the value is not such a number.
+ * @throws {UploadError} `UPLOAD_CONFIG_INVALID` when the value is not such a size; `details.variable` is `name`.
  */
-export function parseUploadMaxBytes(value: string | undefined): number | undefined {
-  if (value === undefined || value.trim() === '') return undefined;
+export function parseByteSize(value: string, name = 'size'): number {
   const match = /^\s*(\d+)\s*([a-z]*)\s*$/i.exec(value);
   const unit = match ? UNITS[match[2]!.toLowerCase()] : undefined;
   const bytes = match && unit !== undefined ? Number(match[1]) * unit : Number.NaN;
   if (!Number.isSafeInteger(bytes) || bytes <= 0) {
     throw new UploadError(
       'UPLOAD_CONFIG_INVALID',
-      `ZULIP_UPLOAD_MAX_BYTES must be a positive number of bytes such as 26214400 or 25MiB, got ${JSON.stringify(value.slice(0, 40))}`,
-      { details: { variable: 'ZULIP_UPLOAD_MAX_BYTES' } },
+      `${name} must be a positive number of bytes such as 26214400 or 25MiB (units K/KiB, M/MiB, G/GiB), got ${JSON.stringify(value.slice(0, 40))}`,
+      { details: { variable: name } },
     );
   }
   return bytes;
+}
+
+/**
+ * Parses `ZULIP_UPLOAD_MAX_BYTES` with {@link parseByteSize}; an unset or blank value gives `undefined`.
+ *
+ * @throws {UploadError} `UPLOAD_CONFIG_INVALID` when the value is not such a number.
+ */
+export function parseUploadMaxBytes(value: string | undefined): number | undefined {
+  if (value === undefined || value.trim() === '') return undefined;
+  return parseByteSize(value, 'ZULIP_UPLOAD_MAX_BYTES');
 }
 
 /**
@@ -56,6 +67,16 @@ export function resolveMaxFileBytes(options: {
   const mib = options.realmMaxFileUploadSizeMib;
   if (mib !== undefined && Number.isFinite(mib) && mib > 0) return Math.floor(mib * 1024 * 1024);
   return DEFAULT_MAX_FILE_BYTES;
+}
+
+/**
+ * The largest base64 text the inline attachments of one message can take within the limits:
+ * the per-message budget ({@link TOTAL_BYTES_FACTOR} times the per-file cap), base64-encoded.
+ * A transport that carries tool calls needs at least this much room (plus the rest of the
+ * request) for every attachment the limits allow to arrive.
+ */
+export function maxInlineAttachmentChars(maxFileBytes: number): number {
+  return 4 * Math.ceil((TOTAL_BYTES_FACTOR * maxFileBytes) / 3);
 }
 
 /** Checks that a per-file cap handed to the library is usable. */

@@ -1,5 +1,5 @@
 import { constants } from 'node:fs';
-import { access, type FileHandle, open, readlink, realpath, stat } from 'node:fs/promises';
+import { access, type FileHandle, lstat, open, readlink, realpath, stat } from 'node:fs/promises';
 import { basename, isAbsolute, resolve, sep } from 'node:path';
 import { abortedError, UploadError } from './errors.js';
 import { checkFileName } from './names.js';
@@ -117,8 +117,10 @@ export interface ConfinedFile {
 
 /** Test seams for {@link openConfined}; not part of the public API. */
 export interface OpenHooks {
-  /** Runs after the path checks and before the descriptor is opened. */
+  /** Runs once the root is open, before the first component of the path is looked at. */
   afterPrecheck?: () => Promise<void> | void;
+  /** Runs after a component was looked at (`lstat`) and before it is opened: the race window. */
+  beforeOpen?: (name: string) => Promise<void> | void;
 }
 
 class OpenedFile implements ConfinedFile {
@@ -225,9 +227,31 @@ function escapeError(ref: string, root: string, stage: 'path' | 'resolved' | 'op
   });
 }
 
+// Directories are opened to walk them, never followed through a final symlink; files are opened
+// without following one either, without blocking (a FIFO) and without taking a terminal.
+const DIRECTORY_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
+const FILE_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY;
+// As the kernel does: more symlinks than this in one path is a loop.
+const MAX_SYMLINKS = 40;
+
+/** A path inside the directory open as `dir`: `/proc/self/fd/N/name` resolves `name` there, and only there. */
+function at(dir: FileHandle, name: string): string {
+  return `${PROC_FD}/${dir.fd}/${name}`;
+}
+
+function notRegular(ref: string, kind: string): UploadError {
+  return new UploadError('UPLOAD_NOT_REGULAR_FILE', `${ref} is ${kind}, not a regular file`, {
+    details: { ref },
+  });
+}
+
 /**
- * Opens `relative` inside `root` and proves, on the opened descriptor, that it is a regular file
- * whose real path lies inside the root's real path. Internal; exported for tests.
+ * Opens `relative` inside `root` one component at a time, each relative to the directory opened
+ * before it (`/proc/self/fd/N/<name>`, as `openat` would), never letting the kernel follow a
+ * symlink: a symlink is read and its target walked the same way, and one that leads out of the
+ * root (absolute, or with `..` past the root) is refused before anything outside is opened. What
+ * is finally opened must be a regular file, and its descriptor must still lie inside the root's
+ * real path (a directory moved out of the root during the walk). Internal; exported for tests.
  */
 export async function openConfined(
   root: UploadRoot,
@@ -247,49 +271,117 @@ export async function openConfined(
   }
   if (!isInside(candidate, root.realPath)) throw escapeError(ref, root.name, 'path');
 
-  // A pre-check on the path keeps us from opening devices or FIFOs outside the root at all;
-  // it proves nothing by itself, because the path can change before the open below.
-  let resolved: string;
+  let rootDir: FileHandle;
   try {
-    resolved = await realpath(candidate);
+    rootDir = await open(root.realPath, DIRECTORY_FLAGS);
   } catch (err) {
-    throw fileError(err, ref);
+    throw rootChanged(root, err);
   }
-  if (!isInside(resolved, root.realPath)) throw escapeError(ref, root.name, 'resolved');
+  // Directories open on the way down, the root first; `..` goes back up this list, never past it.
+  const dirs: FileHandle[] = [rootDir];
+  const closeDirs = async (keep: number) => {
+    while (dirs.length > keep) await (dirs.pop() as FileHandle).close();
+  };
   try {
-    const st = await stat(resolved);
-    if (!st.isFile()) {
-      throw new UploadError('UPLOAD_NOT_REGULAR_FILE', `${ref} is ${kindOf(st)}, not a regular file`, {
-        details: { ref },
-      });
+    if ((await readlink(`${PROC_FD}/${rootDir.fd}`)) !== root.realPath) throw rootChanged(root);
+    await hooks.afterPrecheck?.();
+    const names = relative.split('/');
+    let links = 0;
+    while (names.length > 0) {
+      const name = names.shift() as string;
+      if (name === '' || name === '.') continue;
+      if (name === '..') {
+        if (dirs.length === 1) throw escapeError(ref, root.name, 'resolved');
+        await closeDirs(dirs.length - 1);
+        continue;
+      }
+      const last = names.every((rest) => rest === '' || rest === '.');
+      const dir = dirs[dirs.length - 1] as FileHandle;
+      let st: Awaited<ReturnType<typeof lstat>>;
+      try {
+        st = await lstat(at(dir, name));
+      } catch (err) {
+        throw fileError(err, ref);
+      }
+      if (st.isSymbolicLink()) {
+        if (++links > MAX_SYMLINKS) {
+          throw new UploadError('UPLOAD_FILE_UNREADABLE', `${ref} has too many symlinks (a loop?)`, {
+            details: { ref },
+          });
+        }
+        let target: string;
+        try {
+          target = await readlink(at(dir, name));
+        } catch (err) {
+          // No longer a symlink (swapped back since the lstat): look at it again.
+          if (errnoCode(err) === 'EINVAL' && links <= MAX_SYMLINKS) {
+            names.unshift(name);
+            continue;
+          }
+          throw fileError(err, ref);
+        }
+        if (isAbsolute(target)) {
+          // Only a target under the root's real path can stay inside: walk it again from the root.
+          if (target !== root.realPath && !isInside(target, root.realPath)) {
+            throw escapeError(ref, root.name, 'resolved');
+          }
+          await closeDirs(1);
+          names.unshift(...target.slice(root.realPath.length).split('/'));
+        } else {
+          names.unshift(...target.split('/'));
+        }
+        continue;
+      }
+      if (!last && !st.isDirectory()) {
+        throw new UploadError('UPLOAD_FILE_NOT_FOUND', `${ref} does not exist (${name} is not a directory)`, {
+          details: { ref },
+        });
+      }
+      if (last && !st.isFile()) throw notRegular(ref, kindOf(st));
+      await hooks.beforeOpen?.(name);
+      let handle: FileHandle;
+      try {
+        handle = await open(at(dir, name), last ? FILE_FLAGS : DIRECTORY_FLAGS);
+      } catch (err) {
+        const code = errnoCode(err);
+        // Swapped for a symlink (or something else) since the lstat: look at it again.
+        if (code === 'ELOOP' || (code === 'ENOTDIR' && !last)) {
+          if (++links > MAX_SYMLINKS) throw fileError(err, ref);
+          names.unshift(name);
+          continue;
+        }
+        throw fileError(err, ref);
+      }
+      if (!last) {
+        dirs.push(handle);
+        continue;
+      }
+      try {
+        const opened = await readlink(`${PROC_FD}/${handle.fd}`);
+        if (!isInside(opened, root.realPath)) throw escapeError(ref, root.name, 'opened');
+        const fst = await handle.stat();
+        if (!fst.isFile()) throw notRegular(ref, kindOf(fst));
+        return new OpenedFile(root.name, ref, checkFileName(basename(relative)), fst.size, handle);
+      } catch (err) {
+        await handle.close();
+        throw err instanceof UploadError ? err : fileError(err, ref);
+      }
     }
+    // The path ended on a directory (`sub/..`, or a symlink to one).
+    throw notRegular(ref, 'a directory');
   } catch (err) {
     throw err instanceof UploadError ? err : fileError(err, ref);
+  } finally {
+    await closeDirs(0);
   }
-  await hooks.afterPrecheck?.();
+}
 
-  // O_NONBLOCK: a FIFO swapped in after the pre-check must not hang the open; it is refused below.
-  let handle: FileHandle;
-  try {
-    handle = await open(resolved, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
-  } catch (err) {
-    throw fileError(err, ref);
-  }
-  try {
-    // The binding check: what the descriptor actually refers to, whatever the path does now.
-    const opened = await readlink(`${PROC_FD}/${handle.fd}`);
-    if (!isInside(opened, root.realPath)) throw escapeError(ref, root.name, 'opened');
-    const st = await handle.stat();
-    if (!st.isFile()) {
-      throw new UploadError('UPLOAD_NOT_REGULAR_FILE', `${ref} is ${kindOf(st)}, not a regular file`, {
-        details: { ref },
-      });
-    }
-    return new OpenedFile(root.name, ref, checkFileName(basename(relative)), st.size, handle);
-  } catch (err) {
-    await handle.close();
-    throw err instanceof UploadError ? err : fileError(err, ref);
-  }
+function rootChanged(root: UploadRoot, cause?: unknown): UploadError {
+  return new UploadError(
+    'UPLOAD_ROOT_CHANGED',
+    `upload root ${root.name} now resolves to a different directory than at start-up`,
+    { ...(cause === undefined ? {} : { cause }), details: { root: root.name, path: root.path } },
+  );
 }
 
 /**
@@ -370,8 +462,10 @@ export class UploadRoots {
   }
 
   /**
-   * Opens `<root>/<path>` confined to that root: resolved against the root, symlinks followed,
-   * checked on the opened descriptor to be a regular file inside the root's real path.
+   * Opens `<root>/<path>` confined to that root: walked one component at a time from the root,
+   * symlinks resolved by this code (never by the kernel) and refused before anything is opened
+   * when they lead out, and checked on the opened descriptor to be a regular file inside the
+   * root's real path.
    *
    * @throws {UploadError} `UPLOAD_NO_ROOTS`, `UPLOAD_LOCAL_FILES_UNSUPPORTED`, `UPLOAD_ABSOLUTE_PATH`,
    *   `UPLOAD_INVALID_PATH`, `UPLOAD_UNKNOWN_ROOT`, `UPLOAD_ROOT_MISSING`, `UPLOAD_ROOT_CHANGED`,

@@ -90,8 +90,8 @@ describe('confinement under a concurrent directory-for-symlink swap', () => {
     expect(transport.uploads.length).toBe(outcomes.get('uploaded') ?? 0);
     for (const upload of transport.uploads) expect(upload.bytes.toString()).toBe('inside-data');
     // ...and every refusal was one the swap explains: the path escaped, or was briefly absent.
-    // (An escape is caught at stage "resolved" by the path pre-check, or at "opened" by the
-    // descriptor check when the swap lands between the two.)
+    // (An escape is caught at stage "resolved" when the walk meets the symlink, or at "opened"
+    // by the descriptor check when a directory already open was moved out of the root.)
     const refusals = [...outcomes.keys()].filter((outcome) => outcome !== 'uploaded');
     for (const outcome of refusals) {
       expect(['UPLOAD_PATH_ESCAPE:resolved', 'UPLOAD_PATH_ESCAPE:opened', 'UPLOAD_FILE_NOT_FOUND']).toContain(

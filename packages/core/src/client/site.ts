@@ -1,5 +1,5 @@
-import { isIP } from 'node:net';
 import { ZmcpError } from '../errors.js';
+import { isLoopbackHost } from './loopback.js';
 
 /** A validated Zulip site: where the realm lives and how its API is addressed. */
 export interface ZulipSite {
@@ -15,15 +15,6 @@ export interface ZulipSite {
 export interface ParseSiteOptions {
   /** Accept `http://` to hosts other than loopback. Off by default: the API key travels in every request. */
   allowInsecureHttp?: boolean | undefined;
-}
-
-function isLoopback(hostname: string): boolean {
-  const host = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
-  if (host === 'localhost' || host.endsWith('.localhost')) return true;
-  const kind = isIP(host);
-  if (kind === 4) return host.startsWith('127.');
-  if (kind === 6) return host === '::1' || host === '0:0:0:0:0:0:0:1';
-  return false;
 }
 
 /**
@@ -48,7 +39,7 @@ export function parseSite(site: string, options: ParseSiteOptions = {}): ZulipSi
       `The Zulip site must use https (got ${url.protocol.replace(/:$/, '')}): ${url.host}`,
     );
   }
-  if (url.protocol === 'http:' && !options.allowInsecureHttp && !isLoopback(url.hostname)) {
+  if (url.protocol === 'http:' && !options.allowInsecureHttp && !isLoopbackHost(url.hostname)) {
     throw new ZmcpError(
       'CORE_INSECURE_URL',
       `The Zulip site ${url.host} uses plain http, which would send the API key unencrypted; use https, or allow insecure http explicitly`,

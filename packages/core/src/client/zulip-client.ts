@@ -62,6 +62,7 @@ import {
   UploadResponseSchema,
 } from '../api/responses.js';
 import type { ProfileField, RealmEmoji, Stream, Subscription, Topic, User } from '../api/schemas.js';
+import { credentialProblem } from '../credentials.js';
 import { ZmcpError } from '../errors.js';
 import { validateNarrow } from '../history/narrow.js';
 import { type Clock, systemClock } from './clock.js';
@@ -193,12 +194,12 @@ export class ZulipClient {
    */
   constructor(options: ZulipClientOptions) {
     const site = parseSite(options.site, { allowInsecureHttp: options.allowInsecureHttp });
-    if (typeof options.email !== 'string' || !/^[^\s:]+@[^\s:]+$/.test(options.email)) {
-      throw invalid('email must be an address without spaces or colons');
+    // The one rule of each credential field; never echo the key, only say what is wrong with it.
+    if (typeof options.email !== 'string' || credentialProblem('email', options.email) !== undefined) {
+      throw invalid('email must be an address such as bot@example.com, without spaces or colons');
     }
-    // Never echo the key: only say what is wrong with it.
-    if (typeof options.apiKey !== 'string' || !/^[^\s:\u0000-\u001f\u007f]{1,256}$/.test(options.apiKey)) {
-      throw invalid('apiKey must be a non-empty token without spaces, colons or control characters');
+    if (typeof options.apiKey !== 'string' || credentialProblem('apiKey', options.apiKey) !== undefined) {
+      throw invalid('apiKey must be a Zulip API key: 32 letters and digits');
     }
     const positive = (name: string, v: number | undefined, fallback: number) => {
       if (v === undefined) return fallback;

@@ -5,11 +5,9 @@ import { decodeCursor, encodeCursor, fitToBudget } from '../page.js';
 import { CursorSchema } from '../read/shared.js';
 import { defineTool } from '../tool.js';
 import {
-  COUNT_LIMIT,
   countText,
   countUnread,
   itemBudget,
-  LiveUpdatesSchema,
   liveUpdates,
   type MonitorContext,
   mapInBatches,

@@ -1,0 +1,228 @@
+import type { Readable, Writable } from 'node:stream';
+import { deserializeMessage, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
+
+/** Options of {@link LineStdioTransport}. */
+export interface LineStdioTransportOptions {
+  /** Largest JSON-RPC message accepted, in bytes (its newline excluded). */
+  maxMessageBytes: number;
+  /** Called with each request or notification read, before the server handles it. */
+  onReceived?: ((message: { method: string; id: RequestId | undefined }) => void) | undefined;
+}
+
+/** JSON-RPC's code for a request the server will not take: here, one over the size limit. */
+const INVALID_REQUEST = -32600;
+
+// How much of an oversized line is kept to find its id: the SDK's clients write the id last,
+// other clients often first, so the first and the last bytes are kept and nothing between.
+const KEPT_ENDS = 512;
+
+const leadingId =
+  /^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d{1,16}|"(?:[^"\\]|\\.){0,200}")\s*[,}]/;
+const trailingId = /[,{]\s*"id"\s*:\s*(-?\d{1,16}|"(?:[^"\\]|\\.){0,200}")\s*\}\s*$/;
+
+/** The id of a request too large to parse, when its first or last bytes show it; else `null`. */
+function idOf(head: string, tail: string): RequestId | null {
+  const match = leadingId.exec(head) ?? trailingId.exec(tail);
+  if (!match) return null;
+  try {
+    const id = JSON.parse(match[1] as string) as unknown;
+    return typeof id === 'number' || typeof id === 'string' ? id : null;
+  } catch {
+    return null;
+  }
+}
+
+function mebibytes(bytes: number): string {
+  return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+}
+
+/**
+ * MCP's stdio framing (one JSON-RPC message a line) as an SDK `Transport`, with what the SDK's
+ * `StdioServerTransport` lacks: a message over `maxMessageBytes` is skipped up to its newline and
+ * answered with a JSON-RPC error (`-32600`, with the request's id when its ends show it) while
+ * the session carries on, instead of closing the transport; a message is buffered as a list of
+ * chunks and joined once; and the requests read but not yet answered are counted, so a client
+ * that closes stdin after its last request still gets every answer ({@link drained}).
+ */
+export class LineStdioTransport implements Transport {
+  onclose?: (() => void) | undefined;
+  onerror?: ((error: Error) => void) | undefined;
+  onmessage?: ((message: JSONRPCMessage) => void) | undefined;
+
+  readonly #stdin: Readable;
+  readonly #stdout: Writable;
+  readonly #options: LineStdioTransportOptions;
+  #chunks: Buffer[] = [];
+  #size = 0;
+  // While skipping an oversized line: its first and last bytes, and how long it is so far.
+  #skipping: { head: Buffer; tail: Buffer; size: number } | undefined;
+  #started = false;
+  #closed = false;
+  readonly #pending = new Set<string>();
+  #onDrained: (() => void) | undefined;
+
+  constructor(stdin: Readable, stdout: Writable, options: LineStdioTransportOptions) {
+    this.#stdin = stdin;
+    this.#stdout = stdout;
+    this.#options = options;
+  }
+
+  readonly #onData = (chunk: Buffer) => {
+    let start = 0;
+    for (;;) {
+      const newline = chunk.indexOf(0x0a, start);
+      const piece = chunk.subarray(start, newline < 0 ? chunk.length : newline);
+      this.#take(piece);
+      if (newline < 0) return;
+      this.#endLine();
+      start = newline + 1;
+    }
+  };
+
+  readonly #onError = (error: Error) => {
+    this.onerror?.(error);
+  };
+
+  async start(): Promise<void> {
+    if (this.#started) throw new Error('LineStdioTransport already started');
+    this.#started = true;
+    this.#stdin.on('data', this.#onData);
+    this.#stdin.on('error', this.#onError);
+  }
+
+  async send(message: JSONRPCMessage): Promise<void> {
+    await this.#write(serializeMessage(message));
+    if (!('method' in message) && 'id' in message && message.id !== undefined) {
+      this.#pending.delete(pendingKey(message.id));
+      if (this.#pending.size === 0) this.#onDrained?.();
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#stdin.off('data', this.#onData);
+    this.#stdin.off('error', this.#onError);
+    if (this.#stdin.listenerCount('data') === 0) this.#stdin.pause();
+    this.#chunks = [];
+    this.#size = 0;
+    this.#skipping = undefined;
+    this.onclose?.();
+  }
+
+  /**
+   * Resolves once every request read so far has been answered, or after `limitMs` (a request
+   * that is never answered, say a cancelled one, must not hold the exit forever).
+   */
+  drained(limitMs: number): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.#pending.size === 0) return resolve();
+      const timer = setTimeout(resolve, limitMs);
+      this.#onDrained = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
+  #take(piece: Buffer): void {
+    if (piece.length === 0) return;
+    if (this.#skipping) {
+      const skip = this.#skipping;
+      skip.size += piece.length;
+      skip.tail = lastBytes([skip.tail, piece]);
+      return;
+    }
+    if (this.#size + piece.length > this.#options.maxMessageBytes) {
+      // Over the limit: keep the ends (for the id) and let go of the rest now, not at the newline.
+      this.#skipping = {
+        head: firstBytes([...this.#chunks, piece]),
+        tail: lastBytes([...this.#chunks, piece]),
+        size: this.#size + piece.length,
+      };
+      this.#chunks = [];
+      this.#size = 0;
+      return;
+    }
+    // A copy: the stream may reuse the chunk's memory.
+    this.#chunks.push(Buffer.from(piece));
+    this.#size += piece.length;
+  }
+
+  #endLine(): void {
+    if (this.#skipping) {
+      const { head, tail, size } = this.#skipping;
+      this.#skipping = undefined;
+      this.#refuse(idOf(head.toString('utf8'), tail.toString('utf8')), size);
+      return;
+    }
+    const line = Buffer.concat(this.#chunks, this.#size).toString('utf8').replace(/\r$/, '');
+    this.#chunks = [];
+    this.#size = 0;
+    if (line.trim() === '') return;
+    let message: JSONRPCMessage;
+    try {
+      message = deserializeMessage(line);
+    } catch (err) {
+      this.onerror?.(err as Error);
+      return;
+    }
+    if ('method' in message) {
+      const id = 'id' in message ? message.id : undefined;
+      if (id !== undefined) this.#pending.add(pendingKey(id));
+      this.#options.onReceived?.({ method: message.method, id });
+    }
+    this.onmessage?.(message);
+  }
+
+  #refuse(id: RequestId | null, size: number): void {
+    const limit = this.#options.maxMessageBytes;
+    const message = `Request too large: ${size} bytes (${mebibytes(size)}), over the ${limit}-byte (${mebibytes(limit)}) limit of one message on this transport. It was not read; the session carries on. Attach large files from an upload root ({ "file": "<root>/<path>" }) instead of inline base64 data.`;
+    this.onerror?.(new Error(`refused a ${size}-byte message over the ${limit}-byte limit`));
+    const answer = {
+      jsonrpc: '2.0',
+      id,
+      error: { code: INVALID_REQUEST, message, data: { bytes: size, limit } },
+    };
+    void this.#write(`${JSON.stringify(answer)}\n`).catch((err: unknown) => this.onerror?.(err as Error));
+  }
+
+  #write(text: string): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.#stdout.write(text)) resolve();
+      else this.#stdout.once('drain', resolve);
+    });
+  }
+}
+
+/** The first {@link KEPT_ENDS} bytes of the pieces, copied. */
+function firstBytes(pieces: readonly Buffer[]): Buffer {
+  const kept: Buffer[] = [];
+  let size = 0;
+  for (const piece of pieces) {
+    if (size >= KEPT_ENDS) break;
+    kept.push(piece.subarray(0, KEPT_ENDS - size));
+    size += Math.min(piece.length, KEPT_ENDS - size);
+  }
+  return Buffer.concat(kept);
+}
+
+/** The last {@link KEPT_ENDS} bytes of the pieces, copied. */
+function lastBytes(pieces: readonly Buffer[]): Buffer {
+  const kept: Buffer[] = [];
+  let size = 0;
+  for (let i = pieces.length - 1; i >= 0 && size < KEPT_ENDS; i--) {
+    const piece = pieces[i] as Buffer;
+    const part = piece.subarray(Math.max(0, piece.length - (KEPT_ENDS - size)));
+    kept.unshift(part);
+    size += part.length;
+  }
+  return Buffer.concat(kept);
+}
+
+/** `1` and `"1"` are different ids. */
+function pendingKey(id: RequestId): string {
+  return `${typeof id}:${id}`;
+}
