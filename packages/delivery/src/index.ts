@@ -5,6 +5,8 @@ export type { DeliveryErrorCode, DeliveryErrorOptions } from './errors.js';
 export { DeliveryError, isDeliveryError } from './errors.js';
 export type { FileStateStoreOptions } from './file-state-store.js';
 export { FileStateStore } from './file-state-store.js';
+export type { FiltersEvent, FiltersPlane, FiltersView, FileFiltersPlaneOptions } from "./filters-plane.js";
+export { FileFiltersPlane, MemoryFiltersPlane } from "./filters-plane.js";
 export type { DeliveryFileHandle, DeliveryFileSystem } from './file-system.js';
 export type {
   ConsumeInterruptFileOptions,
