@@ -35,7 +35,8 @@ function normalizeUserIds(userIds: readonly number[]): number[] {
 }
 
 function invalid(id: unknown, why: string): DeliveryError {
-  const shown = typeof id === 'string' ? JSON.stringify(id.length > 80 ? `${id.slice(0, 80)}…` : id) : typeof id;
+  const shown =
+    typeof id === 'string' ? JSON.stringify(id.length > 80 ? `${id.slice(0, 80)}…` : id) : typeof id;
   return new DeliveryError('DELIVERY_INVALID_ARGUMENT', `invalid channel id ${shown}: ${why}`, {
     details: { field: 'channelId', reason: why },
   });
@@ -65,7 +66,8 @@ export function parseChannelId(id: unknown): ParsedChannelId {
   }
   const encoded = id.slice(PREFIX.length);
   if (encoded === '') throw invalid(id, 'the stream name is empty');
-  if (/[:\u0000-\u001f\u007f]/.test(encoded)) throw invalid(id, '":" and control characters must be percent-encoded');
+  if (/[:\u0000-\u001f\u007f]/.test(encoded))
+    throw invalid(id, '":" and control characters must be percent-encoded');
   let name: string;
   try {
     name = encoded.replace(/%([0-9A-Fa-f]{2})/g, (_, hex: string) => {

@@ -23,7 +23,10 @@ const UserEntrySchema = z.union([
     .string()
     .min(1)
     .max(MAX_ENTRY_LENGTH)
-    .refine((s) => /^[1-9][0-9]{0,15}$/.test(s) || /^[^\s@]+@[^\s@]+$/.test(s), 'expected a user id or an email'),
+    .refine(
+      (s) => /^[1-9][0-9]{0,15}$/.test(s) || /^[^\s@]+@[^\s@]+$/.test(s),
+      'expected a user id or an email',
+    ),
 ]);
 const ChannelEntrySchema = z
   .string()

@@ -39,7 +39,8 @@ function when(plane: FiltersPlane, match: (event: FiltersEvent) => boolean): Pro
 const reloadedTo = (plane: FiltersPlane, streams: unknown) =>
   when(
     plane,
-    (e) => e.kind === 'reloaded' && JSON.stringify(plane.filters.document.streams) === JSON.stringify(streams),
+    (e) =>
+      e.kind === 'reloaded' && JSON.stringify(plane.filters.document.streams) === JSON.stringify(streams),
   );
 
 describe('FileFiltersPlane', () => {
@@ -110,7 +111,9 @@ describe('FileFiltersPlane', () => {
     await unlink(file);
     expect(await stale).toEqual({ kind: 'stale', reason: 'the file is missing' });
     expect(plane.filters.document).toEqual({ mutedStreams: ['x'] });
-    await expect(plane.update({ mutedStreams: [] })).rejects.toMatchObject({ code: 'DELIVERY_FILTERS_STALE' });
+    await expect(plane.update({ mutedStreams: [] })).rejects.toMatchObject({
+      code: 'DELIVERY_FILTERS_STALE',
+    });
     const back = reloadedTo(plane, ['d']);
     await writeFile(file, '{"streams": ["d"]}');
     await back;
@@ -140,7 +143,10 @@ describe('FileFiltersPlane', () => {
     const view = await plane.update({ mutedStreams: ['random'] });
     expect(view.filters).toEqual({ mutedStreams: ['random'] });
     expect(JSON.stringify(view)).not.toContain('biohazard');
-    expect(view.suppressedReactionEmojis).toMatchObject({ count: 2, digest: expect.stringMatching(/^[0-9a-f]{16}$/) });
+    expect(view.suppressedReactionEmojis).toMatchObject({
+      count: 2,
+      digest: expect.stringMatching(/^[0-9a-f]{16}$/),
+    });
     expect(JSON.parse(await readFile(file, 'utf8'))).toEqual({
       suppressedReactionEmojis: ['biohazard', 'skull'],
       mutedStreams: ['random'],
