@@ -369,7 +369,8 @@ export class DeliveryEngine {
       timeStyle: this.#o.timeStyle,
       timeZone: this.#o.timeZone,
     });
-    const through = reg.max_message_id ?? saved?.head ?? 0;
+    // An empty realm answers -1.
+    const through = Math.max(0, reg.max_message_id ?? saved?.head ?? 0);
     // A channel the session never saw starts where the last run stopped (or now, on a first run).
     const previousHead = saved?.head ?? through;
     this.#head = previousHead;
@@ -1072,6 +1073,10 @@ export class DeliveryEngine {
       c = this.#streamChannel(facts, watermark ?? m.id - 1);
     } else {
       if (!Array.isArray(m.display_recipient)) return undefined;
+      // A sender the filters keep out opens no conversation.
+      if (m.sender_id !== this.#self && !this.#filters.filters.allowsDmSender(m.sender_id, m.sender_email)) {
+        return undefined;
+      }
       const users = dmParticipants(m.display_recipient, this.#self);
       const existing = this.#channels.get(dmKey(users));
       if (existing?.registered === true) return existing;
@@ -1608,8 +1613,8 @@ export class DeliveryEngine {
     if (changed.added.length > 0 || changed.removed.length > 0) {
       this.#track(this.#announce(changed.added, changed.removed, true));
     }
-    const from = gap.lastMessageId ?? this.#head;
-    const through = gap.newMaxMessageId ?? from;
+    const from = Math.max(0, gap.lastMessageId ?? this.#head);
+    const through = Math.max(0, gap.newMaxMessageId ?? from);
     if (through > from) {
       await this.#sweepWithRetry(from, through, (m) => this.#onMessage(m, true));
     }
