@@ -130,5 +130,5 @@ export interface DeliverySink {
   /** Pushes an event: a mention or DM on a closed channel, an addressed change, a `<missed>` block. */
   push(event: PushEvent, signal: AbortSignal): Promise<PushOutcome>;
   /** Announces channels that appeared or went away; a sink without it has no registration step. */
-  announce?(change: ChannelAnnouncement, signal: AbortSignal): Promise<AnnounceOutcome>;
+  announce?: ((change: ChannelAnnouncement, signal: AbortSignal) => Promise<AnnounceOutcome>) | undefined;
 }

@@ -324,7 +324,9 @@ describe('DeliveryEngine: catch-up', () => {
     const second = f.engine({ recentDms: 0 });
     const report = await second.start();
     off();
-    expect(report.missedBlocks.sort()).toEqual(['zulip:dm:' + f.bo, 'zulip:general', 'zulip:random'].sort());
+    expect([...report.missedBlocks].sort()).toEqual(
+      [`zulip:dm:${f.bo}`, 'zulip:general', 'zulip:random'].sort(),
+    );
     expect(reads).toBe(1);
   });
 });
