@@ -1235,9 +1235,12 @@ export class DeliveryEngine {
         controller.abort(new Error('the offer timed out'));
         resolve({ kind: 'timeout', reason: `no answer within ${timeoutMs} ms` });
       }, timeoutMs);
-      controller.signal.addEventListener('abort', () => resolve({ kind: 'lost', reason: 'aborted' }), {
-        once: true,
-      });
+      // After the current turn: an answer that has already arrived wins over the abort.
+      controller.signal.addEventListener(
+        'abort',
+        () => setImmediate(() => resolve({ kind: 'lost', reason: 'aborted' })),
+        { once: true },
+      );
     });
     try {
       const answered = call(controller.signal).then(
@@ -1287,7 +1290,6 @@ export class DeliveryEngine {
       const sink = this.#sink;
       outcome = await this.#offer((signal) => sink.incoming(batch, signal), this.#offerTimeoutMs);
     }
-    if (this.#state === 'closed') return;
     c.queue.drop(run.length);
     const accepted =
       outcome === undefined
@@ -1340,7 +1342,6 @@ export class DeliveryEngine {
       (signal) => sink.push(event, signal),
       this.#offerTimeoutMs,
     );
-    if (this.#state === 'closed') return;
     c.busy = false;
     if (outcome.kind === 'ok' && outcome.value.kind === 'answered' && outcome.value.accepted) {
       if (c.queue.at(0) === e) c.queue.drop(1);
@@ -1368,7 +1369,6 @@ export class DeliveryEngine {
     };
     const sink = this.#sink;
     await this.#offer<PushOutcome>((signal) => sink.push(event, signal), this.#offerTimeoutMs);
-    if (this.#state === 'closed') return;
     // Change lines are not replayed: a later read shows the message as it now is.
     c.queue.drop(1);
     c.busy = false;
@@ -1382,7 +1382,6 @@ export class DeliveryEngine {
       (signal) => sink.push(e.event, signal),
       this.#offerTimeoutMs,
     );
-    if (this.#state === 'closed') return;
     c.busy = false;
     if (outcome.kind === 'ok' && outcome.value.kind === 'answered' && outcome.value.accepted) {
       c.queue.drop(1);
@@ -1414,6 +1413,7 @@ export class DeliveryEngine {
   }
 
   #wait(c: Channel, why: string): void {
+    if (this.#state === 'closed') return;
     c.failures += 1;
     const delay = Math.min(this.#retryMax, this.#retryInitial * 2 ** Math.min(c.failures - 1, 20));
     this.#logger.debug('the host did not accept a delivery; offering again later', {

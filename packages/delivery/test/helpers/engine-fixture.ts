@@ -154,7 +154,12 @@ const fixtures: Fixture[] = [];
 
 /** A realm with a bot, two people, public streams `general` and `random`, and a private `secret`. */
 export async function startFixture(
-  options: { sim?: ZulipSimOptions; filters?: FiltersDocument; store?: RecordingStore } = {},
+  options: {
+    sim?: ZulipSimOptions;
+    filters?: FiltersDocument;
+    baseline?: string[];
+    store?: RecordingStore;
+  } = {},
 ): Promise<Fixture> {
   const sim = await startZulipSim({ rateLimit: false, ...options.sim });
   const bot = sim.realm.addUser({
@@ -169,7 +174,7 @@ export async function startFixture(
   const secret = sim.realm.addStream({ name: 'secret', inviteOnly: true, subscribers: [bot, ann] }).streamId;
   const client = new ZulipClient({ ...sim.credentials(bot), retry: { baseDelayMs: 5, maxDelayMs: 50 } });
   const store = options.store ?? new RecordingStore();
-  const filters = new MemoryFiltersPlane(options.filters ?? {});
+  const filters = new MemoryFiltersPlane(options.filters ?? {}, options.baseline ?? []);
   const sink = new TestSink();
   const engines: DeliveryEngine[] = [];
   const fixture: Fixture = {
