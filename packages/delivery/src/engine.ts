@@ -129,6 +129,15 @@ export interface ChannelInfo {
   readonly showsReactions: boolean;
 }
 
+/** Options of `start`. */
+export interface StartOptions {
+  /**
+   * Channels open from the start, before any delivery (a host that opens channels itself, such
+   * as a Claude Code channel bridge, or a server reopening what its host had open).
+   */
+  readonly open?: readonly string[] | undefined;
+}
+
 /** What `start` reports. */
 export interface StartReport {
   readonly channels: readonly ChannelInfo[];
@@ -309,11 +318,12 @@ export class DeliveryEngine {
    * (subscriptions and recent DMs) and announces them, sweeps history once for what was missed
    * (queuing a `<missed>` block per channel), then releases the live events held meanwhile.
    *
-   * @throws DeliveryError `DELIVERY_STATE_CORRUPT` (the state file is left as is),
+   * @throws DeliveryError `DELIVERY_UNKNOWN_CHANNEL` for an id in `options.open`;
+   *   `DELIVERY_STATE_CORRUPT` (the state file is left as is),
    *   `DELIVERY_IO_FAILED`, `DELIVERY_NOT_RUNNING` when started twice or after `close`;
    *   ZmcpError `CORE_READ_ONLY` (an event queue needs POST /register) and the request codes.
    */
-  async start(): Promise<StartReport> {
+  async start(options: StartOptions = {}): Promise<StartReport> {
     if (this.#state !== 'idle') {
       throw new DeliveryError(
         'DELIVERY_NOT_RUNNING',
@@ -332,7 +342,7 @@ export class DeliveryEngine {
     });
     this.#ready.catch(() => undefined);
     try {
-      return await this.#startUp(release);
+      return await this.#startUp(release, options.open ?? []);
     } catch (err) {
       fail(err);
       this.#state = 'failed';
@@ -342,7 +352,7 @@ export class DeliveryEngine {
     }
   }
 
-  async #startUp(discovered: () => void): Promise<StartReport> {
+  async #startUp(discovered: () => void, open: readonly string[]): Promise<StartReport> {
     const saved = await this.#o.store.read(this.#key, DeliveryStateSchema);
     const queue = await EventQueue.open(this.#client, {
       eventTypes: [...EVENT_TYPES],
@@ -380,6 +390,21 @@ export class DeliveryEngine {
     this.#unsubscribeFilters = this.#filters.subscribe((event) => {
       if (event.kind === 'reloaded') this.#onFiltersChanged();
     });
+    for (const id of open) {
+      const c = this.#find(id);
+      if (c === undefined) {
+        throw new DeliveryError(
+          'DELIVERY_UNKNOWN_CHANNEL',
+          `unknown channel ${JSON.stringify(id.slice(0, 200))} in start's open list`,
+          {
+            details: { channelId: id.slice(0, 200) },
+          },
+        );
+      }
+      c.open = true;
+      c.wasOpen = true;
+      c.refused = false;
+    }
     discovered();
     const initial = [...this.#channels.values()].filter((c) => c.registered && !c.refused);
     await this.#announce(initial, [], false);
@@ -427,7 +452,10 @@ export class DeliveryEngine {
     const found = this.#discoveredDuringStart ?? [];
     this.#discoveredDuringStart = undefined;
     if (found.length > 0) await this.#announce(found, [], false);
+    // Durable before anything is delivered: a crash from here on restarts from these
+    // watermarks, never from "now" (which would skip what arrives meanwhile).
     this.#writer.mark();
+    await this.#writer.flush();
     this.#state = 'running';
     this.#loop = this.#run();
     for (const c of this.#channels.values()) this.#pump(c);

@@ -10,6 +10,7 @@ export type {
   EngineStatus,
   MissedReport,
   RefreshReport,
+  StartOptions,
   StartReport,
 } from './engine.js';
 export { DeliveryEngine } from './engine.js';

@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FileStateStore } from '@zmcp/delivery';
+import { FileStateStore, type StateKey } from '@zmcp/delivery';
 import { afterEach, describe, expect, it } from 'vitest';
 import { closeFixtures, RecordingStore, startFixture } from './helpers/engine-fixture.js';
 
@@ -217,6 +217,32 @@ describe('durable state', () => {
     await expect(engine.start()).rejects.toMatchObject({ code: 'DELIVERY_STATE_CORRUPT' });
     expect(engine.status().state).toBe('failed');
     expect(f.sim.queues(f.bot)).toEqual([]);
+  });
+
+  it('a crash right after a first start still catches up what came after it', async () => {
+    const f = await startFixture();
+    // The first run's writes land a turn later, and not at all once it has died.
+    let alive = true;
+    const dying = {
+      read: f.store.read.bind(f.store),
+      update: f.store.update.bind(f.store),
+      delete: f.store.delete.bind(f.store),
+      async write<T>(key: StateKey, value: T) {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        if (alive) await f.store.write(key, value);
+      },
+    };
+    const first = f.engine({
+      store: dying,
+      sink: { incoming: async () => ({ kind: 'refused' }), push: async () => ({ kind: 'lost' }) },
+    });
+    await first.start();
+    alive = false;
+    const after = f.send('general', 'after the first start @**Helper Bot**');
+    const second = f.engine();
+    const report = await second.start();
+    expect(report.missedBlocks).toEqual(['zulip:general']);
+    await f.sink.until(() => f.sink.acceptedPushes.some((p) => p.items.some((i) => i.messageId === after)));
   });
 
   it('a first start anchors at now: history before it is not caught up', async () => {
