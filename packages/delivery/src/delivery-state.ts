@@ -59,13 +59,24 @@ export class StateWriter {
   #dirty = false;
   #writing: Promise<void> | undefined;
   #failures = 0;
+  #flushing = false;
   #lastError: unknown;
 
-  constructor(store: StateStore, key: StateKey, snapshot: () => DeliveryState, logger: Logger = noopLogger) {
+  readonly #gapMs: number;
+
+  /** `gapMs`: the least time between the end of one write and the start of the next. */
+  constructor(
+    store: StateStore,
+    key: StateKey,
+    snapshot: () => DeliveryState,
+    logger: Logger = noopLogger,
+    gapMs = 0,
+  ) {
     this.#store = store;
     this.#key = key;
     this.#snapshot = snapshot;
     this.#logger = logger;
+    this.#gapMs = gapMs;
   }
 
   /** How many writes in a row have failed (0 when the last one worked). */
@@ -89,6 +100,15 @@ export class StateWriter {
    * @throws the store's error when the last write failed.
    */
   async flush(): Promise<void> {
+    this.#flushing = true;
+    try {
+      await this.#flushNow();
+    } finally {
+      this.#flushing = false;
+    }
+  }
+
+  async #flushNow(): Promise<void> {
     while (this.#writing !== undefined) await this.#writing;
     if (this.#dirty) {
       this.#writing = this.#drain();
@@ -104,6 +124,9 @@ export class StateWriter {
         try {
           await this.#store.write(this.#key, this.#snapshot());
           this.#failures = 0;
+          if (this.#gapMs > 0 && this.#dirty && !this.#flushing) {
+            await new Promise<void>((resolve) => setTimeout(resolve, this.#gapMs).unref());
+          }
         } catch (err) {
           this.#dirty = true;
           this.#failures += 1;

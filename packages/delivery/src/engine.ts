@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import {
   type AccessPolicy,
   type CallOptions,
@@ -30,6 +31,7 @@ import {
   type ZulipClient,
   type ZulipEvent,
 } from '@zmcp/core';
+import { BoundedMap } from './bounded-map.js';
 import { type CollectLimits, MissedCollector } from './catch-up.js';
 import { Channel, type Entry } from './channel.js';
 import {
@@ -96,6 +98,11 @@ export interface DeliveryEngineOptions {
   retry?: { initialMs?: number; maxMs?: number } | undefined;
   /** Mark messages read on Zulip when the host accepts them (so people see what the agent read). Default false. */
   markRead?: boolean | undefined;
+  /**
+   * The least time between two state writes, so a busy channel does not fsync for every batch;
+   * it is also how long an acceptance may wait to be durable. Default 100 ms; 0 writes at once.
+   */
+  stateWriteGapMs?: number | undefined;
   /** How many recent DM conversations to discover at start. Default 100. */
   recentDms?: number | undefined;
   logger?: Logger | undefined;
@@ -273,13 +280,15 @@ export class DeliveryEngine {
   readonly #users = new Map<number, UserFacts>();
   readonly #channels = new Map<ChannelKey, Channel>();
   readonly #retrySet = new Set<ChannelKey>();
-  readonly #seen = new Map<number, ChannelKey>();
-  readonly #cache = new Map<number, Message>();
+  readonly #seen = new BoundedMap<number, ChannelKey>(SEEN_LIMIT);
+  readonly #cache = new BoundedMap<number, Message>(CACHE_LIMIT);
   #unsubscribeFilters: (() => void) | undefined;
   #readIds: number[] = [];
   #readFlushing = false;
   readonly #background = new Set<Promise<unknown>>();
   #discoveredDuringStart: Channel[] | undefined;
+  /** While a batch of events is routed: the channels to offer once it is done. */
+  #deferred: Set<Channel> | undefined;
   readonly #ownChanges = new Set<number>();
 
   /**
@@ -287,13 +296,21 @@ export class DeliveryEngine {
    */
   constructor(options: DeliveryEngineOptions) {
     this.#o = options;
+    // Every concurrent offer and read listens on the stop signal.
+    setMaxListeners(0, this.#stop.signal);
     this.#client = options.client;
     this.#policy = options.policy;
     this.#sink = options.sink;
     this.#filters = options.filters;
     this.#logger = options.logger ?? noopLogger;
     this.#key = { session: parseSessionId(options.session), kind: 'delivery' };
-    this.#writer = new StateWriter(options.store, this.#key, () => this.#snapshot(), this.#logger);
+    this.#writer = new StateWriter(
+      options.store,
+      this.#key,
+      () => this.#snapshot(),
+      this.#logger,
+      positive(options.stateWriteGapMs, 100, 'stateWriteGapMs'),
+    );
     this.#missedLimits = {
       maxMessages: Math.max(1, positive(options.catchUp?.maxMessages, 100, 'catchUp.maxMessages')),
       maxBytes: Math.max(1_000, positive(options.catchUp?.maxBytes, 48_000, 'catchUp.maxBytes')),
@@ -1202,6 +1219,10 @@ export class DeliveryEngine {
 
   /** Offers what is at the front of a channel's queue, one offer at a time. */
   #pump(c: Channel): void {
+    if (this.#deferred !== undefined) {
+      this.#deferred.add(c);
+      return;
+    }
     if (c.busy || c.waiting || this.#state !== 'running' || c.announcing !== undefined) return;
     while (true) {
       const e = c.queue.at(0);
@@ -1572,10 +1593,20 @@ export class DeliveryEngine {
       while (this.#state === 'running') {
         const batch = await queue.nextBatch();
         if (batch === undefined) break;
+        // A whole batch is routed before anything is offered, so each channel's messages go
+        // out together (one offer per channel, not one per message).
+        this.#deferred = new Set();
         for (const item of batch) {
           if (this.#state !== 'running') break;
-          await this.#handle(item);
+          if (item.kind === 'gap') {
+            this.#releaseDeferred();
+            await this.#heal(item);
+            this.#deferred = new Set();
+          } else {
+            this.#handle(item);
+          }
         }
+        this.#releaseDeferred();
       }
     } catch (err) {
       if (this.#state === 'running') {
@@ -1586,11 +1617,13 @@ export class DeliveryEngine {
     }
   }
 
-  async #handle(item: QueueItem): Promise<void> {
-    if (item.kind === 'gap') {
-      await this.#heal(item);
-      return;
-    }
+  #releaseDeferred(): void {
+    const deferred = this.#deferred;
+    this.#deferred = undefined;
+    if (deferred !== undefined) for (const c of deferred) this.#pump(c);
+  }
+
+  #handle(item: QueueItem): void {
     if (item.kind !== 'event') return;
     try {
       this.#onEvent(item.event);
@@ -1750,18 +1783,14 @@ export class DeliveryEngine {
   // ---------------------------------------------------------------- changes and reactions
 
   #noteSeen(id: number, key: ChannelKey): void {
-    this.#seen.delete(id);
     this.#seen.set(id, key);
-    if (this.#seen.size > SEEN_LIMIT) this.#seen.delete(this.#seen.keys().next().value as number);
   }
 
   /** Records that a message was offered (or is the bot's own), for its later changes. */
   #remember(c: Channel, m: Message): void {
     this.#noteSeen(m.id, c.key);
     c.noteSeen(m.id);
-    this.#cache.delete(m.id);
     this.#cache.set(m.id, m);
-    if (this.#cache.size > CACHE_LIMIT) this.#cache.delete(this.#cache.keys().next().value as number);
   }
 
   async #current(id: number): Promise<Message | undefined> {

@@ -157,8 +157,17 @@ export function digestList(entries: readonly string[]): ListDigest {
   return { count: unique.length, digest };
 }
 
+const folded = new Map<string, string>();
+
+// Every delivered message asks about its stream's name: fold each name once.
 function foldName(name: string): string {
-  return name.normalize('NFC').trim().toLowerCase();
+  let f = folded.get(name);
+  if (f === undefined) {
+    f = name.normalize('NFC').trim().toLowerCase();
+    if (folded.size > 10_000) folded.clear();
+    folded.set(name, f);
+  }
+  return f;
 }
 
 // An emoji entry is a glyph when it has anything beyond printable ASCII; names may carry colons.

@@ -198,6 +198,7 @@ export async function startFixture(
         filters,
         sink,
         offerTimeoutMs: 2_000,
+        stateWriteGapMs: 0,
         retry: { initialMs: 5, maxMs: 50 },
         queue: { backoff: { initialMs: 5, maxMs: 50 } },
         ...extra,
