@@ -49,7 +49,7 @@ export type DeliveryState = z.infer<typeof DeliveryStateSchema>;
 /**
  * Writes the delivery state behind the engine: every change marks it dirty, and one write at a
  * time carries the latest snapshot, so the file is at most one write behind what was accepted.
- * A failed write is retried with the next change (or by `flush`); the failure is logged.
+ * A failed write is retried with the next change, by `flush`, or after a backoff; it is logged.
  */
 export class StateWriter {
   readonly #store: StateStore;
@@ -60,6 +60,7 @@ export class StateWriter {
   #writing: Promise<void> | undefined;
   #failures = 0;
   #flushing = false;
+  #retry: NodeJS.Timeout | undefined;
   #lastError: unknown;
 
   readonly #gapMs: number;
@@ -131,10 +132,21 @@ export class StateWriter {
           this.#dirty = true;
           this.#failures += 1;
           this.#lastError = err;
-          this.#logger.error('could not write the delivery state', {
+          this.#logger.error('could not write the delivery state; retrying', {
             code: (err as { code?: unknown }).code,
             failures: this.#failures,
           });
+          // Try again later even if nothing else changes (a full disk may be cleared).
+          if (this.#retry === undefined) {
+            this.#retry = setTimeout(
+              () => {
+                this.#retry = undefined;
+                if (this.#dirty && this.#writing === undefined) this.#writing = this.#drain();
+              },
+              Math.min(30_000, 500 * 2 ** Math.min(this.#failures - 1, 6)),
+            );
+            this.#retry.unref();
+          }
           return;
         }
       }

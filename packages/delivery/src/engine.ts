@@ -575,6 +575,27 @@ export class DeliveryEngine {
   }
 
   /**
+   * The newest messages of a channel the agent may read, as items: for context injected before
+   * inference, or a host's own look back. The access policy and the filters apply (a muted
+   * stream gives nothing); nothing is delivered and no watermark moves.
+   *
+   * @throws DeliveryError `DELIVERY_UNKNOWN_CHANNEL`, `DELIVERY_INVALID_ARGUMENT`,
+   *   `DELIVERY_NOT_RUNNING`; ZmcpError request codes.
+   */
+  async recent(channelId: string, limit: number): Promise<DeliveryItem[]> {
+    const c = await this.#resolve(channelId);
+    const n = Math.min(positive(limit, 0, 'limit'), 5_000);
+    if (n === 0) return [];
+    const res = await readNarrow(this.#client, this.#policy, {
+      narrow: this.#narrowOf(c),
+      range: { kind: 'newest', limit: n },
+      streams: this.#lookup,
+      call: this.#call(),
+    });
+    return res.messages.filter((m) => this.#judge(c, m, true) !== 'skip').map((m) => this.#item(c, m, true));
+  }
+
+  /**
    * Closes a channel (the host confirms it): mentions and DMs on it are pushed, ambient traffic
    * is dropped and counted.
    *

@@ -44,3 +44,16 @@ describe('DeliveryError', () => {
     expect(isDeliveryError(null)).toBe(false);
   });
 });
+
+describe('the error codes', () => {
+  it('are each listed above and documented in the README', async () => {
+    const { readFile } = await import('node:fs/promises');
+    const source = await readFile(new URL('./errors.ts', import.meta.url), 'utf8');
+    const start = source.indexOf('export type DeliveryErrorCode');
+    const union = source.slice(start, source.indexOf("';", start) + 2);
+    const declared = [...union.matchAll(/'(DELIVERY_[A-Z_]+)'/g)].map((m) => m[1]);
+    expect(declared.sort()).toEqual([...codes].sort());
+    const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8');
+    for (const code of declared) expect(readme, code).toMatch(new RegExp(`^\\| \`${code}\` +\\|`, 'm'));
+  });
+});

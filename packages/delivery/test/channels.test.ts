@@ -88,6 +88,17 @@ describe('channel registry', () => {
     expect(opened.backscroll.every((i) => i.recovered)).toBe(true);
   });
 
+  it('reads recent context through the policy and the filters, delivering nothing', async () => {
+    const f = await startFixture({ filters: { mutedStreams: ['random'] } });
+    const ids = [f.send('general', 'one'), f.send('general', 'two')];
+    f.send('random', 'muted');
+    const engine = f.engine();
+    await engine.start();
+    expect((await engine.recent('zulip:general', 5)).map((i) => i.messageId)).toEqual(ids);
+    expect(await engine.recent('zulip:random', 5)).toEqual([]);
+    expect(f.sink.accepted).toEqual([]);
+  });
+
   it('an unknown channel is looked up again once, then refused with a typed error', async () => {
     const f = await startFixture();
     const engine = f.engine();
