@@ -4,7 +4,8 @@
 //   2. catch-up: Zulip requests of the start-up sweep for C channels x M messages;
 //   3. memory: RSS after 1M deliveries vs after 10k;
 //   4. a long randomized fault schedule (FAULT_SEED, FAULT_MESSAGES to change it).
-// BENCH_RSS_MESSAGES shortens the memory run (default 1,000,000).
+// BENCH_RSS_MESSAGES shortens the memory run (default 1,000,000); FAULT_DEBUG=1 shows the
+// engine's log of each run of the fault schedule on stderr.
 import { type ChildProcess, fork } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -150,8 +151,7 @@ const THROUGHPUT_MESSAGES = 100_000;
   const engine = new DeliveryEngine({
     client,
     policy,
-    store: process.env.BENCH_MEMORY_STORE ? new MemoryStateStore() : new FileStateStore({ dir }),
-    ...(process.env.BENCH_GAP === undefined ? {} : { stateWriteGapMs: Number(process.env.BENCH_GAP) }),
+    store: new FileStateStore({ dir }),
     session: 'bench',
     filters: new MemoryFiltersPlane({}),
     sink: nullSink,

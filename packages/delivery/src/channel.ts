@@ -10,7 +10,39 @@ export type Entry =
   /** A change or reaction line; on a closed channel pushed only when addressed. */
   | { readonly t: 'c'; readonly item: DeliveryItem; readonly addressed: boolean; readonly reaction: boolean }
   /** A start-up `<missed>` block covering messages through `through`. */
-  | { readonly t: 'missed'; readonly event: PushEvent; readonly through: number };
+  | { readonly t: 'missed'; readonly event: PushEvent; readonly through: number }
+  /** Change lines still being read (the message was not cached): holds the channel's place. */
+  | Slot;
+
+/** A place in a channel's queue for entries that are still being prepared. */
+export interface Slot {
+  readonly t: 'p';
+  done: boolean;
+  entries: Entry[];
+  readonly ready: Promise<void>;
+  fill(entries: Entry[]): void;
+}
+
+/** A slot to put in a queue now and fill later (once; later fills are ignored). */
+export function slot(): Slot {
+  let resolve!: () => void;
+  const ready = new Promise<void>((r) => {
+    resolve = r;
+  });
+  const s: Slot = {
+    t: 'p',
+    done: false,
+    entries: [],
+    ready,
+    fill(entries) {
+      if (s.done) return;
+      s.done = true;
+      s.entries = entries;
+      resolve();
+    },
+  };
+  return s;
+}
 
 /** A first-in first-out queue with O(1) removal at the front. */
 export class Fifo<T> {

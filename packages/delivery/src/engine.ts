@@ -33,7 +33,7 @@ import {
 } from '@zmcp/core';
 import { BoundedMap } from './bounded-map.js';
 import { type CollectLimits, MissedCollector } from './catch-up.js';
-import { Channel, type Entry } from './channel.js';
+import { Channel, type Entry, type Slot, slot } from './channel.js';
 import {
   type ChannelKey,
   dmChannelId,
@@ -1255,6 +1255,19 @@ export class DeliveryEngine {
         this.#track(this.#offerMissed(c, e));
         return;
       }
+      if (e.t === 'p') {
+        if (!e.done) {
+          c.busy = true;
+          void e.ready.then(() => {
+            c.busy = false;
+            this.#pump(c);
+          });
+          return;
+        }
+        c.queue.drop(1);
+        for (let i = e.entries.length - 1; i >= 0; i--) c.queue.unshift(e.entries[i] as Entry);
+        continue;
+      }
       if (e.t === 'c') {
         if (c.open && c.registered) {
           this.#track(this.#offerBatch(c));
@@ -1334,7 +1347,7 @@ export class DeliveryEngine {
     const items: DeliveryItem[] = [];
     for (let i = 0; items.length < this.#maxBatch; i++) {
       const e = c.queue.at(i);
-      if (e === undefined || e.t === 'missed') break;
+      if (e === undefined || e.t === 'missed' || e.t === 'p') break;
       if (e.t === 'c') {
         run.push({ e, deliver: true });
         items.push(e.item);
@@ -1824,6 +1837,14 @@ export class DeliveryEngine {
     }
   }
 
+  /** Holds a channel's place for change lines that need a read first, so they keep their order. */
+  #reserve(c: Channel): Slot | undefined {
+    if (c.queue.length >= this.#queueLimit) return undefined;
+    const s = slot();
+    c.queue.push(s);
+    return s;
+  }
+
   #enqueueChange(c: Channel, item: DeliveryItem, addressed: boolean, reaction: boolean): void {
     if (c.queue.length >= this.#queueLimit) return;
     c.queue.push({ t: 'c', item, addressed, reaction });
@@ -1849,6 +1870,19 @@ export class DeliveryEngine {
     const c = this.#channels.get(key);
     if (c === undefined || !c.registered) return;
     if (c.target.kind === 'stream' && !this.#streamVisible(c.target.streamId)) return;
+    const place = this.#reserve(c);
+    if (place === undefined) return;
+    const out: Entry[] = [];
+    try {
+      await this.#changesOf(event, c, key, out);
+    } finally {
+      place.fill(out);
+      this.#pump(c);
+    }
+  }
+
+  async #changesOf(event: UpdateMessageEvent, c: Channel, key: ChannelKey, out: Entry[]): Promise<void> {
+    const target = event.message_id;
     const before = this.#cache.get(target);
     const wasMentioned = before !== undefined && isAddressed(addressingOf(before, this.#self));
     const ids = event.message_ids ?? [target];
@@ -1916,7 +1950,7 @@ export class DeliveryEngine {
           ...(event.orig_content === undefined ? {} : { previousContent: event.orig_content }),
         },
       );
-      this.#enqueueChange(c, item, mentioned || wasMentioned, false);
+      out.push({ t: 'c', item, addressed: mentioned || wasMentioned, reaction: false });
     }
     if (movedStream || movedTopic) {
       const by = actor === undefined ? '' : ` [by user ${actor}]`;
@@ -1957,7 +1991,7 @@ export class DeliveryEngine {
           ...(destVisible ? {} : { visible: false }),
         },
       );
-      this.#enqueueChange(c, item, mentioned || wasMentioned, false);
+      out.push({ t: 'c', item, addressed: mentioned || wasMentioned, reaction: false });
       // The messages now live where they went.
       const destKey = movedStream && event.new_stream_id !== undefined ? streamKey(event.new_stream_id) : key;
       for (const id of ids) {
@@ -2050,6 +2084,18 @@ export class DeliveryEngine {
     if (c === undefined || !c.registered || !c.open || !this.#showsReactions(c)) return;
     if (c.target.kind === 'stream' && !this.#streamVisible(c.target.streamId)) return;
     if (this.#filters.filters.suppresses(event)) return;
+    const place = this.#reserve(c);
+    if (place === undefined) return;
+    const out: Entry[] = [];
+    try {
+      await this.#reactionOf(event, c, out);
+    } finally {
+      place.fill(out);
+      this.#pump(c);
+    }
+  }
+
+  async #reactionOf(event: ReactionEvent, c: Channel, out: Entry[]): Promise<void> {
     const target = await this.#current(event.message_id);
     if (target === undefined) return;
     const reactor = this.#users.get(event.user_id);
@@ -2071,7 +2117,7 @@ export class DeliveryEngine {
       reactionTags(event.op, target.sender_id === this.#self),
       { emoji: event.emoji_name, op: event.op, targetMessageId: event.message_id },
     );
-    this.#enqueueChange(c, item, false, true);
+    out.push({ t: 'c', item, addressed: false, reaction: true });
   }
 
   // ---------------------------------------------------------------- read flags and state

@@ -52,6 +52,7 @@ describe('edits, moves and deletions', () => {
 
   it('never surfaces re-renders, changes to messages the host was never offered, or the bot’s own edits', async () => {
     const f = await startFixture();
+    const before = f.send('general', 'never offered: sent before the session began');
     const engine = await openGeneral(f);
     const ambient = f.send('random', 'never offered: random is closed');
     const mine = f.sim.realm.sendMessage({
@@ -64,6 +65,7 @@ describe('edits, moves and deletions', () => {
     const offered = f.send('general', 'offered');
     await f.sink.until(() => f.sink.accepted.length === 1);
     f.sim.realm.editMessage(f.ann, ambient, { content: 'edited, but never offered' });
+    f.sim.realm.editMessage(f.ann, before, { content: 'edited on an open channel, but never offered' });
     f.sim.realm.renderingUpdate(offered, '<p>offered, with a preview</p>');
     f.sim.realm.editMessage(f.bot, mine, { content: 'edited by the bot itself' });
     engine.suppressChanges([mine]);

@@ -29,6 +29,8 @@ export class TestSink implements DeliverySink {
   readonly accepted: DeliveryItem[] = [];
   /** Push events the sink accepted. */
   readonly acceptedPushes: PushEvent[] = [];
+  /** Every accepted message id, incoming or pushed (blocks included), in the order accepted. */
+  readonly sequence: number[] = [];
   onIncoming: (batch: IncomingBatch) => Answer<IncomingOutcome> = (b) => ({
     kind: 'answered',
     accepted: b.items.map((i) => i.id),
@@ -47,7 +49,11 @@ export class TestSink implements DeliverySink {
     const outcome = await this.#settle(answer, signal);
     if (outcome.kind === 'answered') {
       const ok = new Set(outcome.accepted);
-      for (const item of batch.items) if (ok.has(item.id)) this.accepted.push(item);
+      for (const item of batch.items) {
+        if (!ok.has(item.id)) continue;
+        this.accepted.push(item);
+        if (item.kind === 'message') this.sequence.push(item.messageId);
+      }
     }
     this.#notify();
     return outcome;
@@ -56,7 +62,10 @@ export class TestSink implements DeliverySink {
   async push(event: PushEvent, signal: AbortSignal): Promise<PushOutcome> {
     this.pushes.push(event);
     const outcome = await this.#settle(this.onPush(event), signal);
-    if (outcome.kind === 'answered' && outcome.accepted) this.acceptedPushes.push(event);
+    if (outcome.kind === 'answered' && outcome.accepted) {
+      this.acceptedPushes.push(event);
+      for (const item of event.items) if (item.kind === 'message') this.sequence.push(item.messageId);
+    }
     this.#notify();
     return outcome;
   }
