@@ -362,7 +362,8 @@ export class DeliveryEngine {
       return await this.#startUp(release, options.open ?? []);
     } catch (err) {
       fail(err);
-      this.#state = 'failed';
+      // A close during start-up stays a close.
+      if ((this.#state as EngineState) !== 'closed') this.#state = 'failed';
       this.#failure = codeOf(err);
       await this.#queue?.close();
       throw err;
