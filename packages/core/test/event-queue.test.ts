@@ -62,6 +62,20 @@ describe('EventQueue against the simulator', () => {
     expect(f.sim.queues(f.bot.userId)).toEqual([]);
   });
 
+  it('nextBatch returns what one poll brought in a single call', async () => {
+    f = await startSimRealm();
+    const queue = await EventQueue.open(f.client, { eventTypes: ['message'], applyMarkdown: false });
+    const fx = f;
+    const ids = [send(fx, 'one'), send(fx, 'two'), send(fx, 'three')];
+    const batch = await queue.nextBatch();
+    expect(batch?.map(messageIdOf)).toEqual(ids);
+    const pending = queue.nextBatch();
+    const later = send(fx, 'four');
+    expect((await pending)?.map(messageIdOf)).toEqual([later]);
+    await queue.close();
+    await expect(queue.nextBatch()).resolves.toBeUndefined();
+  });
+
   it('acknowledges heartbeats without yielding them, or yields them on request', async () => {
     f = await startSimRealm({ heartbeatIntervalMs: 20 });
     const quiet = await EventQueue.open(f.client, { eventTypes: ['message'] });

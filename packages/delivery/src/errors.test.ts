@@ -7,6 +7,11 @@ const codes: DeliveryErrorCode[] = [
   'DELIVERY_STATE_CORRUPT',
   'DELIVERY_IO_FAILED',
   'DELIVERY_NOT_MONITORED',
+  'DELIVERY_FILTERS_INVALID',
+  'DELIVERY_FILTERS_STALE',
+  'DELIVERY_FILTERS_OPERATOR_ONLY',
+  'DELIVERY_UNKNOWN_CHANNEL',
+  'DELIVERY_NOT_RUNNING',
 ];
 
 describe('DeliveryError', () => {
@@ -37,5 +42,18 @@ describe('DeliveryError', () => {
     expect(isDeliveryError(Object.assign(new Error('x'), { code: 'ENOENT' }))).toBe(false);
     expect(isDeliveryError('DELIVERY_IO_FAILED')).toBe(false);
     expect(isDeliveryError(null)).toBe(false);
+  });
+});
+
+describe('the error codes', () => {
+  it('are each listed above and documented in the README', async () => {
+    const { readFile } = await import('node:fs/promises');
+    const source = await readFile(new URL('./errors.ts', import.meta.url), 'utf8');
+    const start = source.indexOf('export type DeliveryErrorCode');
+    const union = source.slice(start, source.indexOf("';", start) + 2);
+    const declared = [...union.matchAll(/'(DELIVERY_[A-Z_]+)'/g)].map((m) => m[1]);
+    expect(declared.sort()).toEqual([...codes].sort());
+    const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8');
+    for (const code of declared) expect(readme, code).toMatch(new RegExp(`^\\| \`${code}\` +\\|`, 'm'));
   });
 });

@@ -13,7 +13,17 @@ export type DeliveryErrorCode =
   /** The file system refused an operation; `details.operation` and `details.file` say which. */
   | 'DELIVERY_IO_FAILED'
   /** A cursor was advanced for a stream that is not being monitored; `details.stream` names it. */
-  | 'DELIVERY_NOT_MONITORED';
+  | 'DELIVERY_NOT_MONITORED'
+  /** The filters file (or a seed or update) is not a valid filters document; `details.reason` says why. */
+  | 'DELIVERY_FILTERS_INVALID'
+  /** The filters file became invalid or vanished while running: the last-known-good is in force and updates are refused until it is repaired. */
+  | 'DELIVERY_FILTERS_STALE'
+  /** An update tried to read or write an operator-owned filters key (`suppressedReactionEmojis`). */
+  | 'DELIVERY_FILTERS_OPERATOR_ONLY'
+  /** A channel id names no channel the engine knows, even after enumerating again; `details.channelId`. */
+  | 'DELIVERY_UNKNOWN_CHANNEL'
+  /** The delivery engine is not running (not started yet, or closed); `details.state`. */
+  | 'DELIVERY_NOT_RUNNING';
 
 /** Options accepted by every `DeliveryError`. */
 export interface DeliveryErrorOptions {

@@ -241,6 +241,64 @@ describe('EventQueue', () => {
     await queue.close();
   });
 
+  it('nextBatch hands over every buffered item in one call and polls again only when asked', async () => {
+    const { client, polls } = setup([
+      events(
+        { type: 'message', id: 0, message: streamMessage({ id: 150 }) },
+        { type: 'heartbeat', id: 1 },
+        { type: 'message', id: 2, message: streamMessage({ id: 151 }) },
+        { type: 'presence', id: 3 },
+      ),
+      events({ type: 'message', id: 4, message: streamMessage({ id: 152 }) }),
+    ]);
+    const queue = await EventQueue.open(client, { eventTypes: ['message'] });
+    const first = await queue.nextBatch();
+    expect(first?.map((i) => i.kind)).toEqual(['event', 'event', 'unknown']);
+    // Nothing acknowledged yet: the second poll starts only with the next call.
+    expect(polls.map((p) => p.lastEventId)).toEqual(['-1']);
+    const second = await queue.nextBatch();
+    expect(second).toHaveLength(1);
+    expect(polls.map((p) => p.lastEventId)).toEqual(['-1', '3']);
+    const waiting = queue.nextBatch();
+    await queue.close();
+    await expect(waiting).resolves.toBeUndefined();
+    await expect(queue.nextBatch()).resolves.toBeUndefined();
+  });
+
+  it('nextBatch shares its position with the iterator, and serves concurrent calls in turn', async () => {
+    const { client } = setup([
+      events(
+        { type: 'message', id: 0, message: streamMessage({ id: 150 }) },
+        { type: 'message', id: 1, message: streamMessage({ id: 151 }) },
+        { type: 'message', id: 2, message: streamMessage({ id: 152 }) },
+      ),
+      events({ type: 'message', id: 3, message: streamMessage({ id: 153 }) }),
+    ]);
+    const queue = await EventQueue.open(client, { eventTypes: ['message'] });
+    const it = queue[Symbol.asyncIterator]();
+    const one = await it.next();
+    expect(one.done === false && one.value.kind === 'event' && one.value.event.id).toBe(0);
+    const [rest, later] = await Promise.all([queue.nextBatch(), queue.nextBatch()]);
+    const ids = (batch: QueueItem[] | undefined) =>
+      (batch ?? []).map((i) => (i.kind === 'event' ? i.event.id : undefined));
+    expect(ids(rest)).toEqual([1, 2]);
+    expect(ids(later)).toEqual([3]);
+    await queue.close();
+  });
+
+  it('nextBatch reports a gap in its batch and rethrows a fatal error once', async () => {
+    const { client } = setup([
+      { status: 400, body: zulipError('BAD_EVENT_QUEUE_ID', 'Bad event queue id: q1') },
+      events({ type: 'message', id: 0, message: streamMessage({ id: 250 }) }),
+      { status: 401, body: zulipError('UNAUTHORIZED', 'Invalid API key') },
+    ]);
+    const queue = await EventQueue.open(client);
+    expect((await queue.nextBatch())?.map((i) => i.kind)).toEqual(['gap']);
+    expect((await queue.nextBatch())?.map((i) => i.kind)).toEqual(['event']);
+    await expect(queue.nextBatch()).rejects.toMatchObject({ code: 'CORE_UNAUTHORIZED' });
+    await expect(queue.nextBatch()).resolves.toBeUndefined();
+  });
+
   it('cannot register in read-only mode', async () => {
     const { agent } = scriptedRealm([]);
     const client = mockClient(agent, { readOnly: true });

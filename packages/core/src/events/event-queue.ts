@@ -57,6 +57,17 @@ export type QueueItem =
 
 const LONG_POLL_MARGIN_MS = 10_000;
 
+/** What the iterator and `nextBatch` share: the batch being handed out and the polls behind it. */
+interface BatchReader {
+  buffer: QueueItem[];
+  index: number;
+  done: boolean;
+  /** Waits for the next batch; false when the polls have ended. */
+  fill(): Promise<boolean>;
+  /** Ends the polls (the queue is deleted). */
+  finish(): Promise<IteratorResult<QueueItem>>;
+}
+
 function fatal(err: unknown): boolean {
   if (!isZmcpError(err)) return true;
   switch (err.code) {
@@ -81,8 +92,8 @@ function isQueueGone(err: unknown): err is ZulipApiError {
  * A Zulip event queue as an async iterable. It long-polls, acknowledges by `last_event_id`,
  * backs off (jittered, capped) on failures and keeps trying through a server restart, and when
  * Zulip has dropped the queue it registers a new one and yields a {@link QueueGap} before the
- * new queue's events. Iterate it once; leaving the loop, {@link close} or the signal ends it
- * and deletes the queue.
+ * new queue's events. Iterate it once, or take whole batches with {@link nextBatch}; leaving the
+ * loop, {@link close} or the signal ends it and deletes the queue.
  */
 export class EventQueue implements AsyncIterable<QueueItem> {
   readonly #client: ZulipClient;
@@ -96,6 +107,8 @@ export class EventQueue implements AsyncIterable<QueueItem> {
   #lastEventId: number;
   #lastMessageId: number | undefined;
   #iterating = false;
+  #batchReader: BatchReader | undefined;
+  #batchTail: Promise<void> = Promise.resolve();
   #closing: Promise<void> | undefined;
   readonly #onAbort = (): void => void this.close();
 
@@ -171,7 +184,45 @@ export class EventQueue implements AsyncIterable<QueueItem> {
   }
 
   /**
-   * The events, in order. Single use.
+   * Every item already received and not yet handed out, in order, in one call. It waits for the
+   * next long poll only when nothing is buffered, so a consumer learns what is pending without
+   * depending on how many turns of the event loop a call takes. Resolves to `undefined` once the
+   * queue has ended (closed, aborted, or the iterator left). The next poll, which acknowledges
+   * what was handed out, starts only when the consumer asks again. Shares its position with the
+   * iterator; concurrent calls are answered one after the other.
+   * @throws {ZmcpError} a fatal error of the queue (`CORE_UNAUTHORIZED`, `CORE_BAD_REQUEST`,
+   *   `CORE_CLOSED`...), once; transient ones are retried.
+   */
+  nextBatch(): Promise<QueueItem[] | undefined> {
+    const run = this.#batchTail.then(() => this.#takeBatch());
+    this.#batchTail = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    return run;
+  }
+
+  async #takeBatch(): Promise<QueueItem[] | undefined> {
+    const reader = this.#reader();
+    while (!reader.done) {
+      if (reader.index < reader.buffer.length) {
+        if (this.#stop.signal.aborted) {
+          await reader.finish();
+          return undefined;
+        }
+        const out = reader.index === 0 ? reader.buffer : reader.buffer.slice(reader.index);
+        reader.buffer = [];
+        reader.index = 0;
+        return out;
+      }
+      if (!(await reader.fill())) break;
+    }
+    reader.done = true;
+    return undefined;
+  }
+
+  /**
+   * The events, in order. Single use; {@link nextBatch} reads from the same position.
    * @throws {ZmcpError} `CORE_INVALID_ARGUMENT` on a second iteration; from `next()`, a fatal
    *   error (`CORE_UNAUTHORIZED`, `CORE_BAD_REQUEST`, `CORE_CLOSED`...); transient ones are retried.
    */
@@ -180,41 +231,55 @@ export class EventQueue implements AsyncIterable<QueueItem> {
       throw new ZmcpError('CORE_INVALID_ARGUMENT', 'An event queue can be iterated only once');
     }
     this.#iterating = true;
+    const reader = this.#reader();
+    return {
+      next: async (): Promise<IteratorResult<QueueItem>> => {
+        while (!reader.done) {
+          if (reader.index < reader.buffer.length) {
+            if (this.#stop.signal.aborted) return reader.finish();
+            return { done: false, value: reader.buffer[reader.index++] as QueueItem };
+          }
+          if (!(await reader.fill())) break;
+        }
+        reader.done = true;
+        return { done: true, value: undefined };
+      },
+      return: () => reader.finish(),
+    };
+  }
+
+  /** The one reader over the polls, shared by the iterator and {@link nextBatch}. */
+  #reader(): BatchReader {
+    if (this.#batchReader !== undefined) return this.#batchReader;
     // Polls hand over whole batches; items leave one by one without a generator resume per
     // item, which is most of the cost at tens of thousands of events a second.
     const batches = this.#run();
-    let buffer: QueueItem[] = [];
-    let index = 0;
-    let done = false;
-    const finish = async (): Promise<IteratorResult<QueueItem>> => {
-      done = true;
-      buffer = [];
-      await batches.return(undefined);
-      return { done: true, value: undefined };
-    };
-    return {
-      next: async (): Promise<IteratorResult<QueueItem>> => {
-        while (!done) {
-          if (index < buffer.length) {
-            if (this.#stop.signal.aborted) return finish();
-            return { done: false, value: buffer[index++] as QueueItem };
-          }
-          let r: IteratorResult<QueueItem[]>;
-          try {
-            r = await batches.next();
-          } catch (err) {
-            done = true;
-            throw err;
-          }
-          if (r.done) break;
-          buffer = r.value;
-          index = 0;
+    const reader: BatchReader = {
+      buffer: [],
+      index: 0,
+      done: false,
+      fill: async () => {
+        let r: IteratorResult<QueueItem[]>;
+        try {
+          r = await batches.next();
+        } catch (err) {
+          reader.done = true;
+          throw err;
         }
-        done = true;
+        if (r.done) return false;
+        reader.buffer = r.value;
+        reader.index = 0;
+        return true;
+      },
+      finish: async () => {
+        reader.done = true;
+        reader.buffer = [];
+        await batches.return(undefined);
         return { done: true, value: undefined };
       },
-      return: finish,
     };
+    this.#batchReader = reader;
+    return reader;
   }
 
   #longPollTimeout(): number {

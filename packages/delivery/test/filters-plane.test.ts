@@ -1,0 +1,183 @@
+import { mkdir, mkdtemp, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FileFiltersPlane, type FiltersEvent, type FiltersPlane } from '@zmcp/delivery';
+import { afterEach, describe, expect, it } from 'vitest';
+
+const dirs: string[] = [];
+const planes: FiltersPlane[] = [];
+afterEach(async () => {
+  await Promise.all(planes.splice(0).map((p) => p.close()));
+  await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
+});
+
+async function tempFile(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'zmcp-filters-'));
+  dirs.push(dir);
+  return join(dir, 'agent.filters.json');
+}
+
+// The poll is pushed far out: these tests prove the watch alone picks every change up.
+async function open(file: string, extra: Partial<Parameters<typeof FileFiltersPlane.open>[0]> = {}) {
+  const plane = await FileFiltersPlane.open({ file, pollIntervalMs: 600_000, ...extra });
+  planes.push(plane);
+  return plane;
+}
+
+/** Resolves with the first event for which `match` is true. */
+function when(plane: FiltersPlane, match: (event: FiltersEvent) => boolean): Promise<FiltersEvent> {
+  return new Promise((resolve) => {
+    const off = plane.subscribe((event) => {
+      if (match(event)) {
+        off();
+        resolve(event);
+      }
+    });
+  });
+}
+
+const reloadedTo = (plane: FiltersPlane, streams: unknown) =>
+  when(
+    plane,
+    (e) =>
+      e.kind === 'reloaded' && JSON.stringify(plane.filters.document.streams) === JSON.stringify(streams),
+  );
+
+describe('FileFiltersPlane', () => {
+  it('creates the file from the seed on first start, mode 0600, and reads it on the next', async () => {
+    const file = await tempFile();
+    const plane = await open(file, { seed: { streams: ['general'] }, baseline: ['☣️'] });
+    expect(JSON.parse(await readFile(file, 'utf8'))).toEqual({ streams: ['general'] });
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+    expect(plane.view()).toMatchObject({
+      filters: { streams: ['general'] },
+      stale: false,
+      baselineSuppressedReactionEmojis: { count: 1 },
+      location: file,
+    });
+    await plane.close();
+    // The seed only applies to a missing file; the baseline is never written.
+    const again = await open(file, { seed: { streams: ['other'] } });
+    expect(again.filters.document).toEqual({ streams: ['general'] });
+    expect(await readFile(file, 'utf8')).not.toContain('☣');
+  });
+
+  it('refuses to start on a file that exists but does not parse, or has a wrong type', async () => {
+    const file = await tempFile();
+    await writeFile(file, '{"streams": ["a",');
+    await expect(open(file)).rejects.toMatchObject({ code: 'DELIVERY_FILTERS_INVALID', details: { file } });
+    await writeFile(file, '{"streams": "a"}');
+    await expect(open(file)).rejects.toMatchObject({ code: 'DELIVERY_FILTERS_INVALID' });
+    await expect(readFile(file, 'utf8')).resolves.toBe('{"streams": "a"}');
+  });
+
+  it('fails to start when the file cannot be created', async () => {
+    const file = await tempFile();
+    await writeFile(join(file, '..', 'blocker'), 'x');
+    await expect(open(join(file, '..', 'blocker', 'f.json'))).rejects.toMatchObject({
+      code: 'DELIVERY_IO_FAILED',
+    });
+  });
+
+  it('reloads a file replaced by rename', async () => {
+    const file = await tempFile();
+    const plane = await open(file);
+    const seen = reloadedTo(plane, ['a']);
+    await writeFile(`${file}.tmp`, '{"streams": ["a"]}');
+    await rename(`${file}.tmp`, file);
+    await seen;
+    expect(plane.stale).toBe(false);
+  });
+
+  it('reloads a file written in place and one saved the way vim saves', async () => {
+    const file = await tempFile();
+    const plane = await open(file);
+    const inPlace = reloadedTo(plane, ['b']);
+    await writeFile(file, '{"streams": ["b"]}');
+    await inPlace;
+    // vim: move the original to a backup, write a new file, delete the backup.
+    const vim = reloadedTo(plane, ['c']);
+    await rename(file, `${file}~`);
+    await writeFile(file, '{"streams": ["c"]}');
+    await unlink(`${file}~`);
+    await vim;
+    expect(plane.stale).toBe(false);
+  });
+
+  it('keeps the last-known-good while the file is deleted, and takes the recreated one', async () => {
+    const file = await tempFile();
+    const plane = await open(file, { seed: { mutedStreams: ['x'] } });
+    const stale = when(plane, (e) => e.kind === 'stale');
+    await unlink(file);
+    expect(await stale).toEqual({ kind: 'stale', reason: 'the file is missing' });
+    expect(plane.filters.document).toEqual({ mutedStreams: ['x'] });
+    await expect(plane.update({ mutedStreams: [] })).rejects.toMatchObject({
+      code: 'DELIVERY_FILTERS_STALE',
+    });
+    const back = reloadedTo(plane, ['d']);
+    await writeFile(file, '{"streams": ["d"]}');
+    await back;
+    expect(plane.view().stale).toBe(false);
+  });
+
+  it('an invalid file while running marks the plane stale and refuses updates until repaired', async () => {
+    const file = await tempFile();
+    const plane = await open(file, { seed: { streams: ['a'] } });
+    const stale = when(plane, (e) => e.kind === 'stale');
+    await writeFile(file, '{"streams": 7}');
+    expect(await stale).toMatchObject({ reason: expect.stringContaining('streams') });
+    expect(plane.filters.document).toEqual({ streams: ['a'] });
+    expect(plane.view()).toMatchObject({ stale: true, staleReason: expect.stringContaining('streams') });
+    await expect(plane.update({ streams: ['b'] })).rejects.toMatchObject({ code: 'DELIVERY_FILTERS_STALE' });
+    expect(await readFile(file, 'utf8')).toBe('{"streams": 7}');
+    const repaired = reloadedTo(plane, ['e']);
+    await writeFile(file, '{"streams": ["e"]}');
+    await repaired;
+    await expect(plane.update({ streams: ['f'] })).resolves.toMatchObject({ stale: false });
+  });
+
+  it('updates write atomically, keep the operator-owned key, and report it only as count and digest', async () => {
+    const file = await tempFile();
+    await writeFile(file, JSON.stringify({ suppressedReactionEmojis: ['biohazard', 'skull'] }));
+    const plane = await open(file);
+    const view = await plane.update({ mutedStreams: ['random'] });
+    expect(view.filters).toEqual({ mutedStreams: ['random'] });
+    expect(JSON.stringify(view)).not.toContain('biohazard');
+    expect(view.suppressedReactionEmojis).toMatchObject({
+      count: 2,
+      digest: expect.stringMatching(/^[0-9a-f]{16}$/),
+    });
+    expect(JSON.parse(await readFile(file, 'utf8'))).toEqual({
+      suppressedReactionEmojis: ['biohazard', 'skull'],
+      mutedStreams: ['random'],
+    });
+    await expect(plane.update({ suppressedReactionEmojis: [] } as never)).rejects.toMatchObject({
+      code: 'DELIVERY_FILTERS_OPERATOR_ONLY',
+    });
+  });
+
+  it('an update re-reads the file, so an operator edit not yet reloaded survives it', async () => {
+    const file = await tempFile();
+    const plane = await open(file, { settleMs: 60_000 });
+    await writeFile(file, '{"streams": ["operator"]}');
+    await plane.update({ mutedStreams: ['m'] });
+    expect(JSON.parse(await readFile(file, 'utf8'))).toEqual({ streams: ['operator'], mutedStreams: ['m'] });
+  });
+
+  it('finds the file again when its whole directory is replaced (the poll re-watches)', async () => {
+    const file = await tempFile();
+    const dir = join(file, '..');
+    const plane = await open(file, { pollIntervalMs: 20 });
+    const stale = when(plane, (e) => e.kind === 'stale');
+    await rm(dir, { recursive: true });
+    await stale;
+    // A watch on the old directory sees nothing of the new one; the poll notices and re-watches.
+    const back = reloadedTo(plane, ['p']);
+    await mkdir(dir);
+    await writeFile(file, '{"streams": ["p"]}');
+    await back;
+    const again = reloadedTo(plane, ['q']);
+    await writeFile(file, '{"streams": ["q"]}');
+    await again;
+  });
+});
