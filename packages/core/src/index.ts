@@ -174,7 +174,14 @@ export { readMessage, readNarrow } from './read/read-gate.js';
 
 export { checkEmojiName, MAX_EMOJI_NAME_LENGTH } from './text/emoji.js';
 export type { NameField } from './text/escape.js';
-export { escapeIndented, escapeMsgName, escapeMsgText, quoteName, readPrintedName } from './text/escape.js';
+export {
+  escapeIndented,
+  escapeMsgAttr,
+  escapeMsgName,
+  escapeMsgText,
+  quoteName,
+  readPrintedName,
+} from './text/escape.js';
 export type { MessageLengthOptions, MessageLengthResult } from './text/length.js';
 export { checkMessageLength, DEFAULT_MAX_MESSAGE_LENGTH, measureMessageLength } from './text/length.js';
 export type { NormalizeMarkdownOptions } from './text/markdown.js';

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { escapeIndented, escapeMsgName, escapeMsgText, quoteName, readPrintedName } from './escape.js';
+import {
+  escapeIndented,
+  escapeMsgAttr,
+  escapeMsgName,
+  escapeMsgText,
+  quoteName,
+  readPrintedName,
+} from './escape.js';
 
 const TAGGED = 'hi\u{E0001}\u{E0069}\u{E0067}\u{E006E}\u{E007F}';
 const RLO = '\u202E';
@@ -78,5 +85,12 @@ describe('readPrintedName', () => {
     expect(readPrintedName('general')).toEqual(['general']);
     expect(readPrintedName('"quoted"')).toEqual(['"quoted"', 'quoted']);
     expect(readPrintedName('"broken')).toEqual(['"broken']);
+  });
+});
+
+describe('escapeMsgAttr', () => {
+  it('keeps a value inside its quotes and on its line', () => {
+    expect(escapeMsgAttr('a"b<c>&d\ne')).toBe('a&quot;b&lt;c&gt;&amp;d e');
+    expect(escapeMsgAttr('plain')).toBe('plain');
   });
 });

@@ -55,6 +55,24 @@ export function escapeMsgName(value: string): string {
   return folded.includes('<') ? folded.replaceAll('<', '&lt;') : folded;
 }
 
+const ATTR_RE = /[&<>"]/g;
+const ATTR_ENTITIES: Readonly<Record<string, string>> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+};
+
+/**
+ * Escapes a value for a double-quoted attribute of a wrapper the model reads (`<missed
+ * channel="…">`): `&`, `<`, `>` and `"` become entities, and the value is folded to one line
+ * without bidi controls or tag characters, so it cannot leave its quotes or its line.
+ */
+export function escapeMsgAttr(value: string): string {
+  const folded = foldHeaderField(value);
+  return ATTR_RE.test(folded) ? folded.replace(ATTR_RE, (ch) => ATTR_ENTITIES[ch] as string) : folded;
+}
+
 /** Where a name is printed: the characters that would end its field there. */
 export type NameField =
   /** `#stream` in `[#stream > topic]` and in lists: `[`, `]`, `>`. */
