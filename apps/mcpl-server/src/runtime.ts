@@ -20,6 +20,7 @@ import {
   dmChannelId,
   FileFiltersPlane,
   FileStateStore,
+  type FiltersPlane,
   isDeliveryError,
   parseChannelId,
   streamChannelId,
@@ -134,6 +135,8 @@ function instructionsFor(identity: ToolIdentity): string {
 export interface ZulipMcpl {
   readonly server: McplServer;
   readonly identity: ToolIdentity;
+  /** The filters plane (its file is hot-reloaded; subscribe to hear of reloads). */
+  readonly filters: FiltersPlane;
   /** Serves one host connection; resolves once it is connected. */
   serve(transport: Transport): Promise<McplSession>;
   /** The connection of a session (while it is open). */
@@ -589,6 +592,7 @@ function assemble(runtime: Runtime, identity: ToolIdentity, filters: FileFilters
   return {
     server,
     identity,
+    filters,
     serve: (transport) => server.connect(transport),
     connection: (session) => connections.get(session),
     async close() {

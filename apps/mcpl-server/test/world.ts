@@ -122,6 +122,8 @@ export interface Served {
   pushes: Inbox<ReceivedPushEvent>;
   /** Fires once per channels/register or channels/changed the host accepted. */
   registrations: Inbox<number>;
+  /** Resolves once the server has read the host's answers on a channel and written its state. */
+  settled(channelId: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -178,6 +180,11 @@ export async function serve(
     incoming,
     pushes,
     registrations,
+    async settled(channelId) {
+      const conn = app.connection(session);
+      await conn?.sink.settled(channelId);
+      await conn?.engine.flush();
+    },
     async close() {
       await host.close();
       await app.close();
