@@ -43,8 +43,8 @@ export interface McplConfig {
   };
   stateDir: string;
   sessionId: string;
-  /** The filters file; default `<stateDir>/<sessionId>.filters.json`. */
-  filtersFile: string;
+  /** The filters file as configured; unset: `<session>.filters.json` in the account's state folder. */
+  filtersFile: string | undefined;
   /** What a new filters file is created with, and the host's suppressed-reactions baseline. */
   filters: FiltersSeed;
   timezone: string;
@@ -214,7 +214,7 @@ const RawSchema = z.object({
     flag: '--state-dir',
     flagArg: '<dir>',
     defaultText: '~/.zmcp/state',
-    help: 'Where watermarks and the filters file live; put it on storage that survives a redeploy.',
+    help: 'Where watermarks and the filters file live, one folder per realm and bot; put it on storage that survives a redeploy.',
   }),
   ZULIP_SESSION_ID: setting(
     {
@@ -235,7 +235,7 @@ const RawSchema = z.object({
   ),
   ZULIP_FILTERS_FILE: text({
     group: 'Filters',
-    defaultText: '<state dir>/<session>.filters.json',
+    defaultText: '<state dir>/<account>/<session>.filters.json',
     help: 'The filters file: what reaches the agent, hot-reloaded.',
   }),
   ZULIP_STREAMS: text({ group: 'Filters', defaultText: 'unset', help: filterHelp.streams }),
@@ -599,10 +599,7 @@ export function parseConfig(
     },
     stateDir,
     sessionId: raw.ZULIP_SESSION_ID,
-    filtersFile:
-      raw.ZULIP_FILTERS_FILE === undefined
-        ? join(stateDir, `${raw.ZULIP_SESSION_ID}.filters.json`)
-        : expandHome(raw.ZULIP_FILTERS_FILE, home),
+    filtersFile: raw.ZULIP_FILTERS_FILE === undefined ? undefined : expandHome(raw.ZULIP_FILTERS_FILE, home),
     filters,
     timezone: raw.AGENT_TIMEZONE?.trim() ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
     timestampStyle: raw.AGENT_TIMESTAMP_STYLE,

@@ -120,7 +120,7 @@ export async function main(
       config = {
         ...config,
         stateDir: demoState,
-        filtersFile: join(demoState, `${config.sessionId}.filters.json`),
+        filtersFile: undefined,
         // The demo's DMs and private streams are part of the tour.
         privateStreams: '__ALL__',
       };

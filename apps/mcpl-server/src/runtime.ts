@@ -1,4 +1,5 @@
 import { homedir } from 'node:os';
+import { dirname, join } from 'node:path';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import {
@@ -23,6 +24,7 @@ import {
   type FiltersPlane,
   isDeliveryError,
   parseChannelId,
+  stateAccount,
   streamChannelId,
   TAGS,
   type ChannelDescriptor as ZulipChannel,
@@ -211,8 +213,18 @@ export async function createZulipMcpl(options: ZulipMcplOptions): Promise<ZulipM
       markdownAutofix: config.markdownAutofix,
       uploadRoots,
     });
+    // Watermarks are message ids, which mean something on one realm only: state is kept per realm and bot.
+    const account = stateAccount({ site: client.site, userId: facts.identity.user_id });
+    const stateDir = dirname(
+      new FileStateStore({ dir: config.stateDir }).pathOf({
+        account,
+        session: config.sessionId,
+        kind: 'delivery',
+      }),
+    );
+    const filtersFile = config.filtersFile ?? join(stateDir, `${config.sessionId}.filters.json`);
     filters = await FileFiltersPlane.open({
-      file: config.filtersFile,
+      file: filtersFile,
       seed: config.filters.seed,
       baseline: config.filters.baseline,
     });
@@ -230,16 +242,16 @@ export async function createZulipMcpl(options: ZulipMcplOptions): Promise<ZulipM
       policy,
       services,
       tools: selectTools(createCatalog(services), { toolsets: config.toolsets, readOnly: false }),
-      store: new FileStateStore({ dir: config.stateDir }),
+      store: new FileStateStore({ dir: stateDir }),
       filters,
       sent: new SentLog(),
     };
     logger.info('connected to Zulip', {
       site: client.site,
       account: facts.identity.email,
-      state: config.stateDir,
+      state: stateDir,
       session: config.sessionId,
-      filters: config.filtersFile,
+      filters: filtersFile,
     });
     return assemble(runtime, facts.identity, filters);
   } catch (err) {

@@ -2,7 +2,6 @@
 // edit/move/delete lines, catch-up after a restart, queue-expiry healing, rollback, context
 // injection, filters hot reload, images, attribution, and one hung request never stalling others.
 import { rename, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { FiltersEvent } from '@zmcp/delivery';
 import sharp from 'sharp';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -197,7 +196,8 @@ describe('context injection', () => {
 describe('filters plane', () => {
   it('hot-reloads the file: a mute written by the operator stops pushes, an allowlist drops a channel', async () => {
     const s = await start();
-    const file = join(realm.stateDir, 'default.filters.json');
+    const file = s.app.filters.view().location;
+    expect(file.startsWith(realm.stateDir)).toBe(true);
     const reloaded = (revision: number) =>
       new Promise<void>((resolve) => {
         const off = s.app.filters.subscribe((event: FiltersEvent) => {

@@ -38,6 +38,9 @@ function initialize(name: string, version: string, mcpl: Record<string, unknown>
   };
 }
 
+const result = (m: Wire): Record<string, unknown> => m.result ?? {};
+const params = (m: Wire): Record<string, unknown> => m.params ?? {};
+
 const isIncoming = (text: string) => (m: Wire) =>
   m.method === 'channels/incoming' && JSON.stringify(m.params).includes(text);
 
@@ -57,7 +60,7 @@ describe('mcpl-harness 0.1.1 (0.4, never sends a policy)', () => {
       'initialize',
       initialize('mcpl-harness', '0.1.1', { version: '0.4', pushEvents: true, channels: true }),
     );
-    const mcpl = (init.result?.capabilities as { experimental: { mcpl: { featureSets: unknown } } })
+    const mcpl = (result(init).capabilities as { experimental: { mcpl: { featureSets: unknown } } })
       .experimental.mcpl;
     expect(Array.isArray(mcpl.featureSets)).toBe(true);
     expect((mcpl.featureSets as { name: string }[]).map((f) => f.name).sort()).toEqual([
@@ -67,13 +70,13 @@ describe('mcpl-harness 0.1.1 (0.4, never sends a policy)', () => {
     ]);
     await h.notify('notifications/initialized');
     const register = await h.waitFor((m) => m.method === 'channels/register');
-    expect((register.params?.channels as { id: string }[]).map((c) => c.id).sort()).toEqual([
+    expect((params(register).channels as { id: string }[]).map((c) => c.id).sort()).toEqual([
       'zulip:general',
       'zulip:random',
     ]);
     // {} itemizes nothing: the channels stay usable, listed and openable.
     const list = await h.request(2, 'channels/list');
-    expect((list.result?.channels as { id: string }[]).map((c) => c.id).sort()).toEqual([
+    expect((result(list).channels as { id: string }[]).map((c) => c.id).sort()).toEqual([
       'zulip:general',
       'zulip:random',
     ]);
@@ -81,10 +84,10 @@ describe('mcpl-harness 0.1.1 (0.4, never sends a policy)', () => {
       type: 'zulip',
       address: { streamId: realm.streams.general },
     });
-    expect((opened.result?.channel as { id: string }).id).toBe('zulip:general');
+    expect((result(opened).channel as { id: string }).id).toBe('zulip:general');
     realm.say('general', 'harness hears this');
     const incoming = await h.waitFor(isIncoming('harness hears this'));
-    expect((incoming.params?.messages as { channelId: string }[])[0]?.channelId).toBe('zulip:general');
+    expect((params(incoming).messages as { channelId: string }[])[0]?.channelId).toBe('zulip:general');
     const mention = realm.say('random', 'hi @**Helper Bot**');
     const push = await h.waitFor((m) => m.method === 'push/event');
     expect(push.params).toMatchObject({ featureSet: 'zulip.messaging', eventId: `msg:${mention}` });
@@ -123,7 +126,7 @@ describe('agent-framework 0.1.0 (0.4)', () => {
       initialize('agent-framework', '0.1.0', { version: '0.4', pushEvents: true, channels: true }),
     );
     expect(init.error).toBeUndefined();
-    const mcpl = (init.result?.capabilities as { experimental: { mcpl: { featureSets: unknown } } })
+    const mcpl = (result(init).capabilities as { experimental: { mcpl: { featureSets: unknown } } })
       .experimental.mcpl;
     expect(Array.isArray(mcpl.featureSets)).toBe(false);
     await h.notify('notifications/initialized');
@@ -144,6 +147,6 @@ describe('agent-framework 0.1.0 (0.4)', () => {
     expect(JSON.stringify(incomingCalls)).toContain(`"messageId":"${next}"`);
     // The Notification narrowed the assumed grant: no context is injected.
     const context = await h.request(20, 'context/beforeInference', { inferenceId: 'i', userMessage: null });
-    expect(context.result?.contextInjections).toEqual([]);
+    expect(result(context).contextInjections).toEqual([]);
   });
 });

@@ -1,10 +1,11 @@
 // The zulip-mcpl command: help, version and configuration errors; stdio carrying nothing but
 // protocol; --tcp serving one loopback connection at a time; --demo; and the bin itself.
 
-import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { FileStateStore, stateAccount } from '@zmcp/delivery';
 import { connectTcp, McplHost, NdjsonTransport, spawnStdioTransport } from '@zmcp/mcpl';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { configVariableNames } from '../src/config.js';
@@ -61,7 +62,13 @@ describe('help, version and bad configuration', () => {
     const err = sink();
     expect(await main([], { ...realm.env, ZULIP_TOOLSETS: 'read,session' }, { stderr: err.stream })).toBe(2);
     expect(err.text()).toContain('the session toolset is zulip-mcp');
-    await writeFile(join(realm.stateDir, 'default.filters.json'), '{"streams": "general"}');
+    const filters = new FileStateStore({ dir: realm.stateDir }).pathOf({
+      account: stateAccount({ site: realm.env.ZULIP_SITE as string, userId: realm.bot }),
+      session: 'default',
+      kind: 'filters',
+    });
+    await mkdir(dirname(filters), { recursive: true });
+    await writeFile(filters, '{"streams": "general"}');
     const broken = sink();
     expect(await main([], realm.env, { stderr: broken.stream })).toBe(2);
     expect(broken.text()).toContain('DELIVERY_FILTERS_INVALID');
