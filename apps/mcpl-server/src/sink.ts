@@ -8,7 +8,7 @@ import type {
   PushEvent,
   PushOutcome,
 } from '@zmcp/delivery';
-import type { ContentBlock, JsonObject, McplSession } from '@zmcp/mcpl';
+import type { ChannelMessage, ContentBlock, JsonObject, McplSession } from '@zmcp/mcpl';
 import type { Logger } from './logging.js';
 import { type ImageInliner, inlineImages } from './media.js';
 import { channelMessage, itemText, mcplChannel } from './render.js';
@@ -111,13 +111,27 @@ export class McplSink implements DeliverySink {
   }
 
   async #incoming(batch: IncomingBatch, signal: AbortSignal): Promise<IncomingOutcome> {
-    const { session, router, attribute } = this.#o;
+    const { session, attribute } = this.#o;
     if (!session.isFeatureSetEnabled(MESSAGING))
       return { kind: 'refused', reason: `${MESSAGING} is not enabled` };
+    // The common case goes out in the same turn: no wait for an open, no image to fetch.
+    const images =
+      this.#o.images !== undefined && batch.items.some((item) => item.tags.includes('chat:has-image'));
+    if (session.isChannelOpen(batch.channel.id) && !images) {
+      return this.#offer(
+        batch,
+        batch.items.map((item) => channelMessage(item, attribute)),
+      );
+    }
     await this.#opened(batch.channel.id, signal);
     const messages = await Promise.all(
       batch.items.map(async (item) => channelMessage(item, attribute, await this.#images(item, signal))),
     );
+    return this.#offer(batch, messages);
+  }
+
+  async #offer(batch: IncomingBatch, messages: ChannelMessage[]): Promise<IncomingOutcome> {
+    const { session, router } = this.#o;
     let outcomes: Awaited<ReturnType<McplSession['incoming']>>;
     try {
       outcomes = await session.incoming(messages);
