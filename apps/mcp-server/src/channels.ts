@@ -123,6 +123,11 @@ class AllowList {
     }
   }
 
+  /** Whether a user is known to be allowed now (no lookup). */
+  has(userId: number): boolean {
+    return this.#ids.has(userId);
+  }
+
   /** Whether a user may reach the session; an unknown sender makes an email lookup at most once a minute. */
   async allows(userId: number): Promise<boolean> {
     if (this.#ids.has(userId)) return true;
@@ -437,7 +442,8 @@ class ChannelSink implements DeliverySink {
     item: DeliveryItem,
     extra: Record<string, string> = {},
   ): Promise<void> {
-    if (!(await this.#state.allow.allows(item.author.id))) {
+    const allowed = this.#state.allow.has(item.author.id) || (await this.#state.allow.allows(item.author.id));
+    if (!allowed) {
       this.#logger.debug('a channel event was held back: the sender is not allowed', {
         sender: item.author.id,
       });
@@ -445,8 +451,14 @@ class ChannelSink implements DeliverySink {
     }
     const body =
       item.head === '' ? item.text : item.text.slice(item.text.indexOf(item.head) + item.head.length);
-    if (channel.kind === 'dm' && item.kind === 'message' && (await this.#relay?.answerText(body)) === true)
+    if (
+      channel.kind === 'dm' &&
+      item.kind === 'message' &&
+      this.#relay !== undefined &&
+      (await this.#relay.answerText(body))
+    ) {
       return;
+    }
     const chatId = chatIdOf(channel, item);
     if (chatId === undefined) return;
     // The line is core's escaped rendering; escaping once more keeps any `<` (so `<channel`) out.
@@ -504,6 +516,7 @@ class ChannelSink implements DeliverySink {
   }
 
   async #whenConnected(signal: AbortSignal): Promise<void> {
+    if (this.#server !== undefined) return;
     await Promise.race([
       this.#ready,
       new Promise<never>((_, reject) => {
