@@ -7,7 +7,7 @@ import { listenTcp, NdjsonTransport, type TcpListener } from '@zmcp/mcpl';
 import { helpText, type McplConfig, parseConfig } from './config.js';
 import { type DemoRealm, startDemoRealm } from './demo.js';
 import { McplServerError } from './errors.js';
-import { createLogger } from './logging.js';
+import { createLogger, type Logger } from './logging.js';
 import { createZulipMcpl, type ZulipMcpl } from './runtime.js';
 import { packageVersion } from './version.js';
 
@@ -43,10 +43,11 @@ function aborted(signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
-async function serveStdio(app: ZulipMcpl, io: MainIo): Promise<string> {
+async function serveStdio(app: ZulipMcpl, io: MainIo, logger: Logger): Promise<string> {
   const stdin = io.stdin ?? process.stdin;
   const transport = new NdjsonTransport(stdin, io.stdout ?? process.stdout);
   const session = await app.serve(transport);
+  logger.info('serving MCPL on stdio');
   io.onReady?.({ transport: 'stdio' });
   return new Promise<string>((resolve) => {
     session.on('close', () => resolve('the host closed the connection'));
@@ -55,7 +56,7 @@ async function serveStdio(app: ZulipMcpl, io: MainIo): Promise<string> {
   });
 }
 
-async function serveTcp(app: ZulipMcpl, port: number, io: MainIo): Promise<string> {
+async function serveTcp(app: ZulipMcpl, port: number, io: MainIo, logger: Logger): Promise<string> {
   let listener: TcpListener;
   try {
     listener = await listenTcp({
@@ -68,6 +69,7 @@ async function serveTcp(app: ZulipMcpl, port: number, io: MainIo): Promise<strin
       cause: err,
     });
   }
+  logger.info('serving MCPL on TCP, one connection at a time', { host: listener.host, port: listener.port });
   io.onReady?.({ transport: 'tcp', port: listener.port });
   await aborted(io.shutdown);
   await listener.close();
