@@ -147,7 +147,9 @@ export async function main(
       write,
     });
     const why =
-      config.tcpPort === undefined ? await serveStdio(app, io) : await serveTcp(app, config.tcpPort, io);
+      config.tcpPort === undefined
+        ? await serveStdio(app, io, logger)
+        : await serveTcp(app, config.tcpPort, io, logger);
     logger.info('shutting down', { why });
     return 0;
   } catch (err) {
