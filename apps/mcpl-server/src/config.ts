@@ -536,6 +536,22 @@ export function parseConfig(
     input[s.name] = value;
     source[s.name] = name;
   }
+  // Read-only mode belongs to zulip-mcp: live delivery needs an event queue, which is a write.
+  // Ignoring the variable would serve writes to an operator who asked for none.
+  const readOnly = env.ZULIP_READ_ONLY;
+  if (readOnly !== undefined && readOnly.trim() !== '') {
+    let on = true;
+    try {
+      on = parseReadOnlyFlag(readOnly);
+    } catch {
+      // An unreadable value is refused like a set one.
+    }
+    if (on) {
+      problems.push(
+        'ZULIP_READ_ONLY: zulip-mcpl cannot run read-only (live delivery registers an event queue); use zulip-mcp with ZULIP_READ_ONLY for a read-only server',
+      );
+    }
+  }
   const secretKeys = new Set(settings.filter((s) => s.secret).map((s) => s.name));
   const parsed = RawSchema.safeParse(input);
   if (!parsed.success) {

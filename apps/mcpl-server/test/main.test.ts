@@ -62,6 +62,9 @@ describe('help, version and bad configuration', () => {
     const err = sink();
     expect(await main([], { ...realm.env, ZULIP_TOOLSETS: 'read,session' }, { stderr: err.stream })).toBe(2);
     expect(err.text()).toContain('the session toolset is zulip-mcp');
+    const readOnly = sink();
+    expect(await main([], { ...realm.env, ZULIP_READ_ONLY: 'true' }, { stderr: readOnly.stream })).toBe(2);
+    expect(readOnly.text()).toContain('ZULIP_READ_ONLY: zulip-mcpl cannot run read-only');
     const filters = new FileStateStore({ dir: realm.stateDir }).pathOf({
       account: stateAccount({ site: realm.env.ZULIP_SITE as string, userId: realm.bot }),
       session: 'default',
