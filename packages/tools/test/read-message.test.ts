@@ -143,12 +143,14 @@ describe('get_message and get_message_link', () => {
 
   it('refuses messages the policy keeps closed, for the link too', async () => {
     for (const name of ['get_message', 'get_message_link']) {
+      const missing = await fail(h, name, { message_id: 987_654 });
       const s = await fail(h, name, { message_id: secret });
-      expect(s.code).toBe('CORE_ACCESS_DENIED');
+      expect(s.code).toBe('TOOLS_NOT_FOUND');
+      expect(s.text).toBe(missing.text.replace('987654', String(secret)));
       expect(s.text).not.toContain('classified');
       expect(s.text).not.toContain('plans');
       const d = await fail(h, name, { message_id: dm });
-      expect(d.code).toBe('CORE_ACCESS_DENIED');
+      expect(d.code).toBe('TOOLS_NOT_FOUND');
       expect(d.text).not.toContain('psst');
     }
   });

@@ -175,6 +175,8 @@ export function validateNarrow(input: unknown): readonly NarrowTerm[] {
     if (Array.isArray(raw)) {
       if (raw.length !== 2) throw bad('a legacy term is an [operator, operand] pair', raw);
       [operator, operand] = raw;
+      // Zulip reads legacy pairs as strings only: a number there is refused (not as BAD_NARROW).
+      if (typeof operand !== 'string') throw bad('a legacy pair takes a string operand', raw);
     } else if (typeof raw === 'object' && raw !== null) {
       const keys = Object.keys(raw);
       if (keys.some((k) => k !== 'operator' && k !== 'operand' && k !== 'negated')) {

@@ -4,7 +4,7 @@ import {
   isNoBotsMessage,
   type Message,
   type NarrowScopeKind,
-  type NarrowTermInput,
+  type NarrowTerm,
   quoteName,
   type ReadNarrowResult,
   type ReadRange,
@@ -233,7 +233,7 @@ export function fitFromEnd(
 
 /** How a message list is read and which way it continues. */
 export interface MessageReadPlan {
-  narrow: NarrowTermInput[];
+  narrow: NarrowTerm[];
   range: ReadRange;
   /** `older`: the newest messages of the range are kept and a continuation goes back in time. */
   direction: 'older' | 'newer';
@@ -244,7 +244,7 @@ export interface MessageReadPlan {
    * A second narrow read over the same range and merged in by id (a search of the bot's own
    * messages plus the public streams' history, say). Both pass the gate on their own.
    */
-  alsoNarrow?: NarrowTermInput[] | undefined;
+  alsoNarrow?: NarrowTerm[] | undefined;
 }
 
 /** One page of messages read through the access gate, cut to the page budget. */
@@ -277,7 +277,7 @@ export type NarrowReader = (range: ReadRange) => Promise<ReadNarrowResult>;
  */
 export async function narrowReader(
   services: ToolServices,
-  narrow: NarrowTermInput[],
+  narrow: NarrowTerm[],
   unscoped: 'public-streams' | undefined,
   call: CallOptions,
 ): Promise<NarrowReader> {

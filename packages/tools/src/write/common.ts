@@ -3,7 +3,6 @@ import {
   checkMessageLength,
   checkTopicName,
   escapeMsgName,
-  isNoBotsMessage,
   type Message,
   messagePermalink,
   normalizeMarkdown,
@@ -247,45 +246,6 @@ export async function uploadAll(
     }
     throw err;
   }
-}
-
-/**
- * The one gate of the write tools that act on an existing message: reads it through core's
- * `readMessage` (the access policy), and answers "not found" for a missing message and for one
- * that opted out of bots with `/nobots`.
- * @throws ToolError `TOOLS_NOT_FOUND`; ZmcpError `CORE_ACCESS_DENIED` and the request codes.
- */
-export async function readTarget(
-  services: ToolServices,
-  messageId: number,
-  lookup: StreamInfoLookup,
-  signal: AbortSignal,
-): Promise<Message> {
-  // A missing message and a /nobots one read the same, so the opt-out reveals nothing.
-  const notFound = () =>
-    new ToolError(
-      'TOOLS_NOT_FOUND',
-      `Message ${messageId} does not exist or is not available to this bot. Check the id in a message line (id=...).`,
-      { message_id: messageId },
-    );
-  let message: Message;
-  try {
-    message = await readMessage(services.client, services.policy, messageId, {
-      streams: lookup,
-      call: callOf(signal),
-    });
-  } catch (err) {
-    if (
-      err instanceof ZmcpError &&
-      (err.code === 'CORE_NOT_FOUND' ||
-        (err.code === 'CORE_BAD_REQUEST' && /invalid message/i.test(err.message)))
-    ) {
-      throw notFound();
-    }
-    throw err;
-  }
-  if (isNoBotsMessage(message)) throw notFound();
-  return message;
 }
 
 /** The write target of an existing message: its stream, or its DM participants other than the bot. */

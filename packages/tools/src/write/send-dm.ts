@@ -1,4 +1,4 @@
-import { escapeMsgName, type User, ZmcpError } from '@zmcp/core';
+import { quoteName, type User, ZmcpError } from '@zmcp/core';
 import { AttachmentsSchema } from '@zmcp/uploads';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
@@ -58,7 +58,8 @@ async function resolveRecipients(
     let user: User;
     let deactivated: boolean;
     try {
-      const resolved = await services.directory.user(ref, callOf(signal));
+      // A write goes only to an id, an email or an exact full name: display names are anyone's to choose.
+      const resolved = await services.directory.user(ref, callOf(signal), { exact: true });
       user = resolved.user;
       deactivated = resolved.deactivated;
     } catch (err) {
@@ -76,7 +77,7 @@ async function resolveRecipients(
     if (deactivated) {
       throw new ToolError(
         'TOOLS_INVALID_INPUT',
-        `to[${index}]: ${escapeMsgName(user.full_name)} (id ${user.user_id}) is deactivated and cannot receive messages.`,
+        `to[${index}]: ${quoteName(user.full_name, 'person')} (id ${user.user_id}) is deactivated and cannot receive messages.`,
         { field: `to.${index}` },
       );
     }
@@ -121,7 +122,7 @@ export const sendDmTool = defineTool({
     // A DM's read gate needs no stream facts.
     const message = await readBack(services, fallback, () => undefined, signal);
     const permalink = permalinkOf(services, message);
-    const names = users.map((u) => escapeMsgName(u.full_name)).join(', ');
+    const names = users.map((u) => quoteName(u.full_name, 'member')).join(', ');
     return {
       text: [
         `Sent direct message ${sent.id} to ${names}${attachmentsNote(uploaded.length)}${permalink === null ? '' : ` (${permalink})`}.`,
