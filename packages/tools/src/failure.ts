@@ -37,7 +37,8 @@ export function describeInvalidInput(error: z.ZodError): string {
   return `Invalid arguments: ${issues.join('; ')}${more}`;
 }
 
-// Failures after which the request may still have reached Zulip and taken effect.
+// Failures after which the request may still have reached Zulip and taken effect: it left, and
+// no answer (or a broken one) came back.
 const uncertain = new Set([
   'TOOLS_DEADLINE',
   'TOOLS_CANCELLED',
@@ -45,7 +46,13 @@ const uncertain = new Set([
   'CORE_ABORTED',
   'CORE_NETWORK',
   'CORE_SERVER_ERROR',
+  'CORE_BAD_RESPONSE',
 ]);
+
+/** True for a failure after which a request may still have reached Zulip and taken effect. */
+export function mayHaveTakenEffect(code: string): boolean {
+  return uncertain.has(code);
+}
 const uncertainHint =
   'The change may or may not have been made: check (read the conversation or the message) before trying again, so nothing happens twice.';
 
