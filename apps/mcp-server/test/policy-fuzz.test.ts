@@ -60,10 +60,14 @@ function allowedWrites() {
 
 /** What is closed and may not be shown: content markers and closed stream names (unless the arguments hold them). */
 function secretsIn(rendered: string, args: Args): string[] {
-  const given = JSON.stringify(args);
+  // A name the caller gave (in any case, as Zulip compares names) may be echoed; nothing else.
+  const given = JSON.stringify(args).toLowerCase();
   const secrets = [...p.markers, ...CLOSED_KEYS.map((k) => NAMES[k])];
   return secrets.filter(
-    (s) => rendered.includes(s) && !given.includes(s) && !given.includes(JSON.stringify(s).slice(1, -1)),
+    (s) =>
+      rendered.includes(s) &&
+      !given.includes(s.toLowerCase()) &&
+      !given.includes(JSON.stringify(s).slice(1, -1).toLowerCase()),
   );
 }
 
