@@ -1,9 +1,15 @@
+import { escapeMsgName } from '@zmcp/core';
 import { z } from 'zod';
 import type { ToolFailure } from './tool.js';
 
-/** Builds the failure a tool returns when it refuses on its own terms. */
+/**
+ * Builds the failure a tool returns when it refuses on its own terms. What failed is folded onto
+ * one line and escaped like every name (refusals echo arguments and names, which may be hostile);
+ * the hint is the server's own.
+ */
 export function toolFailure(code: string, what: string, hint?: string): ToolFailure {
-  return { isError: true, code, text: hint === undefined ? what : `${what}\nHint: ${hint}` };
+  const said = escapeMsgName(what);
+  return { isError: true, code, text: hint === undefined ? said : `${said}\nHint: ${hint}` };
 }
 
 // What a model can do about each failure, by error code. Codes not listed get no hint.

@@ -220,24 +220,25 @@ function headMismatch(head: ParsedHead, states: HeldMessage[]): string | undefin
 }
 
 function mismatchOne(head: ParsedHead, m: HeldMessage): string | undefined {
-  const same = (printed: string, raw: string) => canon(printed) === expectedName(raw);
+  // A quoted field decodes to exactly the name it was printed from; a bare one is the name itself.
+  const same = (printed: string, raw: string) => printed === raw;
   if (!same(head.sender, m.sender))
-    return `sender ${JSON.stringify(head.sender)} is not ${JSON.stringify(expectedName(m.sender))}`;
+    return `sender ${JSON.stringify(head.sender)} is not ${JSON.stringify(m.sender)}`;
   if (head.mention && !(m.type === 'stream' && m.mentioned))
     return '(mention) on a message that does not mention the reader';
   const conv = head.conversation;
   if (conv.kind === 'stream') {
     if (m.type !== 'stream') return 'a stream head on a DM';
     if (!same(conv.stream, m.stream ?? ''))
-      return `stream ${JSON.stringify(conv.stream)} is not ${JSON.stringify(expectedName(m.stream ?? ''))}`;
+      return `stream ${JSON.stringify(conv.stream)} is not ${JSON.stringify(m.stream ?? '')}`;
     if (conv.topic === null ? m.topic !== '' : !same(conv.topic, m.topic ?? ''))
-      return `topic ${JSON.stringify(conv.topic)} is not ${JSON.stringify(expectedName(m.topic ?? ''))}`;
+      return `topic ${JSON.stringify(conv.topic)} is not ${JSON.stringify(m.topic ?? '')}`;
     return undefined;
   }
   if (m.type !== 'direct') return 'a DM head on a stream message';
   if (conv.kind === 'dm') return m.participants <= 2 ? undefined : '[DM] on a group DM';
-  const printed = conv.members.map(canon).sort();
-  const expected = m.others.map(expectedName).sort();
+  const printed = [...conv.members].sort();
+  const expected = [...m.others].sort();
   return JSON.stringify(printed) === JSON.stringify(expected)
     ? undefined
     : `group members ${JSON.stringify(printed)} are not ${JSON.stringify(expected)}`;

@@ -2,6 +2,7 @@ import {
   type CallOptions,
   checkMessageLength,
   checkTopicName,
+  decodePrintedName,
   escapeMsgName,
   type Message,
   messagePermalink,
@@ -46,7 +47,7 @@ export const ATTACHMENT_HELP =
   '{ file: "<root>/<path>" } under an upload root, or { data: "<base64>", name }';
 
 /** A topic argument; {@link checkTopic} applies Zulip's rules on top. */
-export const TopicArgSchema = z.string().max(500);
+export const TopicArgSchema = z.string().max(2000);
 
 /** A message body argument; the realm's limit is checked after normalization. */
 export const ContentArgSchema = z.string().max(MAX_CONTENT_INPUT);
@@ -54,12 +55,10 @@ export const ContentArgSchema = z.string().max(MAX_CONTENT_INPUT);
 /** A message id argument. */
 export { MessageIdSchema } from '../read/shared.js';
 
-/** One uploaded attachment in tool output. */
+/** One uploaded attachment in tool output: where it is (the name and its Markdown link are in the text). */
 export const UploadedOutputSchema = z.object({
-  name: z.string().describe('File name as uploaded'),
   path: z.string().describe('Server-relative /user_uploads/... path'),
-  url: z.string().describe('Absolute URL on the realm'),
-  markdown: z.string().describe('Markdown link to put in a message body'),
+  url: z.string(),
   content_type: z.string(),
   size: z.number().int().describe('Bytes uploaded'),
 });
@@ -68,14 +67,7 @@ export type UploadedOutput = z.infer<typeof UploadedOutputSchema>;
 
 /** Projects an upload onto {@link UploadedOutputSchema}, escaped for the model like every name. */
 export function toUploadedOutput(u: UploadedAttachment): UploadedOutput {
-  return {
-    name: escapeMsgName(u.name),
-    path: u.path,
-    url: u.url,
-    markdown: escapeMsgName(u.markdown),
-    content_type: escapeMsgName(u.contentType),
-    size: u.size,
-  };
+  return { path: u.path, url: u.url, content_type: escapeMsgName(u.contentType), size: u.size };
 }
 
 /**
@@ -83,7 +75,7 @@ export function toUploadedOutput(u: UploadedAttachment): UploadedOutput {
  * @throws ToolError `TOOLS_INVALID_INPUT` naming `field`.
  */
 export function checkTopic(raw: string, field = 'topic'): string {
-  return asToolInput(() => checkTopicName(raw, { field }));
+  return asToolInput(() => checkTopicName(decodePrintedName(raw.trim()), { field }));
 }
 
 /**
