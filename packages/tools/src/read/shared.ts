@@ -159,6 +159,14 @@ export function userLine(
   return line;
 }
 
+/** People in list order: by full name, case-insensitively, then by id. */
+export function byFullName(
+  a: Pick<User, 'full_name' | 'user_id'>,
+  b: Pick<User, 'full_name' | 'user_id'>,
+): number {
+  return a.full_name.localeCompare(b.full_name, 'en', { sensitivity: 'base' }) || a.user_id - b.user_id;
+}
+
 /** Zulip's numeric roles, by name. */
 export function roleName(role: number | undefined, user?: User): string {
   switch (role) {
