@@ -4,6 +4,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import {
   AccessPolicy,
+  ALL_STREAMS,
   type CallOptions,
   type Credentials,
   checkEmojiName,
@@ -14,6 +15,7 @@ import {
   loadCredentials,
   quoteName,
   readMessage,
+  type StreamInfo,
   ZulipClient,
 } from '@zmcp/core';
 import {
@@ -195,12 +197,31 @@ export async function createZulipMcpl(options: ZulipMcplOptions): Promise<ZulipM
       readOnly: false,
       signal: AbortSignal.timeout(config.toolDeadlineMs),
     });
-    const policy = new AccessPolicy({
-      readOnly: false,
-      privateStreams: config.privateStreams,
-      writeStreams: config.writeStreams,
-      settingNames: { privateStreams: 'ZULIP_PRIVATE_STREAMS', writeStreams: 'ZULIP_WRITE_STREAMS' },
-    });
+    // Allowlist entries become stream ids now, against the streams the bot can see: every decision
+    // after this is by id, and an entry that names nothing stops start-up (core's one rule).
+    const named = [config.privateStreams, config.writeStreams].some(
+      (l) => l !== undefined && l !== ALL_STREAMS,
+    );
+    const visible: StreamInfo[] = [];
+    if (named) {
+      const signal = AbortSignal.timeout(config.toolDeadlineMs);
+      const [streams, subscriptions] = await Promise.all([
+        client.getStreams({}, { signal }),
+        client.getSubscriptions({}, { signal }),
+      ]);
+      const byId = new Map<number, StreamInfo>();
+      for (const st of [...streams, ...subscriptions]) byId.set(st.stream_id, st);
+      visible.push(...byId.values());
+    }
+    const policy = AccessPolicy.resolve(
+      {
+        readOnly: false,
+        privateStreams: config.privateStreams,
+        writeStreams: config.writeStreams,
+        settingNames: { privateStreams: 'ZULIP_PRIVATE_STREAMS', writeStreams: 'ZULIP_WRITE_STREAMS' },
+      },
+      visible,
+    );
     const services = createToolServices({
       client,
       policy,
