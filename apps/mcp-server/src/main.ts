@@ -2,8 +2,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
+import { answerHelpOrVersion, ExitCode, reportInvalidConfiguration, waitForAbort } from '@zmcp/cli';
 import type { CredentialSource, Credentials } from '@zmcp/core';
-import { type Config, helpText, parseConfig } from './config.js';
+import { binName, type Config, helpText, parseConfig } from './config.js';
 import { type DemoRealm, startDemoRealm } from './demo.js';
 import { McpServerError } from './errors.js';
 import { startHttpServer } from './http.js';
@@ -27,17 +28,6 @@ export interface MainIo {
   shutdown?: AbortSignal | undefined;
   /** Called once the server is serving; for HTTP, with the endpoint URL. */
   onReady?: ((info: { transport: 'stdio' } | { transport: 'http'; url: string }) => void) | undefined;
-}
-
-/** The bin name, as the help and error messages call it. */
-const binName = 'zulip-mcp';
-
-function waitForAbort(signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    if (!signal) return;
-    if (signal.aborted) resolve();
-    else signal.addEventListener('abort', () => resolve(), { once: true });
-  });
 }
 
 /** One MCP session's server: the shared catalog plus the tools, prompt and resources of its own agent session. */
@@ -140,22 +130,16 @@ export async function main(
   const stdout = io.stdout ?? process.stdout;
   const stderr = io.stderr ?? process.stderr;
   // Help and the version never depend on the environment being valid.
-  if (argv.includes('--help') || argv.includes('-h')) {
-    stdout.write(helpText());
-    return 0;
-  }
-  if (argv.includes('--version') || argv.includes('-V')) {
-    stdout.write(`${packageVersion()}\n`);
-    return 0;
-  }
+  const answered = answerHelpOrVersion(argv, stdout, { help: helpText, version: packageVersion });
+  if (answered !== undefined) return answered;
 
   let config: Config;
   try {
     config = parseConfig(env, argv);
   } catch (err) {
     if (err instanceof McpServerError && err.code === 'MCP_CONFIG_INVALID') {
-      stderr.write(`${binName}: ${err.message}\nRun ${binName} --help for every setting.\n`);
-      return 2;
+      const problems = err.details?.problems as string[] | undefined;
+      return reportInvalidConfiguration(stderr, binName, problems ?? [err.message]);
     }
     throw err;
   }
@@ -174,10 +158,7 @@ export async function main(
   ): number | undefined => {
     const problem = configurationProblem(err, source);
     if (problem === undefined) return undefined;
-    stderr.write(
-      `${binName}: Invalid configuration:\n  ${redact(problem)}\nRun ${binName} --help for every setting.\n`,
-    );
-    return 2;
+    return reportInvalidConfiguration(stderr, binName, [problem], redact);
   };
 
   let services: Services | undefined;
@@ -236,10 +217,10 @@ export async function main(
     }
     if (config.transport === 'http') await serveHttp(config, services, logger, io);
     else await serveStdio(config, services, logger, io);
-    return 0;
+    return ExitCode.ok;
   } catch (err) {
     logger.error('fatal', { err });
-    return 1;
+    return ExitCode.failure;
   } finally {
     await services?.close().catch((err: unknown) => logger.warn('error while closing services', { err }));
     await demo?.close().catch((err: unknown) => logger.warn('error while stopping the demo realm', { err }));
