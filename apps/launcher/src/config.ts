@@ -5,7 +5,6 @@ import {
   flagSwitch,
   homeDirectory,
   integer,
-  isCliError,
   type LogLevel,
   logLevels,
   matching,
@@ -15,7 +14,6 @@ import {
   type SettingInfo,
   type SettingMeta,
   type SettingProblem,
-  type SettingValues,
   setting,
   strictBoolean,
   text,
@@ -405,6 +403,8 @@ const settings = defineSettings(configShape, {
       report('ZULIP_SITE', 'conflicts with ZULIP_REALM; set only one of the two');
     }
   },
+  configError: (err) =>
+    new LauncherError('LAUNCHER_CONFIG_INVALID', err.message, { cause: err, details: { ...err.details } }),
   // Checked on what was given, so it is reported beside every other problem.
   checkGiven: (given, report) => {
     if (
@@ -419,17 +419,11 @@ const settings = defineSettings(configShape, {
   },
 });
 
-type RawConfig = SettingValues<typeof configShape>;
-
 /** Every setting in table order, as `--help`, the README and `.env.example` list them. */
-export function configSettings(): SettingInfo[] {
-  return settings.list();
-}
+export const configSettings: () => SettingInfo[] = settings.list;
 
 /** Names of every environment variable the launcher reads. */
-export function configVariableNames(): string[] {
-  return settings.variableNames();
-}
+export const configVariableNames: () => string[] = settings.variableNames;
 
 /**
  * Parses the environment and command-line flags (a flag wins over its variable) into a validated
@@ -444,16 +438,7 @@ export function parseConfig(
   argv: readonly string[],
   options: { cwd?: string } = {},
 ): LauncherConfig {
-  let raw: RawConfig;
-  try {
-    raw = settings.parse(env, argv);
-  } catch (err) {
-    if (!isCliError(err, 'CLI_CONFIG_INVALID')) throw err;
-    throw new LauncherError('LAUNCHER_CONFIG_INVALID', err.message, {
-      cause: err,
-      details: { problems: err.details?.problems },
-    });
-  }
+  const raw = settings.parse(env, argv);
   const cwd = options.cwd ?? process.cwd();
   const home = homeDirectory(env);
   const path = (p: string) => resolve(cwd, expandHome(p, home));
@@ -515,6 +500,4 @@ export function helpText(): string {
 }
 
 /** The README's settings table, in markdown, generated from the same table as `--help`. */
-export function configMarkdownTable(): string {
-  return settings.markdownTable();
-}
+export const configMarkdownTable: () => string = settings.markdownTable;

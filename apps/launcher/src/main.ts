@@ -4,9 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Writable } from 'node:stream';
 import {
-  answerHelpOrVersion,
+  type BinMain,
   createLogger,
   createRedactor,
+  defineMain,
   ExitCode,
   homeDirectory,
   reportInvalidConfiguration,
@@ -86,26 +87,17 @@ function demoEnv(demo: DemoRealm): Record<string, string> {
  * stops every agent. Resolves with the exit code: 0 after a clean shutdown, 1 when start-up or
  * the listener fails, 2 on a bad configuration (settings, `.mcp.json`, credentials).
  */
-export async function main(
-  argv: readonly string[],
-  env: Readonly<Record<string, string | undefined>>,
-  io: MainIo = {},
-): Promise<number> {
-  const stdout = io.stdout ?? process.stdout;
+export const main: BinMain<MainIo> = defineMain({
+  bin: binName,
+  help: helpText,
+  version: packageVersion,
+  configure: (env, argv) => parseConfig(env, argv),
+  run,
+});
+
+/** Builds the launcher for a valid configuration and runs it until shutdown. */
+async function run(config: LauncherConfig, io: MainIo, env: Readonly<Record<string, string | undefined>>) {
   const stderr = io.stderr ?? process.stderr;
-  // Help and the version never depend on the environment being valid.
-  const answered = answerHelpOrVersion(argv, stdout, { help: helpText, version: packageVersion });
-  if (answered !== undefined) return answered;
-  let config: LauncherConfig;
-  try {
-    config = parseConfig(env, argv);
-  } catch (err) {
-    if (isLauncherError(err, 'LAUNCHER_CONFIG_INVALID')) {
-      const problems = err.details?.problems as string[] | undefined;
-      return reportInvalidConfiguration(stderr, binName, problems ?? [err.message]);
-    }
-    throw err;
-  }
   // The secrets known so far: a key from a zuliprc joins them once it is read.
   let secrets: (string | undefined)[] = [config.zulip.apiKey];
   const makeLogger = () =>

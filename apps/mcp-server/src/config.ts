@@ -7,7 +7,6 @@ import {
   flagSwitch,
   homeDirectory,
   integer,
-  isCliError,
   type LegacySetting,
   type LogLevel,
   logLevels,
@@ -574,17 +573,15 @@ const settings = defineSettings(configShape, {
   bin: binName,
   legacy: legacySettingList,
   refine: refineConfig,
+  configError: (err) =>
+    new McpServerError('MCP_CONFIG_INVALID', err.message, { cause: err, details: { ...err.details } }),
 });
 
 /** Every setting in table order, as `--help`, the README and `.env.example` list them. */
-export function configSettings(): SettingInfo[] {
-  return settings.list();
-}
+export const configSettings: () => SettingInfo[] = settings.list;
 
 /** Names of every environment variable the server reads. */
-export function configVariableNames(): string[] {
-  return settings.variableNames();
-}
+export const configVariableNames: () => string[] = settings.variableNames;
 
 /**
  * Parses the process environment and command-line flags (a flag wins over its variable)
@@ -602,16 +599,7 @@ export function parseConfig(
   argv: readonly string[],
   options: { cwd?: string; exists?: (path: string) => boolean } = {},
 ): Config {
-  let raw: RawConfig;
-  try {
-    raw = settings.parse(env, argv);
-  } catch (err) {
-    if (!isCliError(err, 'CLI_CONFIG_INVALID')) throw err;
-    throw new McpServerError('MCP_CONFIG_INVALID', err.message, {
-      cause: err,
-      details: { problems: err.details?.problems },
-    });
-  }
+  const raw = settings.parse(env, argv);
 
   const home = homeDirectory(env);
   const state = stateDirectory(raw.ZULIP_STATE_DIR, home, options.exists ?? existsSync);
@@ -705,6 +693,4 @@ export function helpText(): string {
 }
 
 /** The README's settings table, in markdown, generated from the same table as `--help`. */
-export function configMarkdownTable(): string {
-  return settings.markdownTable();
-}
+export const configMarkdownTable: () => string = settings.markdownTable;

@@ -2,11 +2,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
-import { answerHelpOrVersion, ExitCode, reportInvalidConfiguration, waitForAbort } from '@zmcp/cli';
+import { type BinMain, defineMain, ExitCode, reportInvalidConfiguration, waitForAbort } from '@zmcp/cli';
 import type { CredentialSource, Credentials } from '@zmcp/core';
 import { binName, type Config, helpText, parseConfig } from './config.js';
 import { type DemoRealm, startDemoRealm } from './demo.js';
-import { McpServerError } from './errors.js';
 import { startHttpServer } from './http.js';
 import { createLogger, createRedactor, type Logger } from './logging.js';
 import { createMcpServer, type McpSession } from './register.js';
@@ -122,28 +121,17 @@ async function serveHttp(config: Config, services: Services, logger: Logger, io:
  * a missing upload root).
  * Only help, the version and the JSON-RPC wire go to stdout; everything else to stderr.
  */
-export async function main(
-  argv: readonly string[],
-  env: Readonly<Record<string, string | undefined>>,
-  io: MainIo = {},
-): Promise<number> {
-  const stdout = io.stdout ?? process.stdout;
+export const main: BinMain<MainIo> = defineMain({
+  bin: binName,
+  help: helpText,
+  version: packageVersion,
+  configure: (env, argv) => parseConfig(env, argv),
+  run: serve,
+});
+
+/** Builds the services for a valid configuration and serves them until the end of the session. */
+async function serve(config: Config, io: MainIo): Promise<number> {
   const stderr = io.stderr ?? process.stderr;
-  // Help and the version never depend on the environment being valid.
-  const answered = answerHelpOrVersion(argv, stdout, { help: helpText, version: packageVersion });
-  if (answered !== undefined) return answered;
-
-  let config: Config;
-  try {
-    config = parseConfig(env, argv);
-  } catch (err) {
-    if (err instanceof McpServerError && err.code === 'MCP_CONFIG_INVALID') {
-      const problems = err.details?.problems as string[] | undefined;
-      return reportInvalidConfiguration(stderr, binName, problems ?? [err.message]);
-    }
-    throw err;
-  }
-
   const writeLine = (line: string) => void stderr.write(line);
   let logger = createLogger({
     level: config.logLevel,

@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
-import { CliError } from './errors.js';
+import { CliError, isCliError } from './errors.js';
 import { quoteForError } from './quote.js';
 import { flagSwitch, type Setting, type SettingInfo, settingMetaOf } from './settings.js';
 
@@ -63,6 +63,12 @@ export interface SettingsOptions<S extends SettingsShape> {
    * when some value is bad, so that their problems are reported beside every other.
    */
   checkGiven?: (given: ReadonlySet<SettingKey<S>>, report: ReportProblem<S>) => void;
+  /**
+   * The error a bad configuration is thrown as, built from the `CLI_CONFIG_INVALID` error (a
+   * bin's own error class and code); keep that error as its `cause`, which is how
+   * {@link configurationProblems} and `defineMain` recognise it. Default: the `CliError` itself.
+   */
+  configError?: (err: CliError) => Error;
 }
 
 /** What `--help` says around the settings. */
@@ -100,6 +106,22 @@ export function invalidConfigurationMessage(problems: readonly string[]): string
 }
 
 /**
+ * The problems of a configuration error: `details.problems` of a `CLI_CONFIG_INVALID` error, or
+ * of one in its `cause` chain (a bin's own error wrapping it); `undefined` for any other error.
+ */
+export function configurationProblems(err: unknown): readonly string[] | undefined {
+  let at = err;
+  for (let depth = 0; typeof at === 'object' && at !== null && depth < 8; depth++) {
+    if (isCliError(at, 'CLI_CONFIG_INVALID')) {
+      const problems = at.details?.problems;
+      return Array.isArray(problems) ? (problems as string[]) : [at.message];
+    }
+    at = (at as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/**
  * The settings of one bin, from {@link defineSettings}: one zod schema over the environment and
  * the flags, and the `--help` text, README table and `.env.example` check generated from it.
  */
@@ -113,6 +135,7 @@ export class Settings<S extends SettingsShape> {
   readonly #flags: ReadonlyMap<string, { key: SettingKey<S>; takesValue: boolean }>;
   readonly #legacy: readonly LegacySetting[];
   readonly #checkGiven: SettingsOptions<S>['checkGiven'];
+  readonly #configError: (err: CliError) => Error;
 
   constructor(shape: S, options: SettingsOptions<S>) {
     for (const name of Object.keys(builtins)) {
@@ -164,17 +187,15 @@ export class Settings<S extends SettingsShape> {
         throw invalidDefinition(legacy.name, `is read as ${legacy.replacement}, which is no setting`);
     }
     this.#checkGiven = options.checkGiven;
+    this.#configError = options.configError ?? ((err) => err);
   }
 
   /** Every setting in table order, as `--help`, the README and `.env.example` list them. */
-  list(): SettingInfo[] {
-    return this.#infos.map((info) => ({ ...info }));
-  }
+  readonly list = (): SettingInfo[] => this.#infos.map((info) => ({ ...info }));
 
   /** Names of every environment variable the bin reads (flag-only settings left out). */
-  variableNames(): string[] {
-    return this.#infos.map((s) => s.name).filter((name) => !name.startsWith('-'));
-  }
+  readonly variableNames = (): string[] =>
+    this.#infos.map((s) => s.name).filter((name) => !name.startsWith('-'));
 
   /**
    * Parses the environment and the command-line flags (a flag wins over its variable) into the
@@ -185,9 +206,10 @@ export class Settings<S extends SettingsShape> {
    *
    * @throws CliError `CLI_CONFIG_INVALID` naming every bad variable or flag and what was
    *   expected, never a secret's value (not even one pasted into another variable, nor the
-   *   user-info of a URL); `details.problems` lists the lines.
+   *   user-info of a URL); `details.problems` lists the lines. With `configError`, the error it
+   *   builds from that one.
    */
-  parse(env: Env, argv: readonly string[]): SettingValues<S> {
+  readonly parse = (env: Env, argv: readonly string[]): SettingValues<S> => {
     const problems: string[] = [];
     const input: Record<string, string | undefined> = {};
     const source: Record<string, string> = {};
@@ -225,12 +247,13 @@ export class Settings<S extends SettingsShape> {
       problems.push(line);
     }
     if (problems.length > 0 || !result.success) {
-      throw new CliError('CLI_CONFIG_INVALID', invalidConfigurationMessage(problems), {
+      const err = new CliError('CLI_CONFIG_INVALID', invalidConfigurationMessage(problems), {
         details: { problems },
       });
+      throw this.#configError(err);
     }
     return result.data;
-  }
+  };
 
   #readLegacy(
     env: Env,
@@ -306,7 +329,7 @@ export class Settings<S extends SettingsShape> {
   }
 
   /** The `--help` text: what the bin does, usage, every setting with its flag, default and help, then `footer`. */
-  helpText(options: HelpTextOptions): string {
+  readonly helpText = (options: HelpTextOptions): string => {
     const settings = this.#infos;
     const width = Math.max(...settings.map((s) => settingLabel(s).length)) + 2;
     const lines = [
@@ -336,23 +359,23 @@ export class Settings<S extends SettingsShape> {
     }
     lines.push('', ...options.footer, '');
     return lines.join('\n');
-  }
+  };
 
   /** The README's settings table, in markdown, generated from the same entries as `--help`. */
-  markdownTable(): string {
+  readonly markdownTable = (): string => {
     const rows = this.#infos.map((s) => {
       const variable = s.name.startsWith('-') ? '' : `\`${s.name}\``;
       const flag = s.flag ? `\`${s.flag}${s.flagArg ? ` ${s.flagArg}` : ''}\`` : '';
       return `| ${variable} | ${flag} | ${s.defaultText} | ${s.help.replace(/\|/g, '\\|')} |`;
     });
     return ['| variable | flag | default | what it does |', '|---|---|---|---|', ...rows].join('\n');
-  }
+  };
 
   /**
    * What is wrong with a hand-written `.env.example` (lines `NAME=value`, commented out or not):
    * a variable it leaves out, one that is no setting, one assigned twice. Empty when it is right.
    */
-  envExampleProblems(text: string): string[] {
+  readonly envExampleProblems = (text: string): string[] => {
     const assigned = [...text.matchAll(/^#?\s*([A-Z][A-Z0-9_]*)=/gm)].map((m) => m[1] as string);
     const names = this.variableNames();
     const problems: string[] = [];
@@ -364,7 +387,7 @@ export class Settings<S extends SettingsShape> {
       seen.add(name);
     }
     return problems;
-  }
+  };
 }
 
 /**

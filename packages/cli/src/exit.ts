@@ -1,4 +1,4 @@
-import { invalidConfigurationMessage } from './define.js';
+import { configurationProblems, invalidConfigurationMessage } from './define.js';
 
 /** The exit codes of every zmcp bin. */
 export const ExitCode = Object.freeze({
@@ -51,6 +51,58 @@ export function reportInvalidConfiguration(
     `${bin}: ${redact(invalidConfigurationMessage(problems))}\nRun ${bin} --help for every setting.\n`,
   );
   return ExitCode.configuration;
+}
+
+/** The streams every bin's `main` may be handed; each defaults to the process's own. */
+export interface BinIo {
+  stdout?: TextSink | undefined;
+  stderr?: TextSink | undefined;
+}
+
+/** A bin's `main`: resolves with the exit code. */
+export type BinMain<Io extends BinIo> = (
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+  io?: Io,
+) => Promise<number>;
+
+/** What {@link defineMain} builds a bin's `main` from. */
+export interface MainSpec<C, Io extends BinIo> {
+  /** The bin's name, as the error report calls it. */
+  bin: string;
+  /** The `--help` text. */
+  help: () => string;
+  /** The version `--version` prints. */
+  version: () => string;
+  /**
+   * Reads the configuration. A bad one is thrown as a `CLI_CONFIG_INVALID` error, or an error
+   * with one in its `cause` chain (see `SettingsOptions.configError`).
+   */
+  configure: (env: Readonly<Record<string, string | undefined>>, argv: readonly string[]) => C;
+  /** Runs the bin with its configuration; resolves with the exit code ({@link ExitCode}). */
+  run: (config: C, io: Io, env: Readonly<Record<string, string | undefined>>) => Promise<number>;
+}
+
+/**
+ * A bin's `main(argv, env, io)`: `--help` and `--version` are answered on stdout before
+ * anything else is read; then the configuration is read, and a bad one is reported on stderr
+ * ({@link reportInvalidConfiguration}) with exit code 2; then `run` takes over. Any other
+ * error from `configure` is thrown on.
+ */
+export function defineMain<C, Io extends BinIo>(spec: MainSpec<C, Io>): BinMain<Io> {
+  return async (argv, env, io = {} as Io) => {
+    const answered = answerHelpOrVersion(argv, io.stdout ?? process.stdout, spec);
+    if (answered !== undefined) return answered;
+    let config: C;
+    try {
+      config = spec.configure(env, argv);
+    } catch (err) {
+      const problems = configurationProblems(err);
+      if (problems === undefined) throw err;
+      return reportInvalidConfiguration(io.stderr ?? process.stderr, spec.bin, problems);
+    }
+    return spec.run(config, io, env);
+  };
 }
 
 /** Resolves once `signal` aborts (at once if it has); never, without a signal. */

@@ -10,11 +10,18 @@ export type {
   SettingsShape,
   SettingValues,
 } from './define.js';
-export { defineSettings, invalidConfigurationMessage, Settings } from './define.js';
+export { configurationProblems, defineSettings, invalidConfigurationMessage, Settings } from './define.js';
 export type { CliErrorCode, CliErrorOptions } from './errors.js';
 export { CliError, isCliError } from './errors.js';
-export type { BinContext, TextSink } from './exit.js';
-export { answerHelpOrVersion, ExitCode, reportInvalidConfiguration, runBin, waitForAbort } from './exit.js';
+export type { BinContext, BinIo, BinMain, MainSpec, TextSink } from './exit.js';
+export {
+  answerHelpOrVersion,
+  defineMain,
+  ExitCode,
+  reportInvalidConfiguration,
+  runBin,
+  waitForAbort,
+} from './exit.js';
 export type { LogFields, LoggerOptions, LogLevel } from './logging.js';
 export { createLogger, createRedactor, logLevels } from './logging.js';
 export { expandHome, homeDirectory } from './paths.js';
