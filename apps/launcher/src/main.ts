@@ -96,7 +96,11 @@ export const main: BinMain<MainIo> = defineMain({
 });
 
 /** Builds the launcher for a valid configuration and runs it until shutdown. */
-async function run(config: LauncherConfig, io: MainIo, env: Readonly<Record<string, string | undefined>>) {
+async function run(
+  config: LauncherConfig,
+  io: MainIo,
+  env: Readonly<Record<string, string | undefined>>,
+): Promise<number> {
   const stderr = io.stderr ?? process.stderr;
   // The secrets known so far: a key from a zuliprc joins them once it is read.
   let secrets: (string | undefined)[] = [config.zulip.apiKey];

@@ -6,11 +6,12 @@ export type {
   LegacySetting,
   ReportProblem,
   SettingKey,
+  Settings,
   SettingsOptions,
   SettingsShape,
   SettingValues,
 } from './define.js';
-export { configurationProblems, defineSettings, invalidConfigurationMessage, Settings } from './define.js';
+export { configurationProblems, defineSettings, invalidConfigurationMessage } from './define.js';
 export type { CliErrorCode, CliErrorOptions } from './errors.js';
 export { CliError, isCliError } from './errors.js';
 export type { BinContext, BinIo, BinMain, MainSpec, TextSink } from './exit.js';
