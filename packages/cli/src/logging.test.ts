@@ -1,93 +1,102 @@
 import { describe, expect, it } from 'vitest';
-import { createLogger, createRedactor, type LogLevel, logLevels } from './logging.js';
+import { createLogger, createRedactor, type LoggerOptions, logLevels } from './logging.js';
 
-function capture(level: LogLevel, secrets: (string | undefined)[] = []) {
-  const lines: string[] = [];
-  const logger = createLogger({
-    level,
-    secrets,
-    write: (line) => lines.push(line),
-    now: () => new Date('2026-09-14T08:42:52.000Z'),
-  });
-  return { logger, lines };
+const at = new Date('2030-01-02T03:04:05.678Z');
+
+/** Every line a logger writes, for one batch of calls. */
+function written(
+  options: Omit<LoggerOptions, 'write' | 'now'>,
+  use: (log: ReturnType<typeof createLogger>) => void,
+) {
+  const out: string[] = [];
+  use(createLogger({ ...options, write: (line) => out.push(line), now: () => at }));
+  return out;
 }
 
 describe('createLogger', () => {
-  it('writes one line per record: ts level msg key=value, quoting what needs it', () => {
-    const { logger, lines } = capture('info');
-    logger.info('tool call', {
-      tool: 'echo',
-      ms: 12,
-      ok: true,
-      why: 'two words',
-      list: [1],
-      gone: undefined,
-    });
-    expect(lines).toEqual([
-      '2026-09-14T08:42:52.000Z info tool call tool=echo ms=12 ok=true why="two words" list=[1]\n',
+  it('formats a record as ts level msg key=value, quoting only what needs it', () => {
+    const out = written({ level: 'debug' }, (log) =>
+      log.debug('sent', {
+        to: 'ann@example.com',
+        n: 3,
+        big: 10n,
+        no: false,
+        text: 'a b',
+        ids: [1, 2],
+        skip: undefined,
+        nil: null,
+      }),
+    );
+    expect(out).toEqual([
+      '2030-01-02T03:04:05.678Z debug sent to=ann@example.com n=3 big=10 no=false text="a b" ids=[1,2] nil=null\n',
     ]);
   });
 
-  it('keeps a record on one line, and shows an error by its code and message', () => {
-    const { logger, lines } = capture('debug');
-    logger.warn('first\r\nsecond', { err: Object.assign(new Error('boom\nbang'), { code: 'CORE_X' }) });
-    expect(lines).toEqual(['2026-09-14T08:42:52.000Z warn first\\r\\nsecond err="CORE_X: boom\\nbang"\n']);
-  });
-
-  it('survives a field it cannot serialise', () => {
-    const { logger, lines } = capture('debug');
-    const loop: Record<string, unknown> = {};
-    loop.self = loop;
-    logger.debug('odd', { loop, big: 10n });
-    expect(lines[0]).toContain('loop="[unserializable]" big=10');
-  });
-
-  it('cuts long fields after redacting them, never in the middle of a secret', () => {
-    const apiKey = 'K'.repeat(32);
-    const { logger, lines } = capture('debug', [apiKey]);
-    logger.debug('args', { data: `${'a'.repeat(1990)}${apiKey}${'b'.repeat(100)}` });
-    expect(lines[0]).not.toContain('KKKK');
-    logger.debug('args', { data: 'A'.repeat(10_000) });
-    expect(lines[1]).toContain('...[8000 more chars]');
-    expect(lines[1]?.length).toBeLessThan(2200);
-  });
-
-  it('drops records below its level, and everything when silent', () => {
-    expect(logLevels).toEqual(['debug', 'info', 'warn', 'error', 'silent']);
-    const warn = capture('warn');
-    warn.logger.debug('no');
-    warn.logger.info('no');
-    warn.logger.warn('yes');
-    warn.logger.error('yes');
-    expect(warn.lines.map((l) => l.split(' ')[1])).toEqual(['warn', 'error']);
-    const silent = capture('silent');
-    silent.logger.error('nothing');
-    expect(silent.lines).toEqual([]);
-  });
-
-  it('redacts known secrets, in the message and every field, JSON-escaped too', () => {
-    const apiKey = 'Zk3yZk3yZk3yZk3yZk3yZk3yZk3yZk3y';
-    const token = 'tok"en-with-quote-0123';
-    const { logger, lines } = capture('debug', [apiKey, token, undefined, '']);
-    logger.error(`request failed for key ${apiKey}`, {
-      url: `https://x/?k=${apiKey}`,
-      token,
-      nested: { token },
+  it('shows an error as its code and message, on the same line as the rest', () => {
+    const out = written({ level: 'info' }, (log) => {
+      log.error('failed\nbadly', {
+        err: Object.assign(new Error('line one\rline two'), { code: 'X_FAILED' }),
+      });
+      log.error('plain', { err: new TypeError('no code') });
     });
-    const out = lines.join('');
-    expect(out).not.toContain(apiKey);
-    expect(out).not.toContain('tok"en');
-    expect(out).not.toContain('tok\\"en');
-    expect(out.match(/\[REDACTED\]/g)).toHaveLength(4);
+    expect(out).toEqual([
+      '2030-01-02T03:04:05.678Z error failed\\nbadly err="X_FAILED: line one\\rline two"\n',
+      '2030-01-02T03:04:05.678Z error plain err="no code"\n',
+    ]);
+  });
+
+  it('writes a placeholder for a field it cannot serialise', () => {
+    const cyclic: { self?: unknown } = {};
+    cyclic.self = cyclic;
+    expect(written({ level: 'info' }, (log) => log.info('x', { cyclic }))[0]).toContain(
+      'cyclic="[unserializable]"',
+    );
+  });
+
+  it('keeps only records at or above its level', () => {
+    const levels = (level: (typeof logLevels)[number]) =>
+      written({ level }, (log) => {
+        log.debug('d');
+        log.info('i');
+        log.warn('w');
+        log.error('e');
+      }).map((line) => line.split(' ')[1]);
+    expect(logLevels.map(levels)).toEqual([
+      ['debug', 'info', 'warn', 'error'],
+      ['info', 'warn', 'error'],
+      ['warn', 'error'],
+      ['error'],
+      [],
+    ]);
+  });
+
+  it('cuts a long field, counting what it left out, after the secrets in it are gone', () => {
+    const secret = 'S3cr3tS3cr3tS3cr3t';
+    const [line] = written({ level: 'info', secrets: [secret] }, (log) =>
+      log.info('dump', { body: `${'x'.repeat(1995)}${secret}${'y'.repeat(5000)}` }),
+    );
+    expect(line).not.toMatch(/S3cr/);
+    expect(line).toMatch(/body=x{1995}\[REDA\.\.\.\[5005 more chars\]\n$/);
+  });
+
+  it('redacts every known secret in the message and the fields, in the form JSON writes it too', () => {
+    const key = 'abc"def\\ghi-0123456789';
+    const out = written({ level: 'info', secrets: [undefined, '', key] }, (log) =>
+      log.info(`using ${key}`, { header: { key }, list: [key] }),
+    ).join('');
+    expect(out).not.toContain('abc');
+    expect(out.split('[REDACTED]')).toHaveLength(4);
   });
 });
 
 describe('createRedactor', () => {
-  it('replaces the longest secret first, and Authorization-style credentials it was not told about', () => {
-    const redact = createRedactor(['abcd', 'abcdefgh']);
-    expect(redact('x abcdefgh y abcd')).toBe('x [REDACTED] y [REDACTED]');
-    expect(redact('Authorization: Bearer abc.def-ghi; Basic Ym90OmtleQ==')).toBe(
-      'Authorization: Bearer [REDACTED]; Basic [REDACTED]',
+  it('replaces a secret that contains another as a whole', () => {
+    expect(createRedactor(['pass', 'password1'])('password1 pass')).toBe('[REDACTED] [REDACTED]');
+  });
+
+  it('replaces Bearer and Basic credentials without being told them', () => {
+    expect(createRedactor([])('authorization=Bearer a.b-c_d~e+f/g= then basic dXNlcjpwYXNz')).toBe(
+      'authorization=Bearer [REDACTED] then basic [REDACTED]',
     );
   });
 });
