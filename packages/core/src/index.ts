@@ -188,6 +188,7 @@ export { createStreamLookup } from './policy/streams.js';
 export { checkEmojiName, MAX_EMOJI_NAME_LENGTH } from './text/emoji.js';
 export type { NameField } from './text/escape.js';
 export {
+  decodePrintedName,
   escapeIndented,
   escapeMsgAttr,
   escapeMsgName,

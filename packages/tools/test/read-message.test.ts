@@ -101,7 +101,7 @@ describe('get_message and get_message_link', () => {
     );
     const lines = text.split('\n');
     expect(lines[0]).toBe(
-      `Message ${plain} in #general > deploys, sent by Ann Lee <ann@example.test> (id ${ann.userId}, human).`,
+      `Message ${plain} in #general > deploys, sent by Ann Lee (ann@example.test, id ${ann.userId}, human).`,
     );
     // The body is escaped for the trust boundary; the structured result carries no body at all.
     expect(JSON.stringify(out)).not.toContain('ship it');
@@ -126,10 +126,10 @@ describe('get_message and get_message_link', () => {
   it('takes the bot flag from the user directory, not from the address', async () => {
     const bot = await ok<MessageResult>(h, 'get_message', { message_id: fromBot });
     expect(bot.out).toMatchObject({ sender_id: ciId, sender_is_bot: true });
-    expect(bot.text.split('\n')[0]).toContain(`sent by Build Runner <ci@example.test> (id ${ciId}, bot)`);
+    expect(bot.text.split('\n')[0]).toContain(`sent by Build Runner (ci@example.test, id ${ciId}, bot)`);
     const human = await ok<MessageResult>(h, 'get_message', { message_id: fromBotLover });
     expect(human.out).toMatchObject({ sender_id: loverId, sender_is_bot: false });
-    expect(human.text.split('\n')[0]).toContain(`<bot.lover@example.test> (id ${loverId}, human)`);
+    expect(human.text.split('\n')[0]).toContain(`(bot.lover@example.test, id ${loverId}, human)`);
   });
 
   it('reports /nobots and unknown messages as not found', async () => {

@@ -90,8 +90,9 @@ function shown(entry: string | number): string {
 
 /**
  * Resolves an allowlist's entries to stream ids against the streams the account can see, as Zulip
- * names them: an id must be one of them; a name matches the stream spelled exactly so, else the
- * one spelled so up to case — never a look-alike (no Unicode normalization, no trimming inside).
+ * names them: an id must be one of them (or digits the exact name of one); a name matches the
+ * stream spelled exactly so, else the one spelled so up to case — never a look-alike (no Unicode
+ * normalization, no trimming inside).
  *
  * @throws `CORE_CONFIG_INVALID` naming the setting and the entry, for an entry that matches no
  *   stream or more than one.
@@ -106,7 +107,8 @@ export function resolveStreamAllowlist(
   for (const entry of list) {
     let matches: readonly StreamInfo[];
     if (typeof entry === 'number') {
-      matches = streams.filter((s) => s.stream_id === entry);
+      // Digits name a stream id, or a stream named so: both at once is ambiguous.
+      matches = streams.filter((s) => s.stream_id === entry || s.name === String(entry));
     } else {
       const exact = streams.filter((s) => s.name === entry);
       matches =

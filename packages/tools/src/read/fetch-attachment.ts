@@ -1,4 +1,11 @@
-import { type CallOptions, escapeIndented, escapeMsgName, isNoBotsMessage, readNarrow } from '@zmcp/core';
+import {
+  type CallOptions,
+  escapeIndented,
+  escapeMsgName,
+  isNoBotsMessage,
+  type NarrowTerm,
+  readNarrow,
+} from '@zmcp/core';
 import { fetchAttachment, parseUploadPath } from '@zmcp/uploads';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
@@ -86,17 +93,31 @@ async function checkLinked(
   } catch {
     // A name that does not decode is searched as written.
   }
-  const found = await readNarrow(services.client, services.policy, {
-    narrow: [
-      { operator: 'search', operand: name.slice(0, 200) },
-      { operator: 'has', operand: 'attachment' },
-    ],
-    range: { kind: 'newest', limit: LINK_SEARCH_LIMIT },
-    streams: await services.directory.streamLookup(call),
-    unscoped: 'public-streams',
-    call,
-  });
-  if (!found.messages.some((m) => !isNoBotsMessage(m) && links(m.content))) throw notLinked();
+  const lookup = await services.directory.streamLookup(call);
+  const search = async (scope: NarrowTerm[]) =>
+    (
+      await readNarrow(services.client, services.policy, {
+        narrow: [
+          ...scope,
+          { operator: 'search', operand: name.slice(0, 200) },
+          { operator: 'has', operand: 'attachment' },
+        ],
+        range: { kind: 'newest', limit: LINK_SEARCH_LIMIT },
+        streams: lookup,
+        unscoped: 'public-streams',
+        call,
+      })
+    ).messages.some((m) => !isNoBotsMessage(m) && links(m.content));
+  // Everything readable when the policy reads everything; else the public streams, then each
+  // private stream this session may read (an unscoped search leaves those out).
+  if (await search([])) return;
+  if (services.policy.canReadDms) throw notLinked();
+  const subscribed = await services.directory.subscriptions(call);
+  for (const s of subscribed) {
+    if (!s.invite_only || !services.policy.canReadStream(s.stream_id, lookup)) continue;
+    if (await search([{ operator: 'channel', operand: s.stream_id }])) return;
+  }
+  throw notLinked();
 }
 
 function humanSize(bytes: number): string {

@@ -1,5 +1,6 @@
 import {
   type CallOptions,
+  checkEmojiName,
   isNoBotsMessage,
   isNoBotsTopic,
   type Logger,
@@ -10,7 +11,7 @@ import {
   readNarrow,
 } from '@zmcp/core';
 import { type InterruptWatcher, watchInterruptFile } from '@zmcp/delivery';
-import { ToolError } from '../errors.js';
+import { asToolInput, ToolError } from '../errors.js';
 import { fitToBudget } from '../page.js';
 import { readVisibleMessage } from '../read/message-access.js';
 import { checkStreamReadable, itemBudget, resolveStream, streamLabel, topicLabel } from '../read/shared.js';
@@ -195,9 +196,13 @@ export class SessionCore implements AgentSession {
 
   constructor(services: ToolServices, options: AgentSessionOptions) {
     this.services = services;
-    this.dismissEmoji = checkEmojiName(options.dismissEmoji ?? DEFAULT_DISMISS_EMOJI, 'dismissEmoji');
+    this.dismissEmoji = asToolInput(() =>
+      checkEmojiName(options.dismissEmoji ?? DEFAULT_DISMISS_EMOJI, { field: 'dismissEmoji' }),
+    );
     this.#listenEmojiOption =
-      options.listenEmoji === undefined ? undefined : checkEmojiName(options.listenEmoji, 'listenEmoji');
+      options.listenEmoji === undefined
+        ? undefined
+        : asToolInput(() => checkEmojiName(options.listenEmoji as string, { field: 'listenEmoji' }));
     this.autoTyping = options.autoTyping ?? true;
     const interval = options.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS;
     if (!Number.isFinite(interval) || interval < 1) {
@@ -783,18 +788,6 @@ export class SessionCore implements AgentSession {
 
 function codeOf(err: unknown): unknown {
   return (err as { code?: unknown } | null)?.code ?? (err instanceof Error ? err.name : 'unknown');
-}
-
-function checkEmojiName(name: string, field: string): string {
-  const n = name.trim().replace(/^:(.*):$/, '$1');
-  if (!/^[0-9a-z_+-]{1,60}$/i.test(n)) {
-    throw new ToolError(
-      'TOOLS_INVALID_INPUT',
-      `${field} must be an emoji name such as "stop" or "ear" (letters, digits, _, + and -), got ${JSON.stringify(name.slice(0, 60))}.`,
-      { field },
-    );
-  }
-  return n;
 }
 
 function checkLaunch(launch: AgentSessionLaunch | undefined): AgentSessionLaunch | undefined {

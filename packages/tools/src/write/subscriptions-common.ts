@@ -82,8 +82,8 @@ export function planSubscriptions<S extends string>(
         status: 'unauthorized',
         reason: 'private stream this session may not read',
       });
-    } else if (want.subscribed && !mayWrite(services, stream.stream_id, lookup)) {
-      // Joining a stream is something the bot does in it: the write allowlist decides.
+    } else if (!mayWrite(services, stream.stream_id, lookup)) {
+      // Joining or leaving a stream is something the bot does in it: the write allowlist decides.
       results.push({
         stream: stream.name,
         stream_id: stream.stream_id,
