@@ -29,9 +29,9 @@ import {
   type ResourceContents,
   type ResourceDefinition,
   type ResourceTemplateDefinition,
-  type ToolCallOutcome,
   ToolHost,
   type ToolListing,
+  toMcpResult,
 } from '@zmcp/tools';
 import { type Logger, silentLogger } from './logging.js';
 
@@ -97,30 +97,6 @@ function mcpTool(listing: ToolListing): Tool {
     inputSchema: listing.inputSchema,
     outputSchema: listing.outputSchema,
     annotations: listing.annotations,
-  };
-}
-
-/**
- * The MCP rendering of a call outcome. A success carries the text and `structuredContent` (the
- * same text first, then the typed fields), so every client hands the model the same thing
- * whichever field it shows; a failure carries its text and its stable code in `_meta`.
- */
-function mcpResult(outcome: ToolCallOutcome): CallToolResult {
-  if (outcome.isError) {
-    return {
-      content: [{ type: 'text', text: outcome.text }],
-      isError: true,
-      _meta: { 'zmcp/error': { code: outcome.code } },
-    };
-  }
-  const images = outcome.images.map((image) => ({
-    type: 'image' as const,
-    data: image.data,
-    mimeType: image.mimeType,
-  }));
-  return {
-    content: [{ type: 'text', text: outcome.text }, ...images],
-    structuredContent: outcome.structured,
   };
 }
 
@@ -224,7 +200,7 @@ export function createMcpServer(options: CreateMcpServerOptions): McpSession {
                   params: { progressToken, ...update },
                 }),
       });
-      return mcpResult(outcome);
+      return toMcpResult(outcome) satisfies CallToolResult;
     } catch (err) {
       if (isToolError(err, 'TOOLS_UNKNOWN_TOOL')) throw new McpError(ErrorCode.InvalidParams, err.message);
       if (isToolError(err, 'TOOLS_REQUEST_ID_REUSED'))

@@ -51,6 +51,7 @@ import {
   selectTools,
   type ToolCallOutcome,
   type ToolIdentity,
+  toMcpResult,
 } from '@zmcp/tools';
 import { DEFAULT_MAX_FILE_BYTES, UploadRoots } from '@zmcp/uploads';
 import type { McplConfig } from './config.js';
@@ -103,28 +104,6 @@ const FEATURE_SETS: Readonly<Record<string, FeatureSetDeclaration>> = {
     uses: ['contextHooks.beforeInference.inject.beforeUser'],
   },
 };
-
-/** The MCP rendering of a call outcome: the text, and `structuredContent` carrying the same text first. */
-function toolResult(outcome: ToolCallOutcome): CallToolResult {
-  if (outcome.isError) {
-    return {
-      content: [{ type: 'text', text: outcome.text }],
-      isError: true,
-      _meta: { 'zmcp/error': { code: outcome.code } },
-    };
-  }
-  return {
-    content: [
-      { type: 'text', text: outcome.text },
-      ...outcome.images.map((image) => ({
-        type: 'image' as const,
-        data: image.data,
-        mimeType: image.mimeType,
-      })),
-    ],
-    structuredContent: outcome.structured,
-  };
-}
 
 function instructionsFor(identity: ToolIdentity): string {
   return [
@@ -459,7 +438,7 @@ function assemble(runtime: Runtime, identity: ToolIdentity, filters: FileFilters
           const id = outcome.structured.message_id;
           if (typeof id === 'number') runtime.sent.record(id);
         }
-        const result = toolResult(outcome);
+        const result: CallToolResult = toMcpResult(outcome);
         if (outcome.isError || !context.session.isMcpl || context.featureSet !== MESSAGING) return result;
         return withCheckpoint(result, context.checkpoint({ sent: runtime.sent.mark }));
       },

@@ -25,6 +25,8 @@ export type { ToolCallOutcome, ToolCallRequest, ToolHostOptions } from './host.j
 export { ToolHost } from './host.js';
 export type { JsonSchema, ToolListing } from './listing.js';
 export { toolListing, typedOutputSchema } from './listing.js';
+export type { McpContentBlock, McpToolResult } from './mcp-result.js';
+export { toMcpResult } from './mcp-result.js';
 export { MonitorChanges } from './monitor/changes.js';
 export type { MonitorCatalog } from './monitor/index.js';
 export { monitorCatalog, monitorTools } from './monitor/index.js';
