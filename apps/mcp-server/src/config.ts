@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import {
-  type Check,
+  checkZulipSite,
   defineSettings,
   expandHome,
   flagSwitch,
@@ -25,17 +25,10 @@ import {
   strictBoolean,
   text,
   textWithDefault,
+  timeZone,
+  zulipCredential,
 } from '@zmcp/cli';
-import {
-  type CredentialField,
-  checkEmojiName,
-  credentialProblem,
-  isLoopbackHost,
-  isValidTimeZone,
-  parseSite,
-  type StreamAllowlist,
-  type TimeStyle,
-} from '@zmcp/core';
+import { checkEmojiName, isLoopbackHost, type StreamAllowlist, type TimeStyle } from '@zmcp/core';
 import { parseSessionId } from '@zmcp/delivery';
 import { parseToolsets, type Toolset } from '@zmcp/tools';
 import { parseByteSize, parseUploadRoots, type UploadRootSpec } from '@zmcp/uploads';
@@ -130,15 +123,9 @@ export interface SessionSettings {
     | undefined;
 }
 
-/** A credential field checked by core's one rule for it. */
-function credential(field: CredentialField, expectedText: string): Check {
-  return (raw) => (credentialProblem(field, raw.trim()) === undefined ? undefined : expectedText);
-}
-
 const emojiName = (raw: string) => checkEmojiName(raw);
 const emojiExpected = () =>
   'expected an emoji name such as stop or robot_ear (letters, digits, "_", "+" or "-")';
-const siteExpected = 'expected an http(s) URL such as https://chat.example.com';
 const sizeExpected = 'expected a number of bytes such as 26214400 or 25MiB (units K/KiB, M/MiB, G/GiB)';
 
 function inRange(value: number, min: number, max: number): number {
@@ -151,38 +138,38 @@ function inRange(value: number, min: number, max: number): number {
  * flag-only switches, the flag), every value the raw string as given.
  */
 const configShape = {
-  ZULIP_REALM: text(
+  ZULIP_REALM: zulipCredential(
     {
       group: 'Zulip account',
       defaultText: 'from zuliprc',
       help: 'Zulip server URL, e.g. https://chat.example.com.',
     },
-    credential('site', siteExpected),
+    'site',
   ),
-  ZULIP_SITE: text(
+  ZULIP_SITE: zulipCredential(
     {
       group: 'Zulip account',
       defaultText: 'from zuliprc',
       help: 'The same as ZULIP_REALM (the name zuliprc files use); set one of the two.',
     },
-    credential('site', siteExpected),
+    'site',
   ),
-  ZULIP_EMAIL: text(
+  ZULIP_EMAIL: zulipCredential(
     {
       group: 'Zulip account',
       defaultText: 'from zuliprc',
       help: 'Email address of the bot account; set with ZULIP_API_KEY, or neither.',
     },
-    credential('email', 'expected an email address such as bot@example.com'),
+    'email',
   ),
-  ZULIP_API_KEY: text(
+  ZULIP_API_KEY: zulipCredential(
     {
       group: 'Zulip account',
       defaultText: 'from zuliprc',
       help: 'API key of the bot account (32 letters and digits); set with ZULIP_EMAIL. Secret: never logged, no flag.',
       secret: true,
     },
-    credential('apiKey', 'expected a Zulip API key: 32 letters and digits'),
+    'apiKey',
   ),
   ZULIP_RC_PATH: text({
     group: 'Zulip account',
@@ -218,21 +205,13 @@ const configShape = {
       `expected 1 to 128 characters of A-Z, a-z, 0-9, ".", "_" or "-" (${String((err as { details?: { reason?: unknown } }).details?.reason ?? 'invalid')})`,
     'default',
   ),
-  AGENT_TIMEZONE: setting<string | undefined>(
-    {
-      group: 'Message lines',
-      flag: '--timezone',
-      flagArg: '<zone>',
-      defaultText: 'system time zone',
-      help: 'IANA time zone of the timestamps in message lines.',
-    },
-    (raw) => {
-      // Kept as written: ICU may canonicalise to an older name (Europe/Kyiv → Europe/Kiev).
-      const zone = raw.trim();
-      return isValidTimeZone(zone) ? zone : problem('expected an IANA time zone such as Europe/Kyiv or UTC');
-    },
-    undefined,
-  ),
+  AGENT_TIMEZONE: timeZone({
+    group: 'Message lines',
+    flag: '--timezone',
+    flagArg: '<zone>',
+    defaultText: 'system time zone',
+    help: 'IANA time zone of the timestamps in message lines.',
+  }),
   AGENT_TIMESTAMP_STYLE: oneOf(
     {
       group: 'Message lines',
@@ -523,38 +502,9 @@ const configShape = {
 
 type RawConfig = SettingValues<typeof configShape>;
 
-/** The site as core normalizes it, or the problem core's rule finds with it. */
-function normalizedSite(raw: string, allowInsecureHttp: boolean): { url: string } | { problem: string } {
-  let url: string;
-  try {
-    url = parseSite(raw, { allowInsecureHttp: true }).url;
-  } catch {
-    return { problem: siteExpected };
-  }
-  try {
-    parseSite(raw, { allowInsecureHttp });
-  } catch {
-    return {
-      problem:
-        'is plain http to a host that is not loopback, so the API key would travel unencrypted; use https, or set ZULIP_ALLOW_INSECURE_HTTP',
-    };
-  }
-  return { url };
-}
-
 /** Checks across settings, made once every value is valid. */
 function refineConfig(raw: RawConfig, report: ReportProblem<typeof configShape>): void {
-  const sites: { key: 'ZULIP_REALM' | 'ZULIP_SITE'; url: string }[] = [];
-  for (const key of ['ZULIP_REALM', 'ZULIP_SITE'] as const) {
-    const value = raw[key];
-    if (value === undefined) continue;
-    const site = normalizedSite(value, raw.ZULIP_ALLOW_INSECURE_HTTP);
-    if ('problem' in site) report(key, site.problem);
-    else sites.push({ key, url: site.url });
-  }
-  if (sites.length === 2 && sites[0]?.url !== sites[1]?.url) {
-    report('ZULIP_SITE', 'conflicts with ZULIP_REALM; set only one of the two');
-  }
+  checkZulipSite(raw, report);
   if ((raw.SESSION_STREAM === undefined) !== (raw.SESSION_TOPIC === undefined)) {
     report(
       raw.SESSION_STREAM === undefined ? 'SESSION_STREAM' : 'SESSION_TOPIC',

@@ -3,7 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { type BinMain, defineMain, ExitCode, reportInvalidConfiguration, waitForAbort } from '@zmcp/cli';
+import {
+  type BinMain,
+  defineMain,
+  ExitCode,
+  reportInvalidConfiguration,
+  startupConfigurationProblem,
+  waitForAbort,
+} from '@zmcp/cli';
 import type { CredentialSource, Credentials } from '@zmcp/core';
 import { binName, type Config, helpText, parseConfig } from './config.js';
 import { type DemoRealm, startDemoRealm } from './demo.js';
@@ -156,7 +163,7 @@ async function serve(config: Config, io: MainIo): Promise<number> {
     redact: (text: string) => string,
     source?: CredentialSource,
   ): number | undefined => {
-    const problem = configurationProblem(err, source);
+    const problem = startupConfigurationProblem(err, source);
     if (problem === undefined) return undefined;
     return reportInvalidConfiguration(stderr, binName, [problem], redact);
   };
@@ -230,32 +237,4 @@ async function serve(config: Config, io: MainIo): Promise<number> {
       );
     }
   }
-}
-
-/** Codes of the libraries' errors that mean the configuration is wrong, not the run. */
-const configurationCodes = new Set([
-  'CORE_CONFIG_INVALID',
-  'CORE_INSECURE_URL',
-  'CORE_UNAUTHORIZED',
-  'UPLOAD_CONFIG_INVALID',
-  'UPLOAD_ROOT_MISSING',
-  'DELIVERY_INVALID_SESSION_ID',
-]);
-
-/** The one line a configuration error is reported with, or `undefined` for any other failure. */
-function configurationProblem(err: unknown, source?: CredentialSource): string | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
-  const message = (err as { message?: unknown } | null)?.message;
-  if (typeof code !== 'string' || !configurationCodes.has(code) || typeof message !== 'string')
-    return undefined;
-  if (code === 'CORE_UNAUTHORIZED') {
-    const from =
-      source === undefined || source.kind === 'env'
-        ? 'ZULIP_EMAIL and ZULIP_API_KEY'
-        : source.kind === 'zuliprc' || source.fromZuliprc.includes('apiKey')
-          ? `the email and key of ${source.path}`
-          : 'ZULIP_EMAIL and ZULIP_API_KEY';
-    return `Zulip refused the credentials (${code}): check ${from}, and that the account is active`;
-  }
-  return `${message} (${code})`;
 }

@@ -51,5 +51,8 @@ export {
   strictBoolean,
   text,
   textWithDefault,
+  timeZone,
 } from './settings.js';
 export { readPackageVersion } from './version.js';
+export type { ZulipSiteValues } from './zulip.js';
+export { checkZulipSite, startupConfigurationProblem, zulipCredential } from './zulip.js';

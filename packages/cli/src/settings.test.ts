@@ -17,7 +17,9 @@ import {
   strictBoolean,
   text,
   textWithDefault,
+  timeZone,
 } from './settings.js';
+import { zulipCredential } from './zulip.js';
 
 const meta = { group: 'G', help: 'h', defaultText: 'd' };
 
@@ -99,6 +101,31 @@ describe('setting builders', () => {
     expect(read(list, 'ops, 12')).toEqual(['ops', 12]);
     const refused = read(list, 'ops,__ALL__');
     expect(refused).toEqual({ problem: expect.stringMatching(/^__ALL__ must stand alone/) });
+  });
+
+  it('timeZone reads by core’s rule and keeps the zone as written, trimmed', () => {
+    const zone = timeZone(meta);
+    expect(read(zone, undefined)).toBeUndefined();
+    expect(read(zone, ' Europe/Kyiv ')).toBe('Europe/Kyiv');
+    expect(read(zone, 'UTC')).toBe('UTC');
+    expect(read(zone, 'Mars/Olympus')).toEqual({
+      problem: 'expected an IANA time zone such as Europe/Kyiv or UTC',
+    });
+  });
+
+  it('zulipCredential reads each account field by core’s rule, as written', () => {
+    const site = zulipCredential(meta, 'site');
+    expect(read(site, undefined)).toBeUndefined();
+    expect(read(site, 'https://chat.example.com/')).toBe('https://chat.example.com/');
+    expect(read(site, 'chat.example.com')).toEqual({
+      problem: 'expected an http(s) URL such as https://chat.example.com',
+    });
+    const email = zulipCredential(meta, 'email');
+    expect(read(email, ' bot@example.com ')).toBe(' bot@example.com ');
+    expect(read(email, 'bot')).toEqual({ problem: 'expected an email address such as bot@example.com' });
+    const key = zulipCredential({ ...meta, secret: true }, 'apiKey');
+    expect(read(key, 'a'.repeat(32))).toBe('a'.repeat(32));
+    expect(read(key, 'e')).toEqual({ problem: 'expected a Zulip API key: 32 letters and digits' });
   });
 
   it('parsedBy turns a library parser’s throw into the problem it names', () => {

@@ -1,4 +1,4 @@
-import { parseReadOnlyFlag, parseStreamAllowlist, type StreamAllowlist } from '@zmcp/core';
+import { isValidTimeZone, parseReadOnlyFlag, parseStreamAllowlist, type StreamAllowlist } from '@zmcp/core';
 import { z } from 'zod';
 
 /** What `--help`, the README and `.env.example` say about one setting. */
@@ -257,6 +257,21 @@ export function streamAllowlist(meta: SettingMeta): Setting<StreamAllowlist | un
       } catch (err) {
         return problem((err as Error).message.replace(/^it: /, ''));
       }
+    },
+    undefined,
+  );
+}
+
+/**
+ * An IANA time zone by core's rule (`isValidTimeZone`), trimmed and kept as written (ICU may
+ * canonicalise to an older name: Europe/Kyiv to Europe/Kiev); unset stays `undefined`.
+ */
+export function timeZone(meta: SettingMeta): Setting<string | undefined> {
+  return build<string | undefined>(
+    meta,
+    (raw) => {
+      const zone = raw.trim();
+      return isValidTimeZone(zone) ? zone : problem('expected an IANA time zone such as Europe/Kyiv or UTC');
     },
     undefined,
   );

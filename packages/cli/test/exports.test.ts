@@ -8,6 +8,7 @@ it('exports exactly the recorded surface', () => {
     'CliError',
     'ExitCode',
     'answerHelpOrVersion',
+    'checkZulipSite',
     'configurationProblems',
     'createLogger',
     'createRedactor',
@@ -33,12 +34,15 @@ it('exports exactly the recorded surface', () => {
     'runBin',
     'setting',
     'splitList',
+    'startupConfigurationProblem',
     'streamAllowlist',
     'strictBoolean',
     'text',
     'textWithDefault',
+    'timeZone',
     'waitForAbort',
     'writeReadmeTable',
+    'zulipCredential',
   ]);
 });
 

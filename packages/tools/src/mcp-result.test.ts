@@ -18,7 +18,8 @@ const picture = defineTool({
   toolset: 'read',
   write: false,
   async handler(_services: null, input) {
-    if (input.fail) return { isError: true, text: 'No picture today. Try tomorrow.', code: 'TEST_NO_PICTURE' };
+    if (input.fail)
+      return { isError: true, text: 'No picture today. Try tomorrow.', code: 'TEST_NO_PICTURE' };
     return { text: 'one picture', data: { shown: 1 }, images: [pixel] };
   },
 });

@@ -1,0 +1,97 @@
+import { type CredentialField, type CredentialSource, credentialProblem, parseSite } from '@zmcp/core';
+import { type Setting, type SettingMeta, text } from './settings.js';
+
+/** The site settings of a bin's Zulip account, as its settings parse them. */
+export interface ZulipSiteValues {
+  readonly ZULIP_REALM: string | undefined;
+  readonly ZULIP_SITE: string | undefined;
+  readonly ZULIP_ALLOW_INSECURE_HTTP: boolean;
+}
+
+const siteExpected = 'expected an http(s) URL such as https://chat.example.com';
+const credentialExpected: Readonly<Record<CredentialField, string>> = {
+  site: siteExpected,
+  email: 'expected an email address such as bot@example.com',
+  apiKey: 'expected a Zulip API key: 32 letters and digits',
+};
+
+/**
+ * One field of a bin's Zulip account (`ZULIP_REALM`/`ZULIP_SITE`, `ZULIP_EMAIL`,
+ * `ZULIP_API_KEY`), kept as written and checked by core's rule for it (`credentialProblem`);
+ * unset stays `undefined`. Mark the API key `secret`.
+ */
+export function zulipCredential(meta: SettingMeta, field: CredentialField): Setting<string | undefined> {
+  return text(meta, (raw) =>
+    credentialProblem(field, raw.trim()) === undefined ? undefined : credentialExpected[field],
+  );
+}
+const insecure =
+  'is plain http to a host that is not loopback, so the API key would travel unencrypted; use https, or set ZULIP_ALLOW_INSECURE_HTTP';
+
+/**
+ * Checks a bin's Zulip site settings together, by core's rule for a site (`parseSite`): each one
+ * set must be a URL the client accepts (plain http only to loopback unless
+ * `ZULIP_ALLOW_INSECURE_HTTP`), and `ZULIP_REALM` and `ZULIP_SITE` set together must name the
+ * same realm as core normalizes it (case, trailing `/` and `/api/v1` aside). A bin calls it from
+ * its settings' `refine`.
+ */
+export function checkZulipSite(
+  values: ZulipSiteValues,
+  report: (key: 'ZULIP_REALM' | 'ZULIP_SITE', message: string) => void,
+): void {
+  const urls: string[] = [];
+  for (const key of ['ZULIP_REALM', 'ZULIP_SITE'] as const) {
+    const value = values[key];
+    if (value === undefined) continue;
+    let url: string;
+    try {
+      url = parseSite(value, { allowInsecureHttp: true }).url;
+    } catch {
+      report(key, siteExpected);
+      continue;
+    }
+    try {
+      parseSite(value, { allowInsecureHttp: values.ZULIP_ALLOW_INSECURE_HTTP });
+      urls.push(url);
+    } catch {
+      report(key, insecure);
+    }
+  }
+  if (urls.length === 2 && urls[0] !== urls[1]) {
+    report('ZULIP_SITE', 'conflicts with ZULIP_REALM; set only one of the two');
+  }
+}
+
+/** Codes of the libraries' errors that mean the configuration is wrong, not the run. */
+const startupConfigurationCodes: ReadonlySet<string> = new Set([
+  'CORE_CONFIG_INVALID',
+  'CORE_INSECURE_URL',
+  'CORE_UNAUTHORIZED',
+  'UPLOAD_CONFIG_INVALID',
+  'UPLOAD_ROOT_MISSING',
+  'DELIVERY_INVALID_SESSION_ID',
+  'DELIVERY_FILTERS_INVALID',
+]);
+
+/**
+ * The one line a bin reports a start-up failure with when it means the configuration is wrong
+ * (missing or malformed credentials or zuliprc, credentials Zulip refuses, a missing upload root,
+ * an invalid session id or filters file): the library's message and its code. Credentials Zulip
+ * refuses are reported by where they came from (`source`). `undefined` for any other failure.
+ * Pass the line to `reportInvalidConfiguration` with a redactor: it may quote a value.
+ */
+export function startupConfigurationProblem(err: unknown, source?: CredentialSource): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  const message = (err as { message?: unknown } | null)?.message;
+  if (typeof code !== 'string' || !startupConfigurationCodes.has(code) || typeof message !== 'string')
+    return undefined;
+  if (code === 'CORE_UNAUTHORIZED') {
+    const from =
+      source !== undefined &&
+      (source.kind === 'zuliprc' || (source.kind === 'env+zuliprc' && source.fromZuliprc.includes('apiKey')))
+        ? `the email and key of ${source.path}`
+        : 'ZULIP_EMAIL and ZULIP_API_KEY';
+    return `Zulip refused the credentials (${code}): check ${from}, and that the account is active`;
+  }
+  return `${message} (${code})`;
+}
