@@ -2,13 +2,22 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
-import type { Credentials } from '@zmcp/core';
+import {
+  type BinMain,
+  createLogger,
+  createRedactor,
+  defineMain,
+  ExitCode,
+  reportInvalidConfiguration,
+  startupConfigurationProblem,
+  waitForAbort,
+} from '@zmcp/cli';
+import type { CredentialSource, Credentials, Logger } from '@zmcp/core';
 import { listenTcp, NdjsonTransport, type TcpListener } from '@zmcp/mcpl';
-import { helpText, type McplConfig, parseConfig } from './config.js';
+import { binName, helpText, type McplConfig, parseConfig } from './config.js';
 import { type DemoRealm, startDemoRealm } from './demo.js';
 import { McplServerError } from './errors.js';
-import { createLogger, type Logger } from './logging.js';
-import { createZulipMcpl, type ZulipMcpl } from './runtime.js';
+import { createZulipMcpl, loadConfiguredCredentials, type ZulipMcpl } from './runtime.js';
 import { packageVersion } from './version.js';
 
 /** Streams and hooks of one run of {@link main}; each defaults to the process's own. */
@@ -22,27 +31,6 @@ export interface MainIo {
   onReady?: ((info: { transport: 'stdio' } | { transport: 'tcp'; port: number }) => void) | undefined;
 }
 
-const BIN = 'zulip-mcpl';
-
-/** Library codes that mean the configuration is wrong, not the run. */
-const CONFIG_CODES = new Set([
-  'CORE_CONFIG_INVALID',
-  'CORE_INSECURE_URL',
-  'CORE_UNAUTHORIZED',
-  'UPLOAD_CONFIG_INVALID',
-  'UPLOAD_ROOT_MISSING',
-  'DELIVERY_FILTERS_INVALID',
-  'DELIVERY_INVALID_SESSION_ID',
-]);
-
-function aborted(signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal === undefined) return;
-    if (signal.aborted) resolve();
-    else signal.addEventListener('abort', () => resolve(), { once: true });
-  });
-}
-
 async function serveStdio(app: ZulipMcpl, io: MainIo, logger: Logger): Promise<string> {
   const stdin = io.stdin ?? process.stdin;
   const transport = new NdjsonTransport(stdin, io.stdout ?? process.stdout);
@@ -52,7 +40,7 @@ async function serveStdio(app: ZulipMcpl, io: MainIo, logger: Logger): Promise<s
   return new Promise<string>((resolve) => {
     session.on('close', () => resolve('the host closed the connection'));
     stdin.once('end', () => resolve('stdin ended'));
-    void aborted(io.shutdown).then(() => resolve('shutdown requested'));
+    void waitForAbort(io.shutdown).then(() => resolve('shutdown requested'));
   });
 }
 
@@ -71,7 +59,7 @@ async function serveTcp(app: ZulipMcpl, port: number, io: MainIo, logger: Logger
   }
   logger.info('serving MCPL on TCP, one connection at a time', { host: listener.host, port: listener.port });
   io.onReady?.({ transport: 'tcp', port: listener.port });
-  await aborted(io.shutdown);
+  await waitForAbort(io.shutdown);
   await listener.close();
   return 'shutdown requested';
 }
@@ -80,41 +68,38 @@ async function serveTcp(app: ZulipMcpl, port: number, io: MainIo, logger: Logger
  * Runs the `zulip-mcpl` command: parses `argv` and `env`, prints help or the version, or builds
  * the server and serves it on stdio (default) or on one loopback TCP connection at a time
  * (`--tcp`), until the host goes away or `io.shutdown` fires. Resolves with the exit code: 0 on a
- * clean run, 1 when start-up fails, 2 on a bad configuration. Only help, the version and the
- * protocol go to stdout.
+ * clean run, 1 when start-up fails, 2 on a bad configuration (a bad variable or flag, missing or
+ * refused credentials, a missing upload root, an invalid filters file). Only help, the version
+ * and the protocol go to stdout.
  */
-export async function main(
-  argv: readonly string[],
-  env: Readonly<Record<string, string | undefined>>,
-  io: MainIo = {},
-): Promise<number> {
-  const stdout = io.stdout ?? process.stdout;
+export const main: BinMain<MainIo> = defineMain({
+  bin: binName,
+  help: helpText,
+  version: packageVersion,
+  configure: (env, argv) => parseConfig(env, argv),
+  run: serve,
+});
+
+/** Builds the server for a valid configuration and serves it until the host goes away. */
+async function serve(config: McplConfig, io: MainIo): Promise<number> {
   const stderr = io.stderr ?? process.stderr;
-  if (argv.includes('--help') || argv.includes('-h')) {
-    stdout.write(helpText());
-    return 0;
-  }
-  if (argv.includes('--version') || argv.includes('-V')) {
-    stdout.write(`${packageVersion()}\n`);
-    return 0;
-  }
-  let config: McplConfig;
-  try {
-    config = parseConfig(env, argv);
-  } catch (err) {
-    if (err instanceof McplServerError) {
-      stderr.write(`${BIN}: ${err.message}\nRun ${BIN} --help for every setting.\n`);
-      return 2;
-    }
-    throw err;
-  }
   const write = (line: string) => void stderr.write(line);
   let logger = createLogger({ level: config.logLevel, secrets: [config.zulip.apiKey], write });
   let demo: DemoRealm | undefined;
   let demoState: string | undefined;
   let app: ZulipMcpl | undefined;
+  // A configuration problem found while building: the same report and exit code as a bad variable.
+  const misconfigured = (
+    err: unknown,
+    secrets: readonly (string | undefined)[],
+    source?: CredentialSource,
+  ) => {
+    const problem = startupConfigurationProblem(err, source);
+    if (problem === undefined) throw err;
+    return reportInvalidConfiguration(stderr, binName, [problem], createRedactor(secrets));
+  };
   try {
-    let credentials: Credentials | undefined;
+    let credentials: Credentials;
     if (config.demo) {
       demo = await startDemoRealm();
       demoState = await mkdtemp(join(tmpdir(), 'zulip-mcpl-demo-'));
@@ -127,34 +112,30 @@ export async function main(
         privateStreams: '__ALL__',
       };
       logger.info('demo realm started', { site: demo.site, bot: demo.email, messages: demo.messageCount });
+    } else {
+      try {
+        credentials = await loadConfiguredCredentials(config);
+      } catch (err) {
+        return misconfigured(err, [config.zulip.apiKey]);
+      }
     }
+    // From here on the key is known wherever it came from (a zuliprc included), and redacted.
+    const secrets = [config.zulip.apiKey, credentials.apiKey];
+    logger = createLogger({ level: config.logLevel, secrets, write });
     try {
       app = await createZulipMcpl({ config, logger, credentials });
     } catch (err) {
-      const code = (err as { code?: unknown } | null)?.code;
-      if (typeof code === 'string' && CONFIG_CODES.has(code)) {
-        const message = (err as Error).message.split(config.zulip.apiKey ?? '\u0000').join('[REDACTED]');
-        stderr.write(
-          `${BIN}: Invalid configuration:\n  ${message} (${code})\nRun ${BIN} --help for every setting.\n`,
-        );
-        return 2;
-      }
-      throw err;
+      return misconfigured(err, secrets, credentials.source);
     }
-    logger = createLogger({
-      level: config.logLevel,
-      secrets: [config.zulip.apiKey, credentials?.apiKey],
-      write,
-    });
     const why =
       config.tcpPort === undefined
         ? await serveStdio(app, io, logger)
         : await serveTcp(app, config.tcpPort, io, logger);
     logger.info('shutting down', { why });
-    return 0;
+    return ExitCode.ok;
   } catch (err) {
     logger.error('fatal', { err });
-    return 1;
+    return ExitCode.failure;
   } finally {
     await app?.close().catch((err: unknown) => logger.warn('error while closing', { err }));
     await demo?.close().catch(() => undefined);

@@ -1,8 +1,7 @@
-import type { ZulipClient } from '@zmcp/core';
+import type { Logger, ZulipClient } from '@zmcp/core';
 import type { DeliveryItem } from '@zmcp/delivery';
 import type { ContentBlock } from '@zmcp/mcpl';
 import { fetchAttachment } from '@zmcp/uploads';
-import type { Logger } from './logging.js';
 
 /** Most images inlined for one message. */
 const MAX_IMAGES = 3;

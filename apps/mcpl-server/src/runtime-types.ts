@@ -1,8 +1,7 @@
-import type { AccessPolicy, ZulipClient } from '@zmcp/core';
+import type { AccessPolicy, Logger, ZulipClient } from '@zmcp/core';
 import type { FiltersPlane, StateStore } from '@zmcp/delivery';
 import type { BoundTool, ToolServices } from '@zmcp/tools';
 import type { McplConfig } from './config.js';
-import type { Logger } from './logging.js';
 import type { SentLog } from './sent-log.js';
 
 /** What every connection of one process shares: built once at start-up. */

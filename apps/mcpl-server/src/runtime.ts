@@ -12,7 +12,9 @@ import {
   DEFAULT_MAX_MESSAGE_LENGTH,
   escapeMsgAttr,
   isZmcpError,
+  type Logger,
   loadCredentials,
+  noopLogger,
   quoteName,
   readMessage,
   type StreamInfo,
@@ -56,7 +58,6 @@ import {
 import { DEFAULT_MAX_FILE_BYTES, UploadRoots } from '@zmcp/uploads';
 import type { McplConfig } from './config.js';
 import { Connection } from './connection.js';
-import { type Logger, silentLogger } from './logging.js';
 import { publishTo } from './publish.js';
 import { CHANNEL_TYPE, channelMessage, MAX_OPEN_HISTORY, mcplChannel } from './render.js';
 import type { Runtime } from './runtime-types.js';
@@ -137,6 +138,20 @@ export interface ZulipMcplOptions {
 }
 
 /**
+ * The account's credentials as configured: the variables, then the zuliprc for what they leave
+ * unset (core's rule).
+ *
+ * @throws ZmcpError `CORE_CONFIG_INVALID` for missing or malformed credentials or zuliprc.
+ */
+export function loadConfiguredCredentials(config: McplConfig): Promise<Credentials> {
+  const { site, email, apiKey, rcPath } = config.zulip;
+  return loadCredentials({
+    env: { ZULIP_SITE: site, ZULIP_EMAIL: email, ZULIP_API_KEY: apiKey, ZULIP_RC_PATH: rcPath },
+    homedir: homedir(),
+  });
+}
+
+/**
  * Builds zulip-mcpl from its configuration: the one Zulip client (every call under
  * `ZULIP_REQUEST_TIMEOUT_MS`), the account and the realm's limits, the access policy, the tool
  * catalog, the state store and the filters plane (created from the environment on first start; an
@@ -148,18 +163,8 @@ export interface ZulipMcplOptions {
  */
 export async function createZulipMcpl(options: ZulipMcplOptions): Promise<ZulipMcpl> {
   const { config } = options;
-  const logger = options.logger ?? silentLogger;
-  const credentials =
-    options.credentials ??
-    (await loadCredentials({
-      env: {
-        ZULIP_SITE: config.zulip.site,
-        ZULIP_EMAIL: config.zulip.email,
-        ZULIP_API_KEY: config.zulip.apiKey,
-        ZULIP_RC_PATH: config.zulip.rcPath,
-      },
-      homedir: homedir(),
-    }));
+  const logger = options.logger ?? noopLogger;
+  const credentials = options.credentials ?? (await loadConfiguredCredentials(config));
   const uploadRoots = config.uploadRoots.length > 0 ? await UploadRoots.open(config.uploadRoots) : undefined;
   const client = new ZulipClient({
     site: credentials.site,

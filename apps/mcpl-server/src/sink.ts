@@ -1,3 +1,4 @@
+import type { Logger } from '@zmcp/core';
 import type {
   AnnounceOutcome,
   ChannelAnnouncement,
@@ -9,7 +10,6 @@ import type {
   PushOutcome,
 } from '@zmcp/delivery';
 import type { ChannelMessage, ContentBlock, JsonObject, McplSession } from '@zmcp/mcpl';
-import type { Logger } from './logging.js';
 import { type ImageInliner, inlineImages } from './media.js';
 import { channelMessage, itemText, mcplChannel } from './render.js';
 import type { ReplyRouter } from './routing.js';

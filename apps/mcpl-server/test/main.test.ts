@@ -2,7 +2,7 @@
 // protocol; --tcp serving one loopback connection at a time; --demo; and the bin itself.
 
 import { mkdir, writeFile } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { FileStateStore, stateAccount } from '@zmcp/delivery';
@@ -51,7 +51,8 @@ describe('help, version and bad configuration', () => {
       { stderr: err.stream },
     );
     expect(code).toBe(2);
-    expect(err.text()).toContain('--tcp: expected a port');
+    // The port is read by the whole-number rule every zmcp bin reads a port with.
+    expect(err.text()).toContain('--tcp: expected a whole number from 0 to 65535 (got "x")');
     expect(err.text()).toContain('--bogus: unknown option');
     expect(err.text()).toContain('ZULIP_API_KEY: expected a Zulip API key');
     expect(err.text()).toContain('ZULIP_CATCHUP_LIMIT');
@@ -65,6 +66,14 @@ describe('help, version and bad configuration', () => {
     const readOnly = sink();
     expect(await main([], { ...realm.env, ZULIP_READ_ONLY: 'true' }, { stderr: readOnly.stream })).toBe(2);
     expect(readOnly.text()).toContain('ZULIP_READ_ONLY: zulip-mcpl cannot run read-only');
+    // Off is what zulip-mcp reads as off too; a word that is no boolean is refused as there.
+    const off = sink();
+    expect(await main(['--version'], { ...realm.env, ZULIP_READ_ONLY: 'off' }, { stdout: off.stream })).toBe(
+      0,
+    );
+    const word = sink();
+    expect(await main([], { ...realm.env, ZULIP_READ_ONLY: 'maybe' }, { stderr: word.stream })).toBe(2);
+    expect(word.text()).toContain('ZULIP_READ_ONLY: expected one of 1/0, true/false, yes/no, on/off');
     const filters = new FileStateStore({ dir: realm.stateDir }).pathOf({
       account: stateAccount({ site: realm.env.ZULIP_SITE as string, userId: realm.bot }),
       session: 'default',
@@ -75,6 +84,46 @@ describe('help, version and bad configuration', () => {
     const broken = sink();
     expect(await main([], realm.env, { stderr: broken.stream })).toBe(2);
     expect(broken.text()).toContain('DELIVERY_FILTERS_INVALID');
+  });
+});
+
+describe('configuration found wrong while starting', () => {
+  it('exits 2 on a filters seed, a site, or an upload root that is wrong, redacting a key read from a zuliprc', async () => {
+    const seed = sink();
+    const seeded = { ...realm.env, ZULIP_STREAMS: 'general,__ALL__', ZULIP_SESSION_ID: '.hidden' };
+    expect(await main([], seeded, { stderr: seed.stream })).toBe(2);
+    expect(seed.text()).toMatch(/\n {2}ZULIP_SESSION_ID: expected 1 to 128 characters.*starts with a dot/);
+    expect(seed.text()).toMatch(/\n {2}ZULIP_STREAMS: .*__ALL__/);
+
+    const site = sink();
+    const insecure = { ...realm.env, ZULIP_SITE: 'http://chat.example.com' };
+    expect(await main([], insecure, { stderr: site.stream })).toBe(2);
+    expect(site.text()).toContain('ZULIP_SITE: is plain http to a host that is not loopback');
+
+    // The key comes from the zuliprc only, and the missing root's path carries it.
+    const { ZULIP_EMAIL: _email, ZULIP_API_KEY: apiKey, ...env } = realm.env;
+    const rc = join(realm.stateDir, 'zuliprc');
+    await writeFile(rc, realm.sim.zuliprc(realm.bot));
+    const missing = sink();
+    const code = await main(
+      [],
+      { ...env, ZULIP_RC_PATH: rc, ZULIP_UPLOAD_ROOTS: `files=/nonexistent/${apiKey}` },
+      { stderr: missing.stream },
+    );
+    expect(code).toBe(2);
+    expect(missing.text()).toContain('upload root files=/nonexistent/[REDACTED]');
+    expect(missing.text()).toContain('(UPLOAD_ROOT_MISSING)');
+    expect(missing.text()).not.toContain(apiKey as string);
+  });
+
+  it('exits 2 when Zulip refuses the credentials, saying which to check', async () => {
+    const err = sink();
+    const key = 'A'.repeat(32);
+    expect(await main([], { ...realm.env, ZULIP_API_KEY: key }, { stderr: err.stream })).toBe(2);
+    expect(err.text()).toContain(
+      'Zulip refused the credentials (CORE_UNAUTHORIZED): check ZULIP_EMAIL and ZULIP_API_KEY',
+    );
+    expect(err.text()).not.toContain(key);
   });
 });
 
