@@ -11,11 +11,10 @@ import {
   optionalInteger,
   parsedBy,
   problem,
-  type ReportProblem,
+  type Setting,
   type SettingInfo,
   type SettingMeta,
   type SettingProblem,
-  type SettingValues,
   setting,
   streamAllowlist,
   strictBoolean,
@@ -24,7 +23,12 @@ import {
   zulipCredential,
 } from '@zmcp/cli';
 import { checkEmojiName, type StreamAllowlist, type TimeStyle } from '@zmcp/core';
-import { FILTER_ENV_VARIABLES, type FiltersSeed, filtersSeedFromEnv, parseSessionId } from '@zmcp/delivery';
+import {
+  type FILTER_ENV_VARIABLES,
+  type FiltersSeed,
+  filtersSeedFromEnv,
+  parseSessionId,
+} from '@zmcp/delivery';
 import type { LegacyHostPolicy } from '@zmcp/mcpl';
 import { parseToolsets, type Toolset } from '@zmcp/tools';
 import { parseByteSize, parseUploadRoots, type UploadRootSpec } from '@zmcp/uploads';
@@ -78,23 +82,40 @@ export interface McplConfig {
   logLevel: LogLevel;
 }
 
-/** One variable of the filters file's seed, checked alone by delivery's own reader of the seed. */
-function filterSeed(variable: string, help: string) {
-  return setting<string | undefined>(
-    { group: 'Filters', defaultText: 'unset', help },
-    (raw) => {
-      try {
-        filtersSeedFromEnv({ [variable]: raw });
-        return raw;
-      } catch (err) {
-        return problem((err as Error).message.replace(`${variable}: `, ''));
-      }
-    },
-    undefined,
-  );
-}
+/** A variable of the filters file's seed (delivery reads them). */
+type FilterVariable = (typeof FILTER_ENV_VARIABLES)[keyof typeof FILTER_ENV_VARIABLES];
 
-const filterVariables = FILTER_ENV_VARIABLES;
+const filterHelp: Readonly<Record<FilterVariable, string>> = {
+  ZULIP_STREAMS:
+    'Seed of the filters file: streams that may reach the agent (comma list); unset: every stream.',
+  ZULIP_DM_USERS: 'Seed of the filters file: who may DM the agent, by user id or email; unset: anyone.',
+  ZULIP_MUTED_STREAMS: 'Seed of the filters file: streams from which nothing reaches the agent.',
+  ZULIP_REACTION_CHANNELS: 'Seed of the filters file: channels that show live reactions (zulip:<stream>).',
+  ZULIP_SUPPRESSED_REACTIONS:
+    'Seed of the filters file: reaction emoji withheld from the agent (operator-owned).',
+  ZULIP_SUPPRESSED_REACTIONS_BASELINE:
+    'Suppressed reactions a host adds at every start; never written into the file.',
+};
+const filterVariables = Object.keys(filterHelp) as FilterVariable[];
+
+/** The seed's settings, each variable checked alone by delivery's own reader of the seed. */
+const filterSettings = Object.fromEntries(
+  filterVariables.map((variable) => [
+    variable,
+    setting<string | undefined>(
+      { group: 'Filters', defaultText: 'unset', help: filterHelp[variable] },
+      (raw) => {
+        try {
+          filtersSeedFromEnv({ [variable]: raw });
+          return raw;
+        } catch (err) {
+          return problem((err as Error).message.replace(`${variable}: `, ''));
+        }
+      },
+      undefined,
+    ),
+  ]),
+) as { [V in FilterVariable]: Setting<string | undefined> };
 
 /** The toolsets zulip-mcpl serves unless told otherwise. */
 const DEFAULT_MCPL_TOOLSETS: readonly Toolset[] = ['read', 'write', 'attention'];
@@ -164,30 +185,7 @@ const configShape = {
     defaultText: '<state dir>/<account>/<session>.filters.json',
     help: 'The filters file: what reaches the agent, hot-reloaded.',
   }),
-  [filterVariables.streams]: filterSeed(
-    filterVariables.streams,
-    'Seed of the filters file: streams that may reach the agent (comma list); unset: every stream.',
-  ),
-  [filterVariables.dmUsers]: filterSeed(
-    filterVariables.dmUsers,
-    'Seed of the filters file: who may DM the agent, by user id or email; unset: anyone.',
-  ),
-  [filterVariables.mutedStreams]: filterSeed(
-    filterVariables.mutedStreams,
-    'Seed of the filters file: streams from which nothing reaches the agent.',
-  ),
-  [filterVariables.reactionChannels]: filterSeed(
-    filterVariables.reactionChannels,
-    'Seed of the filters file: channels that show live reactions (zulip:<stream>).',
-  ),
-  [filterVariables.suppressedReactionEmojis]: filterSeed(
-    filterVariables.suppressedReactionEmojis,
-    'Seed of the filters file: reaction emoji withheld from the agent (operator-owned).',
-  ),
-  [filterVariables.baseline]: filterSeed(
-    filterVariables.baseline,
-    'Suppressed reactions a host adds at every start; never written into the file.',
-  ),
+  ...filterSettings,
   ZULIP_PRIVATE_STREAMS: streamAllowlist({
     group: 'Access',
     defaultText: 'none',
@@ -347,38 +345,28 @@ const configShape = {
   }),
 };
 
-type RawConfig = SettingValues<typeof configShape>;
-
-/** Checks across settings, made once every value is valid. */
-function refineConfig(raw: RawConfig, report: ReportProblem<typeof configShape>): void {
-  checkZulipSite(raw, report);
-  // Ignoring it would serve writes to an operator who asked for none.
-  if (raw.ZULIP_READ_ONLY) {
-    report(
-      'ZULIP_READ_ONLY',
-      'zulip-mcpl cannot run read-only (live delivery registers an event queue); use zulip-mcp with ZULIP_READ_ONLY for a read-only server',
-    );
-  }
-}
-
 /** The bin name, as the help and error messages call it. */
 export const binName = 'zulip-mcpl';
 
 const settings = defineSettings(configShape, {
   bin: binName,
-  refine: refineConfig,
+  // Checks across settings, made once every value is valid.
+  refine: (raw, report) => {
+    checkZulipSite(raw, report);
+    // Ignoring it would serve writes to an operator who asked for none.
+    if (raw.ZULIP_READ_ONLY) {
+      report(
+        'ZULIP_READ_ONLY',
+        'zulip-mcpl cannot run read-only (live delivery registers an event queue); use zulip-mcp with ZULIP_READ_ONLY for a read-only server',
+      );
+    }
+  },
   configError: (err) =>
     new McplServerError('MCPL_SERVER_CONFIG_INVALID', err.message, {
       cause: err,
       details: { ...err.details },
     }),
 });
-
-/** Every setting in table order, as `--help` and the README list them. */
-export const configSettings: () => SettingInfo[] = settings.list;
-
-/** Names of every environment variable zulip-mcpl reads. */
-export const configVariableNames: () => string[] = settings.variableNames;
 
 /**
  * Parses the environment and flags (a flag wins over its variable; empty variables are unset).
@@ -393,8 +381,8 @@ export function parseConfig(
   argv: readonly string[],
   options: { cwd?: string } = {},
 ): McplConfig {
-  const raw = settings.parse(env, argv);
   const home = homeDirectory(env);
+  const raw = settings.parse(env, argv);
   return {
     command: raw['--help'] ? 'help' : raw['--version'] ? 'version' : 'serve',
     demo: raw['--demo'],
@@ -410,9 +398,7 @@ export function parseConfig(
     sessionId: raw.ZULIP_SESSION_ID,
     filtersFile: raw.ZULIP_FILTERS_FILE === undefined ? undefined : expandHome(raw.ZULIP_FILTERS_FILE, home),
     // Each variable was checked alone; together they are the seed.
-    filters: filtersSeedFromEnv(
-      Object.fromEntries(Object.values(filterVariables).map((name) => [name, raw[name]])),
-    ),
+    filters: filtersSeedFromEnv(Object.fromEntries(filterVariables.map((name) => [name, raw[name]]))),
     timezone: raw.AGENT_TIMEZONE ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
     timestampStyle: raw.AGENT_TIMESTAMP_STYLE,
     privateStreams: raw.ZULIP_PRIVATE_STREAMS,
@@ -446,3 +432,9 @@ export function helpText(): string {
 
 /** The README's settings table, generated from the same schema as `--help`. */
 export const configMarkdownTable: () => string = settings.markdownTable;
+
+/** Every setting in table order, as `--help` and the README list them. */
+export const configSettings: () => SettingInfo[] = settings.list;
+
+/** Names of every environment variable zulip-mcpl reads. */
+export const configVariableNames: () => string[] = settings.variableNames;

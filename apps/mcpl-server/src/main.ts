@@ -76,7 +76,7 @@ export const main: BinMain<MainIo> = defineMain({
   bin: binName,
   help: helpText,
   version: packageVersion,
-  configure: (env, argv) => parseConfig(env, argv),
+  configure: parseConfig,
   run: serve,
 });
 
