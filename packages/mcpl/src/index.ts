@@ -15,7 +15,6 @@ export { detectHostDialect } from './dialects.js';
 export {
   canonicalizeManifest,
   canonicalJson,
-  compareUtf8,
   isIdentifier,
   manifestRevision,
   sortSet,
