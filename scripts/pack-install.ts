@@ -135,14 +135,19 @@ function checkPacked(unpacked: string, source: Manifest, versions: Map<string, s
         `${name}: bin ${bin} (${target}) has no node shebang`,
       );
   }
+  const imported = new Set<string>();
   for (const file of files) {
     if (!/\.(c|m)?js$/.test(file)) continue;
     for (const specifier of bareImports(join(unpacked, file))) {
       const dep = packageOf(specifier);
       if (builtins.has(dep) || dep === name) continue;
+      imported.add(dep);
       check(dep in runtime, `${name}: ${file} imports ${specifier}, which is not a dependency`);
     }
   }
+  // A dependency nothing imports is dead weight, or was bundled (a native one then breaks).
+  for (const dep of Object.keys(runtime))
+    check(imported.has(dep), `${name}: depends on ${dep}, which no file of dist/ imports (bundled?)`);
   return packed;
 }
 
