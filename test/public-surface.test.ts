@@ -3,36 +3,10 @@
 // with test/public-surface/<package>.txt. Adding or removing an export changes that file, so the
 // change is an API decision visible in review. After a deliberate change, rewrite the files with
 //   pnpm exec vitest run --project workspace test/public-surface.test.ts -u
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-
-const root = join(import.meta.dirname, '..');
-
-interface Entry {
-  name: string;
-  dir: string;
-  source: string;
-}
-
-function entries(): Entry[] {
-  const found: Entry[] = [];
-  for (const group of ['packages', 'apps']) {
-    for (const folder of readdirSync(join(root, group))) {
-      const dir = join(root, group, folder);
-      if (!existsSync(join(dir, 'package.json'))) continue;
-      const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as {
-        name: string;
-        exports?: { '.'?: { '@zmcp/source'?: string } };
-      };
-      const source = manifest.exports?.['.']?.['@zmcp/source'];
-      if (source === undefined) throw new Error(`${manifest.name}: exports["."] has no @zmcp/source entry`);
-      found.push({ name: manifest.name, dir, source: join(dir, source) });
-    }
-  }
-  return found;
-}
+import { importEntry, root, workspacePackages } from './support/workspace.js';
 
 /** Names the entry exports as types only: `export type { A, B as C }` and `export { type D }`. */
 function typeOnlyNames(text: string): string[] {
@@ -60,7 +34,8 @@ function kindOf(value: unknown): string {
   return `const ${typeof value}`;
 }
 
-describe.each(entries())('$name', ({ name, dir, source }) => {
+describe.each(workspacePackages())('$name', (pkg) => {
+  const { name, short, dir, source } = pkg;
   const text = readFileSync(source, 'utf8');
 
   it('names every export explicitly (no export *)', () => {
@@ -68,12 +43,12 @@ describe.each(entries())('$name', ({ name, dir, source }) => {
   });
 
   it('exports what test/public-surface records', async () => {
-    const module = (await import(pathToFileURL(source).href)) as Record<string, unknown>;
+    const module = await importEntry(pkg);
     const lines = Object.keys(module).map((key) => `${key}: ${kindOf(module[key])}`);
     const values = new Set(Object.keys(module));
     for (const type of typeOnlyNames(text)) if (!values.has(type)) lines.push(`${type}: type`);
     lines.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-    const file = join(root, 'test', 'public-surface', `${name.replace(/^@zmcp\//, '')}.txt`);
+    const file = join(root, 'test', 'public-surface', `${short}.txt`);
     const header = `# The public surface of ${name} (${source.slice(dir.length + 1)}): one export a line, with its kind.`;
     await expect(`${header}\n${lines.join('\n')}\n`).toMatchFileSnapshot(file);
   });

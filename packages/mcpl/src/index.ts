@@ -52,7 +52,7 @@ export type {
   PolicyUpdate,
   UnavailableFeature,
 } from './policy.js';
-export { PolicyMalformed, parsePolicyUpdate } from './policy.js';
+export { parsePolicyUpdate } from './policy.js';
 export { McplServer } from './server.js';
 export type {
   BeforeInferenceAnswer,
