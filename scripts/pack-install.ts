@@ -1,8 +1,9 @@
 // Installs zmcp the way a user will once it is published: `pnpm pack` every package, install the
 // tarballs with plain npm into an empty prefix, and run the bins from there. Checks on the way
 // that each packed manifest is publishable as is (no workspace: ranges, no file it does not ship,
-// every bare import of its dist declared), then that every entry imports, every bin answers
-// --version, and `zulip-mcp --demo` serves tools/list on stdio.
+// every bare import of its dist declared and every dependency imported), then that every entry
+// imports, the declarations type-check for a consumer, every bin answers --version, and
+// `zulip-mcp --demo` serves tools/list on stdio.
 //
 //   pnpm test:pack                # builds first
 //   pnpm test:pack --skip-build   # after `pnpm build` (CI runs it after `pnpm test`)
@@ -11,7 +12,7 @@
 // from its tarball.
 import { type ChildProcessWithoutNullStreams, execFile, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -306,6 +307,29 @@ async function main(): Promise<void> {
       } catch (err) {
         failures.push(`${name}: import failed: ${(err as { stderr?: string }).stderr ?? String(err)}`);
       }
+    }
+
+    // A TypeScript consumer type-checks against the shipped declarations, every .d.ts checked.
+    const consumer = [...packed.keys()].map((name, i) => `import type * as entry${i} from '${name}';`);
+    consumer.push(
+      `export type Entries = [${[...packed.keys()].map((_, i) => `typeof entry${i}`).join(', ')}];`,
+    );
+    await writeFile(join(prefix, 'consumer.ts'), `${consumer.join('\n')}\n`);
+    try {
+      await run(
+        join(root, 'node_modules', '.bin', 'tsc'),
+        [
+          ...['--noEmit', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext'],
+          ...['--target', 'es2023', '--types', 'node', '--typeRoots', join(root, 'node_modules', '@types')],
+          'consumer.ts',
+        ],
+        { cwd: prefix, env },
+      );
+      step('the declarations type-check for a consumer');
+    } catch (err) {
+      failures.push(
+        `tsc over the installed declarations: ${(err as { stdout?: string }).stdout ?? String(err)}`,
+      );
     }
 
     const binVersions = async (binDir: string, how: string) => {
