@@ -14,7 +14,7 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { promisify } from 'node:util';
+import { format, promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 
 const run = promisify(execFile);
@@ -92,19 +92,82 @@ export interface ExampleRun {
 }
 
 export interface RunExampleOptions {
-  /** Added to the environment (which loses every ZULIP_* variable of the one running the tests). */
+  /**
+   * Set in the environment while the example runs (which loses every ZULIP_* variable of the one
+   * running the tests).
+   */
   env?: Record<string, string>;
+  /**
+   * Run the example as its own process (`node --import tsx`, in its directory) instead of
+   * importing it into the test: for an example that starts another file of the README by a
+   * relative path. Default false.
+   */
+  process?: boolean;
   /** Default 60 s. */
   timeoutMs?: number;
 }
 
+/** Runs `work` with the environment changed by `set` and every ZULIP_* variable unset, then restores it. */
+async function withEnv<T>(set: Record<string, string>, work: () => Promise<T>): Promise<T> {
+  const saved = { ...process.env };
+  for (const key of Object.keys(process.env)) if (key.startsWith('ZULIP')) delete process.env[key];
+  Object.assign(process.env, set);
+  try {
+    return await work();
+  } finally {
+    for (const key of Object.keys(process.env)) if (!(key in saved)) delete process.env[key];
+    Object.assign(process.env, saved);
+  }
+}
+
+/** Runs `work` with what it writes to the console, stdout and stderr collected instead of printed. */
+async function capturing(work: () => Promise<void>): Promise<ExampleRun> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const saved = {
+    log: console.log,
+    info: console.info,
+    debug: console.debug,
+    warn: console.warn,
+    error: console.error,
+    stdout: process.stdout.write,
+    stderr: process.stderr.write,
+  };
+  const to =
+    (sink: string[]) =>
+    (...args: unknown[]) => {
+      sink.push(`${format(...args)}\n`);
+    };
+  const writer = (sink: string[]) =>
+    ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+      sink.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8'));
+      const done = rest.find((r) => typeof r === 'function') as (() => void) | undefined;
+      done?.();
+      return true;
+    }) as typeof process.stdout.write;
+  console.log = console.info = console.debug = to(out);
+  console.warn = console.error = to(err);
+  process.stdout.write = writer(out);
+  process.stderr.write = writer(err);
+  try {
+    await work();
+  } finally {
+    Object.assign(console, { log: saved.log, info: saved.info, debug: saved.debug });
+    Object.assign(console, { warn: saved.warn, error: saved.error });
+    process.stdout.write = saved.stdout;
+    process.stderr.write = saved.stderr;
+  }
+  return { stdout: out.join(''), stderr: err.join('') };
+}
+
 /**
  * Saves every block of `examples` in a fresh directory inside the package (so its imports
- * resolve as a user's would) and runs `example` there with Node and tsx, on sources: every
- * `@zmcp/*` package resolves to its `src/` through the `@zmcp/source` condition. A process the
- * example starts itself runs without that condition, so the package's own name is the one
- * rewrite: it becomes the URL of its `src/index.ts`. Rejects when the example exits non-zero,
- * with what it printed.
+ * resolve as a user's would) and runs `example`, on sources: every `@zmcp/*` package resolves
+ * to its `src/` through the `@zmcp/source` condition. By default the example is imported into
+ * the test, with its console and stdout collected; with `process` it runs as `node --import tsx`
+ * in that directory. A process the example starts itself runs without the condition, so the
+ * package's own name is the one rewrite: it becomes the path of its `src/index.ts`. Rejects
+ * when the example throws or exits non-zero, with what it printed.
  */
 export async function runExample(
   packageDir: string,
@@ -113,25 +176,43 @@ export async function runExample(
   options: RunExampleOptions = {},
 ): Promise<ExampleRun> {
   const self = (JSON.parse(readFileSync(join(packageDir, 'package.json'), 'utf8')) as { name: string }).name;
-  const source = `'${pathToFileURL(join(packageDir, 'src', 'index.ts')).href}'`;
+  const source = `'${join(packageDir, 'src', 'index.ts')}'`;
   const dir = await mkdtemp(join(packageDir, '.readme-run-'));
+  let printed: Partial<ExampleRun> = {};
   try {
     for (const block of examples) {
       await writeFile(join(dir, block.file), block.code.replaceAll(`'${self}'`, source));
     }
-    const env: NodeJS.ProcessEnv = {};
-    for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('ZULIP')) env[key] = value;
-    return await run(process.execPath, ['--conditions=@zmcp/source', '--import', 'tsx', example.file], {
-      cwd: dir,
-      env: { ...env, ...options.env },
-      timeout: options.timeoutMs ?? 60_000,
-      maxBuffer: 16 << 20,
-    });
+    const file = join(dir, example.file);
+    if (options.process) {
+      const env: NodeJS.ProcessEnv = {};
+      for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('ZULIP')) env[key] = value;
+      return await run(process.execPath, ['--conditions=@zmcp/source', '--import', 'tsx', example.file], {
+        cwd: dir,
+        env: { ...env, ...options.env },
+        timeout: options.timeoutMs ?? 60_000,
+        maxBuffer: 16 << 20,
+      });
+    }
+    let failure: unknown;
+    const result = await withEnv(options.env ?? {}, () =>
+      capturing(async () => {
+        try {
+          await import(pathToFileURL(file).href);
+        } catch (err) {
+          failure = err;
+        }
+      }),
+    );
+    printed = result;
+    if (failure !== undefined) throw failure;
+    return result;
   } catch (err) {
-    const { stderr, stdout } = err as { stderr?: string; stdout?: string };
+    const { stderr, stdout } = { ...printed, ...(err as { stderr?: string; stdout?: string }) };
     throw new Error(
       `README example at line ${example.line} (${example.heading}) failed: ${(err as Error).message}\n` +
         `stdout:\n${stdout ?? ''}\nstderr:\n${stderr ?? ''}`,
+      { cause: err },
     );
   } finally {
     await rm(dir, { recursive: true, force: true });
@@ -153,6 +234,8 @@ export function expectPrinted(stdout: string, example: ReadmeExample): void {
 export interface ReadmeTestOptions {
   /** Variables an example needs (e.g. a PATH with stub programs), made before it runs. */
   env?: () => Record<string, string> | Promise<Record<string, string>>;
+  /** Run each example as its own process; see {@link RunExampleOptions.process}. */
+  process?: boolean;
   timeoutMs?: number;
   /** More assertions on an example's run (what it left behind), after its output was checked. */
   check?: (example: ReadmeExample, run: ExampleRun) => void | Promise<void>;
@@ -175,6 +258,7 @@ export function testReadmeExamples(packageDir: string, options: ReadmeTestOption
         const env = await options.env?.();
         const run = await runExample(packageDir, example, examples, {
           ...(env === undefined ? {} : { env }),
+          ...(options.process === undefined ? {} : { process: options.process }),
           ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
         });
         expectPrinted(run.stdout, example);
