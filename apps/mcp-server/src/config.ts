@@ -69,8 +69,10 @@ export interface Config {
   toolsets: Toolset[];
   /** Private streams the server may read: `__ALL__` (also opens DMs), or an allowlist; unset: none. */
   privateStreams: StreamAllowlist | undefined;
-  /** Streams the server may write to; unset means every stream. */
+  /** Streams the server may write to (names or ids, resolved at start-up); unset means every stream. */
   writeStreams: StreamAllowlist | undefined;
+  /** Whether DMs may be sent; unset: yes without a write allowlist, no with one. */
+  writeDms: boolean | undefined;
   /** Upload roots, their paths resolved against the working directory. */
   uploadRoots: readonly UploadRootSpec[];
   uploadMaxBytes: number | undefined;
@@ -220,6 +222,22 @@ function strictBoolean(meta: DerivedMeta, fallback: boolean) {
     ...meta,
     defaultText: meta.defaultText ?? (fallback ? 'on' : 'off'),
   });
+}
+
+/** A switch whose absence means "the library's default" rather than on or off. */
+function optionalBoolean(meta: SettingMeta) {
+  return z
+    .string()
+    .optional()
+    .transform((raw, ctx): boolean | undefined => {
+      if (raw === undefined || raw.trim() === '') return undefined;
+      try {
+        return parseReadOnlyFlag(raw);
+      } catch {
+        return expected(ctx, 'expected one of 1/0, true/false, yes/no, on/off');
+      }
+    })
+    .register(settingMeta, meta);
 }
 
 function parseInteger(raw: string, min: number, max: number): number | undefined {
@@ -430,12 +448,17 @@ const RawConfigSchema = z.object({
   ZULIP_PRIVATE_STREAMS: streamAllowlist({
     group: 'Access',
     defaultText: 'none',
-    help: 'Private streams the server may read (comma list); __ALL__ opens every one, and DMs.',
+    help: 'Private streams the server may read (names or ids, comma list); __ALL__ opens every one, and DMs.',
   }),
   ZULIP_WRITE_STREAMS: streamAllowlist({
     group: 'Access',
     defaultText: 'every stream',
-    help: 'Streams the server may post to (comma list); unset allows all.',
+    help: 'Streams the server may post, react, type and subscribe in (names or ids, comma list); unset allows all.',
+  }),
+  ZULIP_WRITE_DMS: optionalBoolean({
+    group: 'Access',
+    defaultText: 'on; off when ZULIP_WRITE_STREAMS is a list',
+    help: 'Whether the server may send DMs; with a write allowlist DMs need this set to true.',
   }),
   ZULIP_UPLOAD_ROOTS: z
     .string()
@@ -985,6 +1008,7 @@ export function parseConfig(
     toolsets: raw.ZULIP_TOOLSETS,
     privateStreams: raw.ZULIP_PRIVATE_STREAMS,
     writeStreams: raw.ZULIP_WRITE_STREAMS,
+    writeDms: raw.ZULIP_WRITE_DMS,
     uploadRoots: parseUploadRoots(raw.ZULIP_UPLOAD_ROOTS, options.cwd ?? process.cwd()),
     uploadMaxBytes: raw.ZULIP_UPLOAD_MAX_BYTES,
     markdownAutofix: raw.ZULIP_MARKDOWN_AUTOFIX,

@@ -3,10 +3,12 @@ import { homedir } from 'node:os';
 import { dirname } from 'node:path';
 import {
   AccessPolicy,
+  ALL_STREAMS,
   type Credentials,
   DEFAULT_MAX_MESSAGE_LENGTH,
   loadCredentials,
   quoteName,
+  type StreamInfo,
   ZulipClient,
 } from '@zmcp/core';
 import { FileStateStore, MemoryStateStore, MonitorStore, MonitorWatcher, stateAccount } from '@zmcp/delivery';
@@ -71,6 +73,17 @@ export interface AgentSessionServices {
   resourceChanges: ResourceChanges;
   /** Stops its event queue, removes the listening indicator and stops typing; safe to call twice. */
   close(): Promise<void>;
+}
+
+/** Every stream the account can see: GET /streams (public and subscribed) and its subscriptions. */
+async function visibleStreams(client: ZulipClient, signal: AbortSignal): Promise<StreamInfo[]> {
+  const [streams, subscriptions] = await Promise.all([
+    client.getStreams({}, { signal }),
+    client.getSubscriptions({}, { signal }),
+  ]);
+  const byId = new Map<number, StreamInfo>();
+  for (const s of [...streams, ...subscriptions]) byId.set(s.stream_id, s);
+  return [...byId.values()];
 }
 
 /**
@@ -191,16 +204,27 @@ export async function buildServices(
       }),
       warmListings(),
     ]);
-    const policy = new AccessPolicy({
-      readOnly: config.readOnly,
-      privateStreams: config.privateStreams,
-      writeStreams: config.writeStreams,
-      settingNames: {
-        privateStreams: 'ZULIP_PRIVATE_STREAMS',
-        writeStreams: 'ZULIP_WRITE_STREAMS',
-        readOnly: 'ZULIP_READ_ONLY',
+    // Allowlist entries become stream ids now, against the streams this account can see: every
+    // decision after this is by id, and an entry that names nothing (or two streams) stops start-up.
+    const lists = [config.privateStreams, config.writeStreams];
+    const visible = lists.some((l) => l !== undefined && l !== ALL_STREAMS)
+      ? await visibleStreams(client, AbortSignal.timeout(config.toolDeadlineMs))
+      : [];
+    const policy = AccessPolicy.resolve(
+      {
+        readOnly: config.readOnly,
+        privateStreams: config.privateStreams,
+        writeStreams: config.writeStreams,
+        dmWrites: config.writeDms,
+        settingNames: {
+          privateStreams: 'ZULIP_PRIVATE_STREAMS',
+          writeStreams: 'ZULIP_WRITE_STREAMS',
+          readOnly: 'ZULIP_READ_ONLY',
+          dmWrites: 'ZULIP_WRITE_DMS',
+        },
       },
-    });
+      visible,
+    );
     const maxFileBytes = config.uploadMaxBytes ?? facts.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
     const services = createToolServices({
       client,

@@ -242,7 +242,7 @@ describe('parseConfig', () => {
     ['ZULIP_SESSION_ID', 'x'.repeat(129), /^ZULIP_SESSION_ID: expected 1 to 128 characters/],
     ['ZULIP_EMAIL', 'not-an-email', /^ZULIP_EMAIL: expected an email address/],
     ['ZULIP_PRIVATE_STREAMS', 'ops,__ALL__', /^ZULIP_PRIVATE_STREAMS: __ALL__ must stand alone/],
-    ['ZULIP_WRITE_STREAMS', ' , ', /^ZULIP_WRITE_STREAMS: it lists no stream names/],
+    ['ZULIP_WRITE_STREAMS', ' , ', /^ZULIP_WRITE_STREAMS: it lists no streams/],
     ['ZULIP_UPLOAD_ROOTS', './notes', /^ZULIP_UPLOAD_ROOTS: entry "\.\/notes" is not name=path/],
     ['ZULIP_UPLOAD_ROOTS', 'a=/x,a=/y', /^ZULIP_UPLOAD_ROOTS: root name a is given twice/],
     ['ZMCP_HTTP_ALLOWED_ORIGINS', 'localhost:3000', /^ZMCP_HTTP_ALLOWED_ORIGINS: expected origins/],

@@ -32,6 +32,7 @@ describe('configuration documentation', () => {
       'ZULIP_TOOLSETS',
       'ZULIP_PRIVATE_STREAMS',
       'ZULIP_WRITE_STREAMS',
+      'ZULIP_WRITE_DMS',
       'ZULIP_UPLOAD_ROOTS',
       'ZULIP_UPLOAD_MAX_BYTES',
       'ZULIP_MARKDOWN_AUTOFIX',

@@ -100,8 +100,6 @@ export type {
 export { credentialProblem, loadCredentials, parseZuliprc } from './credentials.js';
 export type { EventQueueOptions, QueueGap, QueueItem } from './events/event-queue.js';
 export { EventQueue } from './events/event-queue.js';
-// `NarrowTerm` here is the validated term the builder and pager produce; it is structurally
-// compatible with (a subtype of) the policy's input term type.
 export type { HasOperand, IsOperand, NarrowOperator, NarrowTerm } from './history/narrow.js';
 export {
   MAX_NARROW_TERMS,
@@ -117,9 +115,25 @@ export { readMessage, readNarrow } from './read/read-gate.js';
 
 // --- text: markdown, length, escaping, message line, helpers, policy rules ---
 
+export type { ResolvedStreamAllowlist, StreamAllowlist } from './policy/allowlist.js';
+export { ALL_STREAMS, parseStreamAllowlist, resolveStreamAllowlist } from './policy/allowlist.js';
+export type {
+  AccessPolicyConfig,
+  AccessPolicySettings,
+  NarrowInput,
+  NarrowScopeDecision,
+  NarrowScopeKind,
+  NarrowScopeOptions,
+  PolicyMessage,
+  WriteTarget,
+} from './policy/policy.js';
+export { AccessPolicy, parseReadOnlyFlag } from './policy/policy.js';
+export type { StreamInfo, StreamInfoLookup } from './policy/streams.js';
+export { createStreamLookup } from './policy/streams.js';
 export { checkEmojiName, MAX_EMOJI_NAME_LENGTH } from './text/emoji.js';
 export type { NameField } from './text/escape.js';
 export {
+  decodePrintedName,
   escapeIndented,
   escapeMsgAttr,
   escapeMsgName,
@@ -145,27 +159,6 @@ export {
 export { isNoBotsContent, isNoBotsMessage, isNoBotsTopic } from './text/nobots.js';
 export type { PermalinkTarget } from './text/permalink.js';
 export { decodeHashComponent, encodeHashComponent, messagePermalink, permalink } from './text/permalink.js';
-export type {
-  AccessPolicyConfig,
-  NarrowInput,
-  NarrowOperand,
-  NarrowScopeDecision,
-  NarrowScopeKind,
-  NarrowScopeOptions,
-  NarrowTermInput,
-  PolicyMessage,
-  StreamAllowlist,
-  StreamInfo,
-  StreamInfoLookup,
-  WriteTarget,
-} from './text/policy.js';
-export {
-  AccessPolicy,
-  ALL_STREAMS,
-  createStreamLookup,
-  parseReadOnlyFlag,
-  parseStreamAllowlist,
-} from './text/policy.js';
 export { splitMessage } from './text/split.js';
 export type {
   DateRange,
@@ -178,5 +171,5 @@ export { createTimestampFormatter, formatTimestamp, isValidTimeZone, parseDateRa
 export type { CheckTopicOptions } from './text/topic.js';
 export { checkTopicName, MAX_TOPIC_LENGTH, RESOLVED_TOPIC_PREFIX } from './text/topic.js';
 export { codePointLength } from './text/unicode.js';
-export type { ResolvableUser, ResolvedUser, UserMatchKind } from './text/users.js';
+export type { ResolvableUser, ResolvedUser, ResolveUserOptions, UserMatchKind } from './text/users.js';
 export { resolveUser } from './text/users.js';

@@ -2,9 +2,9 @@ import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest'
 import type { Message } from '../src/api/schemas.js';
 import { isZmcpError } from '../src/errors.js';
 import { narrow } from '../src/history/narrow.js';
+import type { PolicyMessage } from '../src/policy/policy.js';
 import type { FormattableMessage } from '../src/text/message.js';
 import { createMessageLineFormatter } from '../src/text/message-line.js';
-import type { PolicyMessage } from '../src/text/policy.js';
 import { type SimRealmFixture, startSimRealm } from './helpers/sim.js';
 
 // Every typed endpoint against the simulator: the request is encoded as Zulip reads it and the

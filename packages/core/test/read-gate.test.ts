@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { narrow } from '../src/history/narrow.js';
+import { ALL_STREAMS } from '../src/policy/allowlist.js';
+import { AccessPolicy, type NarrowInput } from '../src/policy/policy.js';
+import { createStreamLookup } from '../src/policy/streams.js';
 import { readMessage, readNarrow } from '../src/read/read-gate.js';
-import { AccessPolicy, ALL_STREAMS, createStreamLookup } from '../src/text/policy.js';
 import { type SimRealmFixture, startSimRealm } from './helpers/sim.js';
 
 let f: SimRealmFixture;
@@ -54,7 +56,10 @@ describe('readNarrow', () => {
     ];
     for (const a of attempts) {
       await expect(
-        readNarrow(f.client, closed, { narrow: a.narrow, range: { kind: 'newest', limit: 10 } }),
+        readNarrow(f.client, closed, {
+          narrow: a.narrow as NarrowInput,
+          range: { kind: 'newest', limit: 10 },
+        }),
       ).rejects.toMatchObject({ code: 'CORE_ACCESS_DENIED' });
     }
     expect(messageFetches(mark)).toBe(0);
@@ -81,7 +86,10 @@ describe('readNarrow', () => {
   });
 
   it('reads private streams and DMs once the policy opens them', async () => {
-    const listed = new AccessPolicy({ readOnly: false, privateStreams: ['secret'] });
+    const listed = AccessPolicy.resolve(
+      { readOnly: false, privateStreams: ['secret'] },
+      await f.client.getStreams(),
+    );
     const secret = await readNarrow(f.client, listed, {
       narrow: narrow().channel('secret').build(),
       range: { kind: 'newest', limit: 10 },
@@ -111,7 +119,7 @@ describe('readNarrow', () => {
         narrow: [
           { operator: 'channel', operand: 'general' },
           { operator: 'bogus', operand: 'x' },
-        ],
+        ] as unknown as NarrowInput,
         range: { kind: 'newest', limit: 1 },
       }),
     ).rejects.toMatchObject({ code: 'CORE_INVALID_ARGUMENT' });

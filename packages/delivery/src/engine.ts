@@ -14,7 +14,7 @@ import {
   type Logger,
   type Message,
   type MessageLineFormatter,
-  type NarrowTermInput,
+  type NarrowTerm,
   noopLogger,
   type QueueGap,
   type QueueItem,
@@ -1096,7 +1096,7 @@ export class DeliveryEngine {
     };
   }
 
-  #narrowOf(c: Channel): NarrowTermInput[] {
+  #narrowOf(c: Channel): NarrowTerm[] {
     return c.target.kind === 'stream'
       ? [{ operator: 'channel', operand: c.target.streamId }]
       : [{ operator: 'dm', operand: [...c.target.userIds] }];
@@ -1719,7 +1719,7 @@ export class DeliveryEngine {
   }
 
   async #sweepWithRetry(afterId: number, throughId: number, visit: (m: Message) => void): Promise<void> {
-    const extra: NarrowTermInput[][] = [];
+    const extra: NarrowTerm[][] = [];
     for (const c of this.#channels.values()) {
       if (!c.registered || c.target.kind !== 'stream') continue;
       const facts = this.#streamOf(c);

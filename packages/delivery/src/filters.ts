@@ -335,7 +335,7 @@ export function filtersSeedFromEnv(env: Readonly<Record<string, string | undefin
   const read = (name: string): string[] | undefined => {
     const parsed = parseStreamAllowlist(env[name], name);
     if (parsed === undefined) return undefined;
-    return parsed === '__ALL__' ? undefined : [...parsed];
+    return parsed === '__ALL__' ? undefined : parsed.map(String);
   };
   const seed: Record<string, unknown> = {};
   const v = FILTER_ENV_VARIABLES;

@@ -3,7 +3,7 @@ import {
   HistoryPager,
   MAX_MESSAGES_PER_REQUEST,
   type Message,
-  type NarrowTermInput,
+  type NarrowTerm,
   type StreamInfoLookup,
   validateNarrow,
   type ZulipClient,
@@ -22,7 +22,7 @@ export interface SweepQuery {
    * Narrows of channels the unscoped read cannot reach when the policy does not read everything
    * (allowlisted private streams): each is read on its own.
    */
-  extra: readonly (readonly NarrowTermInput[])[];
+  extra: readonly (readonly NarrowTerm[])[];
   visit(message: Message): void;
   signal?: AbortSignal | undefined;
 }
@@ -38,7 +38,7 @@ export async function sweepHistory(query: SweepQuery): Promise<void> {
   const { policy, streams } = query;
   if (query.throughId <= query.afterId) return;
   const base = policy.checkNarrowScope([], streams, { unscoped: 'public-streams' });
-  const narrows: (readonly NarrowTermInput[])[] = [base.narrow];
+  const narrows: (readonly NarrowTerm[])[] = [base.narrow];
   if (base.scope !== 'all') {
     for (const extra of query.extra) narrows.push(policy.checkNarrowScope(extra, streams).narrow);
   }

@@ -1,7 +1,9 @@
 import {
   type CallOptions,
   createStreamLookup,
+  escapeMsgName,
   type ResolvedUser,
+  readPrintedName,
   resolveUser,
   type Stream,
   type StreamInfoLookup,
@@ -83,17 +85,22 @@ export class RealmDirectory {
   }
 
   /**
-   * Finds a stream the bot can see by name (case-insensitive, as Zulip matches) or id.
+   * Finds a stream the bot can see by id, or by name as Zulip resolves names (exact, else up to
+   * case; never a look-alike). A name as the tools print it (quoted, `&lt;` for `<`) is accepted.
    * @throws ToolError `TOOLS_NOT_FOUND` naming the stream when the bot cannot see it.
    */
   async stream(ref: string | number, call?: CallOptions): Promise<Stream> {
-    const find = (streams: Stream[]) =>
-      typeof ref === 'number'
-        ? streams.find((s) => s.stream_id === ref)
-        : streams.find((s) => s.name.toLowerCase() === ref.trim().toLowerCase());
+    const refs = typeof ref === 'number' ? [ref] : readPrintedName(ref.trim());
     const fromLists = async () => {
       const [streams, subs] = await Promise.all([this.streams(call), this.subscriptions(call)]);
-      return find(streams) ?? find(subs);
+      const byId = new Map<number, Stream>();
+      for (const s of [...streams, ...subs]) byId.set(s.stream_id, s);
+      const lookup = createStreamLookup(byId.values());
+      for (const r of refs) {
+        const info = lookup(r);
+        if (info !== undefined) return byId.get(info.stream_id);
+      }
+      return undefined;
     };
     let found = await fromLists();
     if (found === undefined) {
@@ -104,25 +111,42 @@ export class RealmDirectory {
     if (found === undefined) {
       throw new ToolError(
         'TOOLS_NOT_FOUND',
-        `No stream ${typeof ref === 'number' ? `with id ${ref}` : JSON.stringify(ref)} is visible to this bot.`,
-        { stream: ref },
+        `No stream ${typeof ref === 'number' ? `with id ${ref}` : JSON.stringify(escapeMsgName(ref.slice(0, 100)))} is visible to this bot.`,
       );
     }
     return found;
   }
 
   /**
-   * Resolves a user by id, email or name (see core's `resolveUser`); refetches the user list
-   * once when nobody matches, in case the user is new.
-   * @throws ZmcpError `CORE_USER_NOT_FOUND` or `CORE_USER_AMBIGUOUS` (with candidates).
+   * Resolves a user by id, email or name (see core's `resolveUser`; `exact` for write targets:
+   * only an id, an email or an exact full name). A name as the tools print it (quoted) is
+   * accepted. Refetches the user list once when nobody matches, in case the user is new.
+   * @throws ZmcpError `CORE_USER_NOT_FOUND` (with candidates when `exact`) or `CORE_USER_AMBIGUOUS`.
    */
-  async user(query: string | number, call?: CallOptions): Promise<ResolvedUser<User>> {
+  async user(
+    query: string | number,
+    call?: CallOptions,
+    options: { exact?: boolean } = {},
+  ): Promise<ResolvedUser<User>> {
+    const queries = typeof query === 'number' ? [query] : readPrintedName(query);
+    const attempt = (users: User[]): ResolvedUser<User> => {
+      let first: unknown;
+      for (const q of queries) {
+        try {
+          return resolveUser(users, q, options);
+        } catch (err) {
+          if ((err as { code?: unknown }).code !== 'CORE_USER_NOT_FOUND') throw err;
+          first ??= err;
+        }
+      }
+      throw first;
+    };
     try {
-      return resolveUser(await this.users(call), query);
+      return attempt(await this.users(call));
     } catch (err) {
       if ((err as { code?: unknown }).code !== 'CORE_USER_NOT_FOUND') throw err;
       this.invalidate('users');
-      return resolveUser(await this.users(call), query);
+      return attempt(await this.users(call));
     }
   }
 }

@@ -65,3 +65,14 @@ export class ToolError extends Error {
 export function isToolError(err: unknown, ...codes: ToolErrorCode[]): err is ToolError {
   return err instanceof ToolError && (codes.length === 0 || codes.includes(err.code));
 }
+
+/** Core's refusal of a malformed argument, as a refusal of the tool's own input. */
+export function asToolInput<T>(check: () => T): T {
+  try {
+    return check();
+  } catch (err) {
+    const refusal = err as { code?: unknown; message: string; details?: Readonly<Record<string, unknown>> };
+    if (refusal.code !== 'CORE_INVALID_ARGUMENT') throw err;
+    throw new ToolError('TOOLS_INVALID_INPUT', refusal.message, refusal.details);
+  }
+}

@@ -1,9 +1,15 @@
+import { escapeMsgName } from '@zmcp/core';
 import { z } from 'zod';
 import type { ToolFailure } from './tool.js';
 
-/** Builds the failure a tool returns when it refuses on its own terms. */
+/**
+ * Builds the failure a tool returns when it refuses on its own terms. What failed is folded onto
+ * one line and escaped like every name (refusals echo arguments and names, which may be hostile);
+ * the hint is the server's own.
+ */
 export function toolFailure(code: string, what: string, hint?: string): ToolFailure {
-  return { isError: true, code, text: hint === undefined ? what : `${what}\nHint: ${hint}` };
+  const said = escapeMsgName(what);
+  return { isError: true, code, text: hint === undefined ? said : `${said}\nHint: ${hint}` };
 }
 
 // What a model can do about each failure, by error code. Codes not listed get no hint.
@@ -37,7 +43,8 @@ export function describeInvalidInput(error: z.ZodError): string {
   return `Invalid arguments: ${issues.join('; ')}${more}`;
 }
 
-// Failures after which the request may still have reached Zulip and taken effect.
+// Failures after which the request may still have reached Zulip and taken effect: it left, and
+// no answer (or a broken one) came back.
 const uncertain = new Set([
   'TOOLS_DEADLINE',
   'TOOLS_CANCELLED',
@@ -45,7 +52,13 @@ const uncertain = new Set([
   'CORE_ABORTED',
   'CORE_NETWORK',
   'CORE_SERVER_ERROR',
+  'CORE_BAD_RESPONSE',
 ]);
+
+/** True for a failure after which a request may still have reached Zulip and taken effect. */
+export function mayHaveTakenEffect(code: string): boolean {
+  return uncertain.has(code);
+}
 const uncertainHint =
   'The change may or may not have been made: check (read the conversation or the message) before trying again, so nothing happens twice.';
 

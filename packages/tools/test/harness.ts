@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AccessPolicy, type AccessPolicyConfig, ZulipClient } from '@zmcp/core';
+import { AccessPolicy, type AccessPolicySettings, type StreamInfo, ZulipClient } from '@zmcp/core';
 import { UploadRoots } from '@zmcp/uploads';
 import { type SimUser, startZulipSim, type ZulipSim, type ZulipSimOptions } from '@zmcp/zulip-sim';
 import { createCatalog } from '../src/catalog.js';
@@ -21,9 +21,15 @@ export interface HarnessRealm {
   streams: { general: number; dev: number; secret: number; hidden: number };
 }
 
+/** The realm's streams as the policy resolves allowlists against them. */
+export function simStreams(sim: ZulipSim): StreamInfo[] {
+  return sim.realm.streams().map((s) => ({ name: s.name, stream_id: s.streamId, invite_only: s.inviteOnly }));
+}
+
 /** Options of {@link startHarness}. */
 export interface HarnessOptions {
-  policy?: Partial<AccessPolicyConfig>;
+  /** The policy, its allowlists by name or id as configured (resolved against the realm's streams). */
+  policy?: Partial<AccessPolicySettings>;
   /** Create a temp directory and register it as upload root `work`. */
   uploadRoot?: boolean;
   sim?: ZulipSimOptions;
@@ -92,7 +98,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   });
   if (realm === undefined) throw new Error('harness realm was not seeded');
   const seeded = realm;
-  const policyConfig: AccessPolicyConfig = { readOnly: false, ...options.policy };
+  const policyConfig: AccessPolicySettings = { readOnly: false, ...options.policy };
   const credentials = sim.credentials(seeded.bot.userId);
   const client = new ZulipClient({ ...credentials, readOnly: policyConfig.readOnly });
   let uploadDir: string | undefined;
@@ -104,7 +110,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const facts = await loadRealmFacts(client, { readOnly: policyConfig.readOnly });
   const services = createToolServices({
     client,
-    policy: new AccessPolicy(policyConfig),
+    policy: AccessPolicy.resolve(policyConfig, simStreams(sim)),
     site: credentials.site,
     identity: facts.identity,
     maxMessageLength: facts.maxMessageLength ?? 10_000,

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AccessPolicy, type AccessPolicyConfig, ZulipClient } from '@zmcp/core';
+import { AccessPolicy, type AccessPolicySettings, ZulipClient } from '@zmcp/core';
 import { FileStateStore, MonitorStore, MonitorWatcher } from '@zmcp/delivery';
 import { expect } from 'vitest';
 import type { ToolCallOutcome } from '../src/host.js';
@@ -9,7 +9,7 @@ import { type MonitorCatalog, monitorCatalog } from '../src/monitor/index.js';
 import { createToolServices, loadRealmFacts, type ToolServices } from '../src/services.js';
 import type { AnyToolDefinition, ToolFailure } from '../src/tool.js';
 import { callThrough, checkedOk, testHost } from './call.js';
-import { type Harness, type HarnessOptions, startHarness } from './harness.js';
+import { type Harness, type HarnessOptions, simStreams, startHarness } from './harness.js';
 
 // Helpers shared by the monitor tests: the harness realm plus a monitor over a temp state dir.
 
@@ -29,7 +29,7 @@ export interface MonitorHarness extends MonitorInstance {
   h: Harness;
   stateDir: string;
   /** Another server process over the same realm, state directory and session (a restart). */
-  reopen(options?: { policy?: Partial<AccessPolicyConfig>; session?: string }): Promise<MonitorInstance>;
+  reopen(options?: { policy?: Partial<AccessPolicySettings>; session?: string }): Promise<MonitorInstance>;
   /** Posts as Ann (a human). */
   post(stream: string, content: string, topic?: string): number;
 }
@@ -72,7 +72,7 @@ export async function startMonitorHarness(options: HarnessOptions = {}): Promise
     h,
     stateDir,
     async reopen(reopenOptions = {}) {
-      const policyConfig: AccessPolicyConfig = {
+      const policyConfig: AccessPolicySettings = {
         readOnly: false,
         ...options.policy,
         ...reopenOptions.policy,
@@ -82,7 +82,7 @@ export async function startMonitorHarness(options: HarnessOptions = {}): Promise
       const facts = await loadRealmFacts(client, { readOnly: policyConfig.readOnly });
       const services = createToolServices({
         client,
-        policy: new AccessPolicy(policyConfig),
+        policy: AccessPolicy.resolve(policyConfig, simStreams(h.sim)),
         site: credentials.site,
         identity: facts.identity,
         maxMessageLength: 10_000,

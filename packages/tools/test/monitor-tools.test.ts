@@ -15,14 +15,7 @@ interface Started {
 
 interface Unread {
   ids: number[];
-  streams: {
-    stream: string;
-    stream_id: number | null;
-    returned: number;
-    cursor: number | null;
-    more: boolean;
-    error: string | null;
-  }[];
+  unreadable: number;
   hidden: number;
   advanced: boolean;
   marked_read: number | null;
@@ -165,7 +158,7 @@ describe('start_monitoring under the default policy', () => {
       await m.call('start_monitoring', { streams: ['general', 'secret'] }),
       'CORE_ACCESS_DENIED',
     );
-    expect(denied.text).toContain('"secret"');
+    expect(denied.text).toMatch(/stream id \d+ is not allowed/);
     expect(await m.monitor.list()).toEqual([]);
   });
 });
@@ -281,24 +274,11 @@ describe('get_unread_messages', () => {
     expect(structured.advanced).toBe(true);
     expect(structured.marked_read).toBeNull();
     expect(structured.next_cursor).toBeNull();
-    expect(structured.streams).toEqual([
-      {
-        stream: 'general',
-        stream_id: m.h.realm.streams.general,
-        returned: 1,
-        cursor: c - 1,
-        more: false,
-        error: null,
-      },
-      {
-        stream: 'secret',
-        stream_id: m.h.realm.streams.secret,
-        returned: 2,
-        cursor: c,
-        more: false,
-        error: null,
-      },
-    ]);
+    expect(structured.unreadable).toBe(0);
+    // The cursors moved past what was returned, in each stream.
+    const cursors = new Map((await m.monitor.list()).map((e) => [e.name, e.lastReadId]));
+    expect(cursors.get('general')).toBe(c - 1);
+    expect(cursors.get('secret')).toBe(c);
     const lines = text.split('\n');
     expect(lines[0]).toBe(
       '3 unread messages from 2 of 2 monitored streams, oldest first; 1 hidden (/nobots). Cursors moved past them. Nothing more is unread.',
@@ -355,8 +335,7 @@ describe('get_unread_messages', () => {
     const s = m.post('secret', 'in secret');
     const only = await read({ streams: ['SECRET'] });
     expect(only.structured.ids).toEqual([s]);
-    expect(only.structured.streams.map((x) => x.stream)).toEqual(['secret']);
-    expect(only.structured.streams.map((x) => x.stream_id)).toEqual([m.h.realm.streams.secret]);
+    expect(only.text).toMatch(/^1 unread message from 1 of 1 monitored stream,/);
     expect((await read()).structured.ids).toEqual([g]);
   });
 
@@ -386,10 +365,11 @@ describe('get_unread_messages', () => {
     const g = m.post('general', 'fine');
     const r = ok<Unread>(closed, 'get_unread_messages', await closed.call('get_unread_messages', {}));
     expect(r.structured.ids).toEqual([g]);
-    const secret = r.structured.streams.find((x) => x.stream === 'secret');
-    expect(secret?.error).toMatch(/^CORE_ACCESS_DENIED/);
-    expect(secret?.cursor).toBeLessThan(s);
+    expect(r.structured.unreadable).toBe(1);
+    const cursor = (await closed.monitor.list()).find((e) => e.name === 'secret')?.lastReadId;
+    expect(cursor).toBeLessThan(s);
     expect(r.text).toContain('#secret: could not be read (CORE_ACCESS_DENIED');
+    expect(r.text).toContain('1 stream could not be read.');
     await drain();
   });
 
@@ -491,5 +471,50 @@ describe('get_monitored_channels', () => {
     failed(await m.call('get_monitored_channels', { cursor: '!!' }), 'TOOLS_INVALID_CURSOR');
     const wrongKind = encodeCursor('get_monitored_channels', {}, { kind: 'after', id: 3 });
     failed(await m.call('get_monitored_channels', { cursor: wrongKind }), 'TOOLS_INVALID_CURSOR');
+  });
+});
+
+describe('monitor tools with many streams and a small page', () => {
+  let m: MonitorHarness;
+  const names: string[] = [];
+  beforeAll(async () => {
+    m = await startMonitorHarness({ pageBudgetBytes: 4096 });
+    const { ann, bot } = m.h.realm;
+    for (let i = 0; i < 30; i++) {
+      const name = `a rather long stream name number ${i} for the budget`;
+      names.push(name);
+      m.h.sim.realm.addStream({ name, subscribers: [ann.userId, bot.userId] });
+    }
+    for (let chunk = 0; chunk < names.length; chunk += 10) {
+      ok(
+        m,
+        'start_monitoring',
+        await m.call('start_monitoring', { streams: names.slice(chunk, chunk + 10) }),
+      );
+    }
+    for (const name of names) for (let i = 0; i < 3; i++) m.post(name, `news ${i} in ${name}`);
+  });
+  afterAll(async () => {
+    await m.close();
+  });
+
+  it('keeps get_unread_messages and get_monitored_channels inside the budget as text and as JSON', async () => {
+    const peek = await m.call('get_unread_messages', { advance: false });
+    expectWithinBudget(peek, 4096);
+    const listed = await m.call('get_monitored_channels', {});
+    expectWithinBudget(listed, 4096);
+    // Paging still reaches every stream.
+    let cursor: string | null = (
+      ok(m, 'get_monitored_channels', listed).structured as { next_cursor: string | null }
+    ).next_cursor;
+    let seen = (ok(m, 'get_monitored_channels', listed).structured as { streams: unknown[] }).streams.length;
+    for (let i = 0; i < 30 && cursor !== null; i++) {
+      const next = await m.call('get_monitored_channels', { cursor });
+      expectWithinBudget(next, 4096);
+      const page = ok<{ streams: unknown[]; next_cursor: string | null }>(m, 'get_monitored_channels', next);
+      seen += page.structured.streams.length;
+      cursor = page.structured.next_cursor;
+    }
+    expect(seen).toBe(30);
   });
 });

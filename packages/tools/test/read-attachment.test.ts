@@ -141,11 +141,11 @@ describe('fetch_attachment', () => {
     ]) {
       expect((await fail(h, { path })).code).toBe('UPLOAD_BAD_DOWNLOAD_PATH');
     }
-    // Shared only in a private stream the bot is not in: Zulip refuses it.
+    // Shared only in a private stream the bot is not in: no readable message links it.
     const { url } = h.sim.realm.upload(h.realm.ann.userId, 'private.txt', new TextEncoder().encode('mine'));
     h.post(h.realm.ann, 'hidden', 'files', `[private](${url})`);
     const refused = await fail(h, { path: url });
-    expect(refused.code).toBe('UPLOAD_DOWNLOAD_FAILED');
+    expect(refused.code).toBe('TOOLS_NOT_FOUND');
     expect(refused.text).not.toContain('mine');
   });
 

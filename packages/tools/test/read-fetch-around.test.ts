@@ -125,11 +125,15 @@ describe('fetch_around', () => {
   });
 
   it('refuses messages in closed private streams and DMs without revealing them', async () => {
+    // A closed message answers exactly as a missing one: nothing says it exists, or where.
+    const missing = await fail(h, { message_id: 987_654 });
     const r = await fail(h, { message_id: secret });
-    expect(r.code).toBe('CORE_ACCESS_DENIED');
+    expect(r.code).toBe('TOOLS_NOT_FOUND');
+    expect(r.text).toBe(missing.text.replace('987654', String(secret)));
     expect(r.text).not.toContain('classified');
     const d = await fail(h, { message_id: dm });
-    expect(d.code).toBe('CORE_ACCESS_DENIED');
+    expect(d.code).toBe('TOOLS_NOT_FOUND');
+    expect(d.text).toBe(missing.text.replace('987654', String(dm)));
     expect(d.text).not.toContain('psst');
   });
 
@@ -154,7 +158,7 @@ describe('fetch_around', () => {
       { message_id: secret, before: 5, after: 5 },
       { kind: 'before', id: secret },
     );
-    expect((await fail(h, { message_id: secret, cursor: forged })).code).toBe('CORE_ACCESS_DENIED');
+    expect((await fail(h, { message_id: secret, cursor: forged })).code).toBe('TOOLS_NOT_FOUND');
   });
 
   it('fails with isError once the deadline has passed', async () => {

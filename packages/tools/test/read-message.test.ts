@@ -101,7 +101,7 @@ describe('get_message and get_message_link', () => {
     );
     const lines = text.split('\n');
     expect(lines[0]).toBe(
-      `Message ${plain} in #general > deploys, sent by Ann Lee <ann@example.test> (id ${ann.userId}, human).`,
+      `Message ${plain} in #general > deploys, sent by Ann Lee (ann@example.test, id ${ann.userId}, human).`,
     );
     // The body is escaped for the trust boundary; the structured result carries no body at all.
     expect(JSON.stringify(out)).not.toContain('ship it');
@@ -126,10 +126,10 @@ describe('get_message and get_message_link', () => {
   it('takes the bot flag from the user directory, not from the address', async () => {
     const bot = await ok<MessageResult>(h, 'get_message', { message_id: fromBot });
     expect(bot.out).toMatchObject({ sender_id: ciId, sender_is_bot: true });
-    expect(bot.text.split('\n')[0]).toContain(`sent by Build Runner <ci@example.test> (id ${ciId}, bot)`);
+    expect(bot.text.split('\n')[0]).toContain(`sent by Build Runner (ci@example.test, id ${ciId}, bot)`);
     const human = await ok<MessageResult>(h, 'get_message', { message_id: fromBotLover });
     expect(human.out).toMatchObject({ sender_id: loverId, sender_is_bot: false });
-    expect(human.text.split('\n')[0]).toContain(`<bot.lover@example.test> (id ${loverId}, human)`);
+    expect(human.text.split('\n')[0]).toContain(`(bot.lover@example.test, id ${loverId}, human)`);
   });
 
   it('reports /nobots and unknown messages as not found', async () => {
@@ -143,12 +143,14 @@ describe('get_message and get_message_link', () => {
 
   it('refuses messages the policy keeps closed, for the link too', async () => {
     for (const name of ['get_message', 'get_message_link']) {
+      const missing = await fail(h, name, { message_id: 987_654 });
       const s = await fail(h, name, { message_id: secret });
-      expect(s.code).toBe('CORE_ACCESS_DENIED');
+      expect(s.code).toBe('TOOLS_NOT_FOUND');
+      expect(s.text).toBe(missing.text.replace('987654', String(secret)));
       expect(s.text).not.toContain('classified');
       expect(s.text).not.toContain('plans');
       const d = await fail(h, name, { message_id: dm });
-      expect(d.code).toBe('CORE_ACCESS_DENIED');
+      expect(d.code).toBe('TOOLS_NOT_FOUND');
       expect(d.text).not.toContain('psst');
     }
   });

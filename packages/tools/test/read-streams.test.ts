@@ -88,7 +88,7 @@ const memberNames = (text: string) =>
   text
     .split('\n')
     .slice(1)
-    .map((l) => unquote(/^(.*) <[^<>]*> \(id \d+\)/.exec(l)?.[1] ?? `?${l}`));
+    .map((l) => unquote(/^(.*) \([^()]*, id \d+\)/.exec(l)?.[1] ?? `?${l}`));
 
 function seedStreams(h: Harness): { announcements: number; opsRoom: number } {
   const { ann, bot } = h.realm;
@@ -292,10 +292,10 @@ describe('list_stream_members', () => {
     expect(out).toMatchObject({ stream_id: h.realm.streams.general, total: 4 });
     expect(text.split('\n')).toEqual([
       '4 members of #general (showing 1–4 of 4).',
-      `Ann Lee <ann@example.test> (id ${ann.userId})`,
-      `Ann Smith <annie@example.test> (id ${annie.userId})`,
-      `Bo Chen <bo@example.test> (id ${bo.userId})`,
-      `Helper Bot <helper-bot@example.test> (id ${bot.userId}) [bot]`,
+      `Ann Lee (ann@example.test, id ${ann.userId})`,
+      `Ann Smith (annie@example.test, id ${annie.userId})`,
+      `Bo Chen (bo@example.test, id ${bo.userId})`,
+      `Helper Bot (helper-bot@example.test, id ${bot.userId}) [bot]`,
     ]);
     const humans = await ok<MemberList>(h, 'list_stream_members', { stream: 'general', include_bots: false });
     expect(humans.out.user_ids).toEqual([ann.userId, annie.userId, bo.userId]);

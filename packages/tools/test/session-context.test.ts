@@ -3,7 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createToolServices } from '../src/services.js';
 import { createAgentSession } from '../src/session/agent-session.js';
 import { sessionCatalog } from '../src/session/index.js';
-import { type Harness, startHarness } from './harness.js';
+import { type Harness, simStreams, startHarness } from './harness.js';
 import { closeSessions, fails, ok, sessionRig, typingLog } from './session-fixtures.js';
 
 let h: Harness;
@@ -168,7 +168,7 @@ describe('set_context', () => {
     fails(await rig.call('set_context', { stream: 'hidden', topic: 'plans' }), 'TOOLS_NOT_FOUND');
     const open = createToolServices({
       ...h.services,
-      policy: new AccessPolicy({ readOnly: false, privateStreams: ['secret'] }),
+      policy: AccessPolicy.resolve({ readOnly: false, privateStreams: ['secret'] }, simStreams(h.sim)),
     });
     const allowed = sessionRig(h, {}, open);
     const { text, structured } = ok(

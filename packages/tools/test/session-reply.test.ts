@@ -2,7 +2,7 @@ import { AccessPolicy } from '@zmcp/core';
 import type { SimUser } from '@zmcp/zulip-sim';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createToolServices } from '../src/services.js';
-import { type Harness, startHarness } from './harness.js';
+import { type Harness, simStreams, startHarness } from './harness.js';
 import { closeSessions, fails, ok, type SessionRig, sessionRig, typingLog } from './session-fixtures.js';
 
 let h: Harness;
@@ -115,7 +115,7 @@ describe('reply', () => {
   it('refuses a stream outside the write allowlist', async () => {
     const services = createToolServices({
       ...h.services,
-      policy: new AccessPolicy({ readOnly: false, writeStreams: ['dev'] }),
+      policy: AccessPolicy.resolve({ readOnly: false, writeStreams: ['dev'] }, simStreams(h.sim)),
     });
     const rig = sessionRig(h, {}, services);
     h.post(h.realm.ann, 'general', 'reply-denied', '@**Helper Bot** hi');

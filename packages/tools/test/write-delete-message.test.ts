@@ -44,7 +44,7 @@ describe('delete_message', () => {
       topic: 't',
       content: 'x',
     });
-    expectFail(await h.call('delete_message', { message_id: secret }), 'CORE_ACCESS_DENIED');
+    expectFail(await h.call('delete_message', { message_id: secret }), 'TOOLS_NOT_FOUND');
     expect(h.sim.realm.message(secret)).toBeDefined();
   });
 });

@@ -152,7 +152,7 @@ describe('edit_message', () => {
       topic: 't',
       content: 'private',
     });
-    expectFail(await h.call('edit_message', { message_id: secret, content: 'x' }), 'CORE_ACCESS_DENIED');
+    expectFail(await h.call('edit_message', { message_id: secret, content: 'x' }), 'TOOLS_NOT_FOUND');
     const hidden = h.post(h.realm.ann, 'hidden', 't', 'not for bots');
     expectFail(await h.call('edit_message', { message_id: hidden, content: 'x' }), 'TOOLS_NOT_FOUND');
     const nobots = botPost(h, 'general', 'quiet /nobots', 'x');
@@ -160,7 +160,7 @@ describe('edit_message', () => {
       await h.call('edit_message', { message_id: nobots, content: 'y' }),
       'TOOLS_NOT_FOUND',
     );
-    expect(res.text).toContain(`Message ${nobots} does not exist or is not available`);
+    expect(res.text).toContain(`No message with id ${nobots} is available to this bot`);
     expect(h.sim.realm.message(secret)?.content).toBe('private');
     expect(h.sim.realm.message(nobots)?.content).toBe('x');
   });
@@ -181,13 +181,13 @@ describe('edit_message permissions', () => {
       await limited.call('edit_message', { message_id: inDev, content: 'x' }),
       'CORE_ACCESS_DENIED',
     );
-    expect(source.text).toContain('"dev"');
+    expect(source.text).toContain('not allowed');
     const inGeneral = botPost(limited, 'general', 't', 'in general');
     const target = expectFail(
       await limited.call('edit_message', { message_id: inGeneral, stream: 'dev' }),
       'CORE_ACCESS_DENIED',
     );
-    expect(target.text).toContain('"dev"');
+    expect(target.text).toContain('not allowed');
     expect(limited.sim.realm.message(inDev)?.content).toBe('in dev');
     expect(limited.sim.realm.message(inGeneral)?.streamId).toBe(limited.realm.streams.general);
   });

@@ -84,7 +84,7 @@ describe('add_reaction', () => {
       topic: 't',
       content: 'x',
     });
-    expectFail(await h.call('add_reaction', { message_id: secret, emoji: 'eyes' }), 'CORE_ACCESS_DENIED');
+    expectFail(await h.call('add_reaction', { message_id: secret, emoji: 'eyes' }), 'TOOLS_NOT_FOUND');
     expect(botReactions(secret)).toHaveLength(0);
   });
 });

@@ -54,9 +54,9 @@ describe('send_dm', () => {
     expect(structured.recipient_ids).toEqual([h.realm.ann.userId, h.realm.bo.userId]);
   });
 
-  it('answers an ambiguous name with the candidates and sends nothing', async () => {
+  it('sends only to an id, an email or an exact full name: a partial name gets candidates, nothing sent', async () => {
     const before = h.sim.realm.messageCount();
-    const res = expectFail(await h.call('send_dm', { to: ['Ann'], content: 'hi' }), 'CORE_USER_AMBIGUOUS');
+    const res = expectFail(await h.call('send_dm', { to: ['Ann'], content: 'hi' }), 'CORE_USER_NOT_FOUND');
     expect(res.text).toContain('to[0]');
     expect(res.text).toContain(`Ann Lee (id ${h.realm.ann.userId})`);
     expect(res.text).toContain(`Ann Smith (id ${h.realm.annie.userId})`);

@@ -25,10 +25,8 @@ describe('upload_file', () => {
     const path = structured.path as string;
     expect(path).toMatch(/^\/user_uploads\/.+\/chart\.png$/);
     expect(structured).toEqual({
-      name: 'chart.png',
       path,
       url: `${h.sim.url}${path}`,
-      markdown: `[chart.png](${path})`,
       content_type: 'image/png',
       size: 9,
     });
@@ -45,7 +43,7 @@ describe('upload_file', () => {
       'upload_file',
       await h.call('upload_file', { attachment: { file: 'work/notes.md' } }),
     );
-    expect(structured.name).toBe('notes.md');
+    expect(structured.path).toMatch(/\/notes\.md$/);
     const sent = expectOk(
       h,
       'send_message',

@@ -89,8 +89,11 @@ function checkText(operator: string, v: unknown, allowEmpty: boolean): string {
   if (typeof v !== 'string') throw bad(`${operator} needs a string operand`, v);
   if (!allowEmpty && v.trim() === '') throw bad(`${operator} needs a non-empty operand`, v);
   if (v.length > MAX_OPERAND_LENGTH) throw bad(`${operator} operand is longer than ${MAX_OPERAND_LENGTH}`);
-  if (/[\u0000-\u0008\u000b-\u001f\u007f]/.test(v) || LONE_SURROGATE.test(v)) {
-    throw bad(`${operator} operand contains control characters or broken Unicode`, v);
+  // Other control characters can be part of a real topic or stream name (the
+  // trust boundary renders them visibly), so a name read from a list must be
+  // usable as an operand. NUL cannot be stored by Zulip at all.
+  if (v.includes('\u0000') || LONE_SURROGATE.test(v)) {
+    throw bad(`${operator} operand contains NUL or broken Unicode`, v);
   }
   return v;
 }
@@ -175,6 +178,8 @@ export function validateNarrow(input: unknown): readonly NarrowTerm[] {
     if (Array.isArray(raw)) {
       if (raw.length !== 2) throw bad('a legacy term is an [operator, operand] pair', raw);
       [operator, operand] = raw;
+      // Zulip reads legacy pairs as strings only: a number there is refused (not as BAD_NARROW).
+      if (typeof operand !== 'string') throw bad('a legacy pair takes a string operand', raw);
     } else if (typeof raw === 'object' && raw !== null) {
       const keys = Object.keys(raw);
       if (keys.some((k) => k !== 'operator' && k !== 'operand' && k !== 'negated')) {

@@ -2,15 +2,9 @@ import type { Message } from '../api/schemas.js';
 import type { CallOptions } from '../client/transport.js';
 import type { ZulipClient } from '../client/zulip-client.js';
 import { ZmcpError } from '../errors.js';
-import { validateNarrow } from '../history/narrow.js';
 import { HistoryPager } from '../history/pager.js';
-import {
-  type AccessPolicy,
-  createStreamLookup,
-  type NarrowInput,
-  type NarrowScopeKind,
-  type StreamInfoLookup,
-} from '../text/policy.js';
+import type { AccessPolicy, NarrowInput, NarrowScopeKind } from '../policy/policy.js';
+import { createStreamLookup, type StreamInfoLookup } from '../policy/streams.js';
 
 /** Which part of a narrow's history {@link readNarrow} reads. */
 export type ReadRange =
@@ -22,7 +16,7 @@ export type ReadRange =
 
 /** A narrow read for {@link readNarrow}. */
 export interface ReadNarrowQuery {
-  /** The narrow as asked for (object terms or legacy pairs); checked by the policy, then validated. */
+  /** The narrow as asked for (object terms or legacy pairs); validated and scope-checked by the policy. */
   narrow: NarrowInput;
   range: ReadRange;
   /** Stream facts for the policy; when absent, fetched once with GET /streams. Unknown streams count as private. */
@@ -74,7 +68,7 @@ export async function readNarrow(
   const streams = await lookupFor(client, query.streams, query.call);
   const decision = policy.checkNarrowScope(query.narrow, streams, { unscoped: query.unscoped });
   const pager = new HistoryPager(client, {
-    narrow: validateNarrow(decision.narrow),
+    narrow: decision.narrow,
     applyMarkdown: query.applyMarkdown,
     pageSize: query.pageSize,
     call: query.call,

@@ -3,10 +3,11 @@
 // reference and feed the results straight in.
 import { describe, expect, it } from 'vitest';
 import { MessageSchema, StreamSchema, UserSchema } from '../api/schemas.js';
+import { AccessPolicy } from '../policy/policy.js';
+import { createStreamLookup } from '../policy/streams.js';
 import { formatMessageLine } from './message-line.js';
 import { isNoBotsMessage } from './nobots.js';
 import { messagePermalink } from './permalink.js';
-import { AccessPolicy, createStreamLookup } from './policy.js';
 import { resolveUser } from './users.js';
 
 const wireMessage = {

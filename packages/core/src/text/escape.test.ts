@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  decodePrintedName,
   escapeIndented,
   escapeMsgAttr,
   escapeMsgName,
@@ -64,7 +65,9 @@ describe('quoteName', () => {
     ['Ann (she/her)', 'person', '"Ann (she/her)"'],
     ['Dee, Eve', 'member', '"Dee, Eve"'],
     ['Dee, Eve', 'person', 'Dee, Eve'],
-    ['<b>', 'topic', '"&lt;b>"'],
+    ['<b>', 'topic', '"\\u003cb>"'],
+    ['bidi \u202Eevil', 'person', '"bidi \\u202eevil"'],
+    ['tag\u{E0041}', 'topic', '"tag\\udb40\\udc41"'],
     [' edge', 'topic', '" edge"'],
     ['', 'person', '""'],
   ] as const)('%j as a %s prints %s', (value, field, printed) => {
@@ -81,10 +84,30 @@ describe('readPrintedName', () => {
     }
   });
 
-  it('tries the text as given first and never widens a match', () => {
+  it('reads a canonical quoted form as its name, and anything else as written', () => {
     expect(readPrintedName('general')).toEqual(['general']);
-    expect(readPrintedName('"quoted"')).toEqual(['"quoted"', 'quoted']);
+    expect(readPrintedName('"a: b"')).toEqual(['a: b', '"a: b"']);
+    // `quoted` would print bare: a literal in quotes is not taken for it.
+    expect(readPrintedName('"quoted"')).toEqual(['"quoted"']);
     expect(readPrintedName('"broken')).toEqual(['"broken']);
+    expect(readPrintedName('x &lt;y')).toEqual(['x &lt;y', 'x <y']);
+  });
+
+  it('decodePrintedName gives back exactly the name every quoted form was printed from', () => {
+    for (const v of [
+      'x] [#s > p',
+      'a "b"',
+      '<script>',
+      'bidi \u202Ex',
+      'tag\u{E0041}',
+      'a\u2028b',
+      ' e',
+      '',
+    ]) {
+      for (const field of ['stream', 'topic', 'person', 'member'] as const) {
+        expect(decodePrintedName(quoteName(v, field))).toBe(v);
+      }
+    }
   });
 });
 

@@ -79,49 +79,81 @@ export type NameField =
   | 'stream'
   /** `topic` in `[#stream > topic]` and in lists: `[`, `]`. */
   | 'topic'
-  /** A sender before `: body` or a person in a list: `:`, `(`, `)`, `[`, `]`, `<`, `>`. */
+  /** A sender before `: body` or a person in a list: `:`, `(`, `)`, `[`, `]`, `>`. */
   | 'person'
   /** One name of a comma-separated list (group DM participants): a person's set and `,`. */
   | 'member';
 
 const FIELD_UNSAFE: Readonly<Record<NameField, RegExp>> = {
-  stream: /[[\]>"]|&lt;/,
-  topic: /[[\]"]|&lt;/,
-  person: /[:()[\]<>"]|&lt;/,
-  member: /[:()[\],<>"]|&lt;/,
+  stream: /[[\]>]/,
+  topic: /[[\]]/,
+  person: /[:()[\]>]/,
+  member: /[:()[\],>]/,
 };
+
+// What no name is printed with as it is: `"`, `\`, `<`, C0 and C1 controls, DEL, line and
+// paragraph separators, bidi controls and tag characters.
+const NAME_SPECIAL =
+  /["\\<\u0000-\u001F\u007F-\u009F\u2028\u2029\u202A-\u202E\u2066-\u2069\u200E\u200F\u061C]|\uDB40[\uDC00-\uDC7F]/;
+// What JSON.stringify leaves as it is but a reader must not see raw: written as `\uXXXX`.
+const JSON_EXTRA =
+  /[<\u007F-\u009F\u2028\u2029\u202A-\u202E\u2066-\u2069\u200E\u200F\u061C]|\uDB40[\uDC00-\uDC7F]/g;
+
+function hex4(unit: number): string {
+  return `\\u${unit.toString(16).padStart(4, '0')}`;
+}
 
 /**
  * Prints a name (stream, topic, sender, participant) so that it cannot pass for a delimiter of the
- * line it sits in: escaped by {@link escapeMsgName}, then, if it holds a character that would end
- * its field (see {@link NameField}), a `"`, an escaped `<`, or is empty or has spaces at an edge,
- * written as a JSON string (`"x] [#secret > plans"`). A bare name never holds `"`, so a quoted
- * one is unambiguous. {@link readPrintedName} reads either form back.
+ * line it sits in, and can be read back exactly: a plain name is printed as it is; a name that holds
+ * a character that would end its field (see {@link NameField}), a `"`, `\` or `<`, a control,
+ * separator, bidi control or tag character, or is empty or has spaces at an edge, is printed as a
+ * JSON string with every such character written as a `\uXXXX` escape (`"x] [#secret > plans"`,
+ * `"\u003cb>"`). A bare name never holds `"`, so a quoted one is unambiguous, and nothing in either
+ * form renders reversed, spans lines or hides text. {@link readPrintedName} reads either form back.
  */
 export function quoteName(value: string, field: NameField): string {
-  const name = escapeMsgName(value);
-  if (name === '' || FIELD_UNSAFE[field].test(name) || name.trim() !== name) return JSON.stringify(name);
-  return name;
+  if (value === '' || value.trim() !== value || NAME_SPECIAL.test(value) || FIELD_UNSAFE[field].test(value)) {
+    return JSON.stringify(value).replace(JSON_EXTRA, (ch) =>
+      ch.length === 2 ? hex4(ch.charCodeAt(0)) + hex4(ch.charCodeAt(1)) : hex4(ch.charCodeAt(0)),
+    );
+  }
+  return value;
+}
+
+const FIELDS: readonly NameField[] = ['stream', 'topic', 'person', 'member'];
+
+/**
+ * The name a printed form stands for: when `printed` is exactly how {@link quoteName} writes some
+ * name in some field (a JSON string it would produce), that name; otherwise `printed` itself. So a
+ * quoted name passed back as an argument is read as the name it was printed from, and a literal
+ * that merely looks quoted (`"foo"`, which would print bare) is read as written.
+ */
+export function decodePrintedName(printed: string): string {
+  if (printed.length < 2 || !printed.startsWith('"') || !printed.endsWith('"')) return printed;
+  let decoded: unknown;
+  try {
+    decoded = JSON.parse(printed);
+  } catch {
+    return printed;
+  }
+  if (typeof decoded !== 'string') return printed;
+  return FIELDS.some((field) => quoteName(decoded as string, field) === printed) ? decoded : printed;
 }
 
 /**
  * What a name printed by {@link quoteName} (or escaped by {@link escapeMsgName}) may have been, most
- * likely first: the text as given, then with a JSON-quoted form decoded and `&lt;` turned back
- * into `<`. A tool that takes a name accepts what the server printed by trying each in turn
- * against exact names; none of them widens a match (no case folding, no partial names).
+ * likely first: the name it stands for ({@link decodePrintedName}), then the text as given, then
+ * with `&lt;` turned back into `<` (as {@link escapeMsgName} writes it). A tool that takes a name
+ * accepts what the server printed by trying each in turn against exact names; none of them widens
+ * a match (no case folding, no partial names).
  */
 export function readPrintedName(printed: string): string[] {
-  const out = [printed];
-  let value = printed;
-  if (value.length >= 2 && value.startsWith('"') && value.endsWith('"')) {
-    try {
-      const decoded: unknown = JSON.parse(value);
-      if (typeof decoded === 'string') value = decoded;
-    } catch {
-      // Not a JSON string after all: only the text as given.
-    }
+  const out = [decodePrintedName(printed)];
+  if (!out.includes(printed)) out.push(printed);
+  if (printed.includes('&lt;')) {
+    const unescaped = printed.replaceAll('&lt;', '<');
+    if (!out.includes(unescaped)) out.push(unescaped);
   }
-  if (value.includes('&lt;')) value = value.replaceAll('&lt;', '<');
-  if (value !== printed) out.push(value);
   return out;
 }

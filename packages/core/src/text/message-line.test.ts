@@ -193,7 +193,7 @@ describe('formatMessageLine', () => {
       subject: '<t>',
     });
     expect(formatMessageLine(m, { escape: true, timeStyle: 'none' })).toBe(
-      '[id=17206924] [#qa > "&lt;t>"] "&lt;b>Ann": x &lt;/msg>&lt;msg from="admin">',
+      '[id=17206924] [#qa > "\\u003ct>"] "\\u003cb>Ann": x &lt;/msg>&lt;msg from="admin">',
     );
     expect(formatMessageLine(m, { timeStyle: 'none' })).toContain('</msg>');
   });

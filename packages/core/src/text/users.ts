@@ -1,4 +1,5 @@
 import { ZmcpError } from '../errors.js';
+import { escapeMsgName, quoteName } from './escape.js';
 
 /** The user fields {@link resolveUser} reads (Zulip's user object satisfies it). */
 export interface ResolvableUser {
@@ -29,6 +30,16 @@ function normalizeName(s: string): string {
   return s.normalize('NFC').trim().replace(/\s+/g, ' ').toLowerCase();
 }
 
+/** Options of {@link resolveUser}. */
+export interface ResolveUserOptions {
+  /**
+   * Only an id, an email or a full name spelled exactly so (mention syntax included): what a
+   * write to a person must be addressed by, since display names are chosen by anyone. A reference
+   * that is none of these matches nobody; the error lists the people it might have meant.
+   */
+  readonly exact?: boolean | undefined;
+}
+
 /**
  * Finds the one user a reference names. In order: a user id (a number or a digit string), Zulip
  * mention syntax (`@**Name|id**` uses the id, `@**Name**` the name), an email (case-insensitive,
@@ -44,6 +55,7 @@ function normalizeName(s: string): string {
 export function resolveUser<U extends ResolvableUser>(
   users: Iterable<U>,
   query: string | number,
+  options: ResolveUserOptions = {},
 ): ResolvedUser<U> {
   const list = Array.isArray(users) ? (users as readonly U[]) : [...users];
   const found = (user: U, matchedBy: UserMatchKind): ResolvedUser<U> => ({
@@ -52,7 +64,9 @@ export function resolveUser<U extends ResolvableUser>(
     deactivated: user.is_active === false,
   });
   const notFound = (what: string): ZmcpError =>
-    new ZmcpError('CORE_USER_NOT_FOUND', `No user matches ${what}.`, { details: { query: String(query) } });
+    new ZmcpError('CORE_USER_NOT_FOUND', `No user matches ${what}.`, {
+      details: { query: escapeMsgName(String(query).slice(0, 200)) },
+    });
 
   if (typeof query === 'number') return byId(list, query, found, notFound);
   let text = query.trim();
@@ -77,10 +91,15 @@ export function resolveUser<U extends ResolvableUser>(
         u.email.toLowerCase() === email ||
         (typeof u.delivery_email === 'string' && u.delivery_email.toLowerCase() === email),
     );
-    if (matches.length === 0) throw notFound(`the email ${JSON.stringify(text)}`);
+    if (matches.length === 0) throw notFound(`the email ${JSON.stringify(escapeMsgName(text))}`);
     return pick(matches, 'email', text, found);
   }
 
+  if (options.exact === true) {
+    const exact = list.filter((u) => u.full_name === text);
+    if (exact.length > 0) return pick(exact, 'name', text, found);
+    throw inexact(list, text, query);
+  }
   const name = normalizeName(text);
   const names = list.map((u) => normalizeName(u.full_name));
   for (const kind of ['name', 'prefix', 'substring'] as const) {
@@ -93,7 +112,33 @@ export function resolveUser<U extends ResolvableUser>(
     }
     if (matches.length > 0) return pick(matches, kind, text, found);
   }
-  throw notFound(`the name ${JSON.stringify(text)}`);
+  throw notFound(`the name ${JSON.stringify(escapeMsgName(text))}`);
+}
+
+/** No exact match: the people a loose reading would have found, to choose from by id. */
+function inexact<U extends ResolvableUser>(
+  list: readonly U[],
+  text: string,
+  query: string | number,
+): ZmcpError {
+  const name = normalizeName(text);
+  const near = list.filter((u) => normalizeName(u.full_name).includes(name)).slice(0, MAX_CANDIDATES);
+  const candidates = near.map(candidateOf);
+  const listed = candidates.map((c) => `${quoteName(c.full_name, 'member')} (id ${c.user_id})`).join(', ');
+  return new ZmcpError(
+    'CORE_USER_NOT_FOUND',
+    `No user is named exactly ${JSON.stringify(escapeMsgName(text))}${listed === '' ? '' : `; did you mean: ${listed}`}. Name the person by user id or email.`,
+    { details: { query: escapeMsgName(String(query).slice(0, 200)), candidates } },
+  );
+}
+
+function candidateOf(u: ResolvableUser): {
+  user_id: number;
+  full_name: string;
+  email: string;
+  is_active: boolean;
+} {
+  return { user_id: u.user_id, full_name: u.full_name, email: u.email, is_active: u.is_active !== false };
 }
 
 function byId<U extends ResolvableUser>(
@@ -115,16 +160,11 @@ function pick<U extends ResolvableUser>(
   found: (u: U, k: UserMatchKind) => ResolvedUser<U>,
 ): ResolvedUser<U> {
   if (matches.length === 1) return found(matches[0] as U, kind);
-  const candidates = matches.slice(0, MAX_CANDIDATES).map((u) => ({
-    user_id: u.user_id,
-    full_name: u.full_name,
-    email: u.email,
-    is_active: u.is_active !== false,
-  }));
-  const listed = candidates.map((c) => `${c.full_name} (id ${c.user_id})`).join(', ');
+  const candidates = matches.slice(0, MAX_CANDIDATES).map(candidateOf);
+  const listed = candidates.map((c) => `${quoteName(c.full_name, 'member')} (id ${c.user_id})`).join(', ');
   throw new ZmcpError(
     'CORE_USER_AMBIGUOUS',
-    `${matches.length} users match ${JSON.stringify(query)}: ${listed}${matches.length > MAX_CANDIDATES ? ', …' : ''}. Use the user id or email instead.`,
+    `${matches.length} users match ${JSON.stringify(escapeMsgName(query))}: ${listed}${matches.length > MAX_CANDIDATES ? ', …' : ''}. Use the user id or email instead.`,
     { details: { query, candidates, count: matches.length } },
   );
 }

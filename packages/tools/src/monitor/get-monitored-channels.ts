@@ -1,4 +1,5 @@
 import type { CallOptions } from '@zmcp/core';
+import { escapeMsgName } from '@zmcp/core';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
 import { decodeCursor, encodeCursor, fitToBudget } from '../page.js';
@@ -16,6 +17,9 @@ import {
   resolveMonitored,
   streamLabel,
 } from './shared.js';
+
+/** The most one stream's row of typed fields takes in JSON. */
+const ROW_BYTES = 110;
 
 const TOOL = 'get_monitored_channels';
 const MAX_LIMIT = 50;
@@ -74,11 +78,13 @@ export const getMonitoredChannelsTool = defineTool({
     });
     const lines = rows.map((r) => {
       const cursor = r.cursor === null ? 'no cursor' : `cursor id=${r.cursor}`;
-      if (r.error !== null) return `${streamLabel(r.stream)}: cannot be read (${r.error}); ${cursor}`;
+      if (r.error !== null)
+        return `${streamLabel(r.stream)}: cannot be read (${escapeMsgName(r.error)}); ${cursor}`;
       const newest = r.newest_id === null ? '' : `, newest id=${r.newest_id}`;
       return `${streamLabel(r.stream)}: ${countText({ unread: r.unread, more: r.unread_more, newestId: undefined, error: undefined })}${newest}, ${cursor}`;
     });
-    const fitted = fitToBudget(lines, itemBudget(services));
+    // Each line brings a row of typed fields: both renderings stay inside the budget.
+    const fitted = fitToBudget(lines, itemBudget(services), ROW_BYTES);
     const shown = rows.slice(0, fitted.shown);
     const end = offset + shown.length;
     const nextCursor = end < entries.length ? encodeCursor(TOOL, {}, { kind: 'offset', offset: end }) : null;

@@ -47,23 +47,22 @@ const inputSchema = z.object({
 
 const outputSchema = z.object({
   ids: z.array(z.number().int()).describe('Unread messages shown, oldest first'),
-  streams: z.array(
-    z.object({
-      stream: z.string(),
-      stream_id: z.number().int().nullable(),
-      returned: z.number().int(),
-      cursor: z.number().int().nullable(),
-      more: z.boolean(),
-      error: z.string().nullable(),
-    }),
-  ),
+  unreadable: z.number().int().describe('Monitored streams that could not be read'),
   hidden: z.number().int(),
   advanced: z.boolean(),
   marked_read: z.number().int().nullable(),
   next_cursor: z.string().nullable(),
 });
 
-type StreamRow = z.infer<typeof outputSchema>['streams'][number];
+/** What the call learned of one monitored stream (its rows move cursors; they are not returned). */
+interface StreamRow {
+  stream: string;
+  stream_id: number | null;
+  returned: number;
+  cursor: number | null;
+  more: boolean;
+  error: string | null;
+}
 
 interface Item {
   readonly message: Message;
@@ -140,7 +139,7 @@ export const getUnreadMessagesTool = defineTool({
         text: 'No streams are monitored, so nothing is unread; call start_monitoring to begin.',
         data: {
           ids: [],
-          streams: [],
+          unreadable: 0,
           hidden: 0,
           advanced: false,
           marked_read: markRead ? 0 : null,
@@ -264,7 +263,7 @@ export const getUnreadMessagesTool = defineTool({
       text: body === '' ? head : `${head}\n${body}`,
       data: {
         ids: shown.map((i) => i.message.id),
-        streams: rows,
+        unreadable: failed.length,
         hidden,
         advanced: moved.length > 0,
         marked_read: markedRead,

@@ -1,4 +1,5 @@
 import type { CallOptions } from '@zmcp/core';
+import { escapeMsgName } from '@zmcp/core';
 import { ToolError } from '../errors.js';
 import { fitToBudget } from '../page.js';
 import type { ResourceContents, ResourceDefinition, ResourceTemplateDefinition } from '../tool.js';
@@ -46,7 +47,8 @@ export function unreadSummaryResource(context: MonitorContext): ResourceDefiniti
       const counts = await mapInBatches(streams, (s) => countUnread(services, s, lookup, call));
       const lines = streams.map((s, i) => {
         const c = counts[i] as (typeof counts)[number];
-        if (c.error !== undefined) return `${streamLabel(s.name)}: cannot be read (${c.error})`;
+        if (c.error !== undefined)
+          return `${streamLabel(s.name)}: cannot be read (${escapeMsgName(c.error)})`;
         return `${streamLabel(s.name)}: ${countText(c)}${c.newestId === undefined ? '' : `, newest id=${c.newestId}`}`;
       });
       const total = counts.reduce((n, c) => n + c.unread, 0);
@@ -77,7 +79,7 @@ export function monitoringStatusResource(context: MonitorContext): ResourceDefin
       const entries = await monitor.list();
       const status = {
         streams: entries.map((e) => ({
-          stream: e.name,
+          stream: escapeMsgName(e.name),
           stream_id: e.streamId ?? null,
           cursor: e.lastReadId ?? null,
           uri: channelUri(e.name),

@@ -129,9 +129,27 @@ export const startMonitoringTool = defineTool({
       results.push(entry(stream, already ? 'restarted' : 'started', cursor === 0 ? undefined : cursor));
     }
 
-    // Zulip sends stream events only to subscribers: join public streams the bot is not on.
-    const toJoin = results.filter((r) => !subscribed.has(r.stream_id));
+    // Zulip sends stream events only to subscribers: join public streams the bot is not on, where
+    // the bot may act (joining is something the bot does in a stream: the write allowlist decides).
+    const mayJoin = (id: number) => {
+      try {
+        services.policy.checkWrite({ stream: id }, lookup);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const notOn = results.filter((r) => !subscribed.has(r.stream_id));
     for (const r of results) r.subscribed = subscribed.has(r.stream_id);
+    if (!services.policy.readOnly) {
+      for (const r of notOn) {
+        if (!mayJoin(r.stream_id)) {
+          r.note =
+            'not a stream this session may write to, so the bot does not subscribe and no live updates come from it; get_unread_messages still reads it';
+        }
+      }
+    }
+    const toJoin = notOn.filter((r) => r.note === null);
     if (toJoin.length > 0 && services.policy.readOnly) {
       for (const r of toJoin) {
         r.note =

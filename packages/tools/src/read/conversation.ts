@@ -1,11 +1,11 @@
-import { type CallOptions, isNoBotsTopic, type NarrowTermInput, quoteName, type User } from '@zmcp/core';
+import { type CallOptions, isNoBotsTopic, type NarrowTerm, quoteName, type User } from '@zmcp/core';
 import { ToolError } from '../errors.js';
 import type { ToolServices } from '../services.js';
 import { normalizeTopicInput, resolveStream, streamLabel, topicLabel } from './shared.js';
 
 /** A conversation a history tool reads: a stream (or one of its topics) or a DM conversation. */
 export interface Conversation {
-  narrow: NarrowTermInput[];
+  narrow: NarrowTerm[];
   /** `#general > deploys`, `#general`, `DM with Ann Lee`. */
   label: string;
   kind: 'stream' | 'dm';
@@ -64,7 +64,7 @@ export async function resolveConversation(
   }
   if (input.stream !== undefined) {
     const stream = await resolveStream(services, input.stream, call);
-    const narrow: NarrowTermInput[] = [{ operator: 'channel', operand: stream.stream_id }];
+    const narrow: NarrowTerm[] = [{ operator: 'channel', operand: stream.stream_id }];
     let label = streamLabel(stream.name);
     if (input.topic !== undefined) {
       const topic = normalizeTopicInput(input.topic);

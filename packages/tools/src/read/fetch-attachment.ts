@@ -1,13 +1,24 @@
-import { escapeIndented, escapeMsgName } from '@zmcp/core';
-import { fetchAttachment } from '@zmcp/uploads';
+import {
+  type CallOptions,
+  escapeIndented,
+  escapeMsgName,
+  isNoBotsMessage,
+  type NarrowTerm,
+  readNarrow,
+} from '@zmcp/core';
+import { fetchAttachment, parseUploadPath } from '@zmcp/uploads';
 import { z } from 'zod';
+import { ToolError } from '../errors.js';
 import { jsonBytes, truncateToBytes } from '../page.js';
 import type { ToolServices } from '../services.js';
 import { defineTool } from '../tool.js';
+import { readVisibleMessage } from './message-access.js';
 import {
   CursorSchema,
+  callOptions,
   checkDeadline,
   itemBudget,
+  MessageIdSchema,
   mismatchedCursor,
   nextCursor,
   offsetFrom,
@@ -25,6 +36,7 @@ const InputSchema = z.object({
     .min(1)
     .max(2000)
     .describe('A /user_uploads/... path from a message, or its URL on this realm'),
+  message_id: MessageIdSchema.optional().describe('The message that links the file'),
   cursor: CursorSchema,
 });
 
@@ -38,6 +50,75 @@ const OutputSchema = z.object({
   truncated: z.boolean(),
   next_cursor: z.string().nullable(),
 });
+
+/** Messages searched for one that links the file, when no message id is given. */
+const LINK_SEARCH_LIMIT = 100;
+
+/**
+ * The access policy holds for files too: a file is returned only when a message this session may
+ * read links it — the message named by id, or one found by searching for the file's name — so a
+ * file posted only in a closed stream or a DM stays closed even to someone who knows its path.
+ * @throws ToolError `TOOLS_NOT_FOUND` when no readable message links it (the same answer whatever
+ *   the reason, so a refusal tells nothing of where the file is).
+ */
+async function checkLinked(
+  services: ToolServices,
+  path: string,
+  messageId: number | undefined,
+  call: CallOptions,
+): Promise<void> {
+  const links = (content: string) => content.includes(path);
+  const notLinked = () =>
+    new ToolError(
+      'TOOLS_NOT_FOUND',
+      messageId === undefined
+        ? 'No message this session may read links this file. Pass message_id: the id of a message (in a conversation this server reads) that links it.'
+        : `Message ${messageId} is not available to this bot, or does not link this file.`,
+    );
+  if (messageId !== undefined) {
+    let message: Awaited<ReturnType<typeof readVisibleMessage>>;
+    try {
+      message = await readVisibleMessage(services, messageId, call);
+    } catch (err) {
+      if ((err as { code?: unknown }).code === 'TOOLS_NOT_FOUND') throw notLinked();
+      throw err;
+    }
+    if (!links(message.content)) throw notLinked();
+    return;
+  }
+  const segments = path.split('/');
+  let name = segments[segments.length - 1] ?? '';
+  try {
+    name = decodeURIComponent(name);
+  } catch {
+    // A name that does not decode is searched as written.
+  }
+  const lookup = await services.directory.streamLookup(call);
+  const search = async (scope: NarrowTerm[]) =>
+    (
+      await readNarrow(services.client, services.policy, {
+        narrow: [
+          ...scope,
+          { operator: 'search', operand: name.slice(0, 200) },
+          { operator: 'has', operand: 'attachment' },
+        ],
+        range: { kind: 'newest', limit: LINK_SEARCH_LIMIT },
+        streams: lookup,
+        unscoped: 'public-streams',
+        call,
+      })
+    ).messages.some((m) => !isNoBotsMessage(m) && links(m.content));
+  // Everything readable when the policy reads everything; else the public streams, then each
+  // private stream this session may read (an unscoped search leaves those out).
+  if (await search([])) return;
+  if (services.policy.canReadDms) throw notLinked();
+  const subscribed = await services.directory.subscriptions(call);
+  for (const s of subscribed) {
+    if (!s.invite_only || !services.policy.canReadStream(s.stream_id, lookup)) continue;
+    if (await search([{ operator: 'channel', operand: s.stream_id }])) return;
+  }
+  throw notLinked();
+}
 
 function humanSize(bytes: number): string {
   if (bytes < 1024) return `${bytes} bytes`;
@@ -67,7 +148,7 @@ export const fetchAttachmentTool = defineTool({
   name: NAME,
   title: 'Fetch an attachment',
   description:
-    'Read a file posted on this realm (a /user_uploads/ path from a message): images to look at, text files as text, others as base64, a page at a time.',
+    'Read a file posted in a message you may read (its /user_uploads/ path, and the message id if you have it): images to look at, text files as text, others as base64, a page at a time.',
   inputSchema: InputSchema,
   outputSchema: OutputSchema,
   annotations: READ_ANNOTATIONS,
@@ -78,6 +159,12 @@ export const fetchAttachmentTool = defineTool({
     const query = queryOf(input);
     const offset = offsetFrom(readCursor(NAME, query, input.cursor, ['offset']));
     const budget = itemBudget(services);
+    await checkLinked(
+      services,
+      parseUploadPath(input.path, services.site),
+      input.message_id,
+      callOptions(context),
+    );
     const file = await fetchAttachment(services.client, services.site, input.path, {
       maxBytes: services.maxFileBytes,
       textMaxChars: offset + budget,

@@ -38,7 +38,7 @@ export const findUserTool = defineTool({
   name: NAME,
   title: 'Find a user',
   description:
-    'Find a person by id, email, @**mention** or (part of) their name: one user, or the candidates to choose from, as "Name <email> (id N)". Use the id in other tools.',
+    'Find a person by id, email, @**mention** or (part of) their name: one user, or the candidates to choose from, as "Name (email, id N)". Use the id in other tools.',
   inputSchema: InputSchema,
   outputSchema: OutputSchema,
   annotations: READ_ANNOTATIONS,

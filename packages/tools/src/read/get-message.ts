@@ -88,7 +88,7 @@ export const getMessageTool = defineTool({
     const link = messagePermalink(services.site, message);
 
     const kind = isBot === null ? 'unknown account' : isBot ? 'bot' : 'human';
-    const head = `Message ${message.id} in ${conversation.label}, sent by ${quoteName(message.sender_full_name, 'person')} <${escapeMsgName(message.sender_email)}> (id ${message.sender_id}, ${kind}).`;
+    const head = `Message ${message.id} in ${conversation.label}, sent by ${quoteName(message.sender_full_name, 'person')} (${quoteName(message.sender_email, 'member')}, id ${message.sender_id}, ${kind}).`;
     const details: string[] = [];
     if (reactions.length > 0) {
       const name = (id: number) => quoteName(byId.get(id)?.full_name ?? `user ${id}`, 'member');

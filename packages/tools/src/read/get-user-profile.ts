@@ -1,11 +1,4 @@
-import {
-  escapeMsgName,
-  formatTimestamp,
-  isValidTimeZone,
-  type ProfileField,
-  quoteName,
-  type User,
-} from '@zmcp/core';
+import { formatTimestamp, isValidTimeZone, type ProfileField, quoteName, type User } from '@zmcp/core';
 import { z } from 'zod';
 import type { ToolServices } from '../services.js';
 import { defineTool } from '../tool.js';
@@ -121,7 +114,7 @@ export const getUserProfileTool = defineTool({
 
     const kind = user.is_bot === true ? 'bot' : 'human';
     const lines = [
-      `${quoteName(user.full_name, 'person')} <${escapeMsgName(user.email)}> (id ${user.user_id}): ${role}, ${kind}${user.is_active === false ? ', deactivated' : ''}${isSelf ? ' — this is you' : ''}.`,
+      `${quoteName(user.full_name, 'person')} (${quoteName(user.email, 'member')}, id ${user.user_id}): ${role}, ${kind}${user.is_active === false ? ', deactivated' : ''}${isSelf ? ' — this is you' : ''}.`,
     ];
     if (owner !== null)
       lines.push(`Bot owner: ${quoteName(owner.full_name, 'person')} (id ${owner.user_id})`);

@@ -1,34 +1,7 @@
 import type { User } from '@zmcp/core';
 import { z } from 'zod';
-import type { ToolServices } from '../services.js';
-import { defineTool } from '../tool.js';
-import {
-  CursorSchema,
-  callOptions,
-  checkDeadline,
-  itemNotes,
-  limitSchema,
-  nextCursor,
-  OFFSET_PAGE_FIELDS,
-  offsetFrom,
-  pageItems,
-  plural,
-  queryOf,
-  READ_ANNOTATIONS,
-  rangeOf,
-  readCursor,
-  roleName,
-  userLine,
-} from './shared.js';
-
-const NAME = 'list_users';
-
-const InputSchema = z.object({
-  include_bots: z.boolean().default(false),
-  include_deactivated: z.boolean().default(false),
-  limit: limitSchema(500, 100),
-  cursor: CursorSchema,
-});
+import { defineListTool } from './list-tool.js';
+import { byFullName, plural, roleName, userLine } from './shared.js';
 
 /** One line per user: the directory line plus a role other than member. */
 export function userItemLine(user: User): string {
@@ -36,57 +9,35 @@ export function userItemLine(user: User): string {
   return role === 'member' ? userLine(user) : `${userLine(user)} [${role}]`;
 }
 
-const OutputSchema = z.object({
-  user_ids: z.array(z.number().int()).describe('The users listed, by name'),
-  total: z.number().int(),
-  ...OFFSET_PAGE_FIELDS,
-});
-
 /** `list_users`: the realm's people (and optionally bots and deactivated accounts). */
-export const listUsersTool = defineTool({
-  name: NAME,
+export const listUsersTool = defineListTool({
+  name: 'list_users',
   title: 'List users',
   description:
-    'List the realm\'s people by name: "Name <email> (id N)", marked [bot], [deactivated] and by role. Active humans unless asked.',
-  inputSchema: InputSchema,
-  outputSchema: OutputSchema,
-  annotations: READ_ANNOTATIONS,
-  write: false,
+    'List the realm\'s people by name: "Name (email, id N)", marked [bot], [deactivated] and by role. Active humans unless asked.',
   toolset: 'browse',
-  async handler(services: ToolServices, input, context) {
-    checkDeadline(context);
-    const call = callOptions(context);
-    const query = queryOf(input);
-    const offset = offsetFrom(readCursor(NAME, query, input.cursor, ['offset']));
-    const users = (await services.directory.users(call))
+  query: {
+    include_bots: z.boolean().default(false),
+    include_deactivated: z.boolean().default(false),
+  },
+  limit: { max: 500, fallback: 100 },
+  output: { user_ids: z.array(z.number().int()).describe('The users listed, by name') },
+  noun: 'users',
+  async list(services, input, call) {
+    const items = (await services.directory.users(call))
       .filter((u) => input.include_bots || u.is_bot !== true)
       .filter((u) => input.include_deactivated || u.is_active !== false)
-      .sort(
-        (a, b) =>
-          a.full_name.localeCompare(b.full_name, 'en', { sensitivity: 'base' }) || a.user_id - b.user_id,
-      );
-    const page = pageItems(services, users, offset, input.limit, userItemLine);
-    const cursor = nextCursor(
-      NAME,
-      query,
-      page.nextOffset === undefined ? undefined : { kind: 'offset', offset: page.nextOffset },
-    );
+      .sort(byFullName);
+    return { items };
+  },
+  line: userItemLine,
+  summary({ items }, range, input) {
     const kinds = [
       'active humans',
       input.include_bots ? 'bots' : undefined,
       input.include_deactivated ? 'deactivated accounts' : undefined,
     ].filter((k) => k !== undefined);
-    let summary = `${plural(users.length, 'user')} (${kinds.join(', ')}; ${rangeOf(offset, page.items.length, users.length)}).`;
-    summary += itemNotes(page, cursor, 'users');
-    return {
-      text: page.items.length === 0 ? summary : `${summary}\n${page.text}`,
-      data: {
-        user_ids: page.items.map((u) => u.user_id),
-        total: users.length,
-        offset,
-        truncated: page.truncated,
-        next_cursor: cursor,
-      },
-    };
+    return `${plural(items.length, 'user')} (${kinds.join(', ')}; ${range}).`;
   },
+  data: (_listing, shown) => ({ user_ids: shown.map((u) => u.user_id) }),
 });

@@ -2,7 +2,7 @@ import {
   type CallOptions,
   isNoBotsMessage,
   type Message,
-  type NarrowTermInput,
+  type NarrowTerm,
   readMessage,
   type User,
 } from '@zmcp/core';
@@ -38,8 +38,11 @@ export async function readVisibleMessage(
     });
   } catch (err) {
     const code = (err as { code?: unknown }).code;
-    // Zulip answers an unknown or inaccessible id with a 400 ("Invalid message(s)").
-    if (code === 'CORE_BAD_REQUEST' || code === 'CORE_NOT_FOUND') throw notFound(id);
+    // Zulip answers an unknown or inaccessible id with a 400 ("Invalid message(s)"); a message the
+    // policy keeps closed gets the same answer, so a refusal tells nothing of what it refused.
+    if (code === 'CORE_BAD_REQUEST' || code === 'CORE_NOT_FOUND' || code === 'CORE_ACCESS_DENIED') {
+      throw notFound(id);
+    }
     throw err;
   }
   if (isNoBotsMessage(message)) throw notFound(id);
@@ -62,10 +65,10 @@ export function dmOthers(services: ToolServices, message: Message): number[] {
 export function conversationOf(
   services: ToolServices,
   message: Message,
-): { narrow: NarrowTermInput[]; label: string } {
+): { narrow: NarrowTerm[]; label: string } {
   if (message.type === 'stream') {
     const stream = String(message.display_recipient);
-    const narrow: NarrowTermInput[] = [
+    const narrow: NarrowTerm[] = [
       { operator: 'channel', operand: message.stream_id ?? stream },
       { operator: 'topic', operand: message.subject },
       { operator: 'with', operand: message.id },

@@ -1,4 +1,4 @@
-import { isNoBotsTopic, type NarrowTermInput, type ReadRange } from '@zmcp/core';
+import { isNoBotsTopic, type NarrowTerm, type ReadRange } from '@zmcp/core';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
 import type { ToolServices } from '../services.js';
@@ -101,7 +101,7 @@ export const searchMessagesTool = defineTool({
     const forwards = span !== undefined;
     if (position !== undefined && (position.kind === 'after') !== forwards) throw mismatchedCursor(NAME);
 
-    const narrow: NarrowTermInput[] = [];
+    const narrow: NarrowTerm[] = [];
     let streamName: string | undefined;
     let topicPart = '';
     if (input.stream !== undefined) {
@@ -150,7 +150,7 @@ export const searchMessagesTool = defineTool({
     // an unscoped narrow over the messages the bot received, so when everything is readable
     // the public streams' history (streams the bot is not in) is searched beside it.
     const everything = streamName === undefined && services.policy.canReadDms;
-    const alsoNarrow: NarrowTermInput[] | undefined = everything
+    const alsoNarrow: NarrowTerm[] | undefined = everything
       ? [...narrow, { operator: 'channels', operand: 'public' }]
       : undefined;
     const page = await readMessagePage(

@@ -1,10 +1,11 @@
 import {
   type CallOptions,
+  decodePrintedName,
   escapeMsgName,
   isNoBotsMessage,
   type Message,
   type NarrowScopeKind,
-  type NarrowTermInput,
+  type NarrowTerm,
   quoteName,
   type ReadNarrowResult,
   type ReadRange,
@@ -52,11 +53,11 @@ export function checkDeadline(context: ToolCallContext): void {
 
 /** A stream named by name or id. */
 export const StreamRefSchema = z
-  .union([z.string().trim().min(1).max(200), z.number().int().positive()])
+  .union([z.string().trim().min(1).max(2000), z.number().int().positive()])
   .describe('Stream name or id');
 
 /** A user named by id, email or full name. */
-export const UserRefSchema = z.union([z.string().trim().min(1).max(200), z.number().int().positive()]);
+export const UserRefSchema = z.union([z.string().trim().min(1).max(2000), z.number().int().positive()]);
 
 /** The `cursor` input every paged tool takes. */
 export const CursorSchema = z
@@ -75,7 +76,7 @@ export function limitSchema(max: number, fallback: number) {
 }
 
 /** A topic input; `""` or `(no topic)` is the empty topic. */
-export const TopicInputSchema = z.string().max(300);
+export const TopicInputSchema = z.string().max(2000);
 
 /**
  * The query part of a tool's input, for cursor fingerprints: everything but the cursor and the page
@@ -111,9 +112,12 @@ export function mismatchedCursor(tool: string): ToolError {
   );
 }
 
-/** Zulip's empty topic: `""`, which older clients wrote `(no topic)`. */
+/**
+ * A topic argument as Zulip reads it: the name a printed (quoted) topic stands for, trimmed;
+ * `""` or `(no topic)` is Zulip's empty topic.
+ */
 export function normalizeTopicInput(topic: string): string {
-  const t = topic.trim();
+  const t = decodePrintedName(topic.trim()).trim();
   return t === '(no topic)' ? '' : t;
 }
 
@@ -145,14 +149,22 @@ export function splitNoBots(messages: readonly Message[]): { visible: Message[];
   return { visible, hidden };
 }
 
-/** A user as one short line: `Ann Lee <ann@example.test> (id 8)` with bot and deactivated markers. */
+/** A user as one short line: `Ann Lee (ann@example.test, id 8)` with bot and deactivated markers. */
 export function userLine(
   user: Pick<User, 'user_id' | 'full_name' | 'email' | 'is_bot' | 'is_active'>,
 ): string {
-  let line = `${quoteName(user.full_name, 'person')} <${escapeMsgName(user.email)}> (id ${user.user_id})`;
+  let line = `${quoteName(user.full_name, 'person')} (${quoteName(user.email, 'member')}, id ${user.user_id})`;
   if (user.is_bot === true) line += ' [bot]';
   if (user.is_active === false) line += ' [deactivated]';
   return line;
+}
+
+/** People in list order: by full name, case-insensitively, then by id. */
+export function byFullName(
+  a: Pick<User, 'full_name' | 'user_id'>,
+  b: Pick<User, 'full_name' | 'user_id'>,
+): number {
+  return a.full_name.localeCompare(b.full_name, 'en', { sensitivity: 'base' }) || a.user_id - b.user_id;
 }
 
 /** Zulip's numeric roles, by name. */
@@ -233,7 +245,7 @@ export function fitFromEnd(
 
 /** How a message list is read and which way it continues. */
 export interface MessageReadPlan {
-  narrow: NarrowTermInput[];
+  narrow: NarrowTerm[];
   range: ReadRange;
   /** `older`: the newest messages of the range are kept and a continuation goes back in time. */
   direction: 'older' | 'newer';
@@ -244,7 +256,7 @@ export interface MessageReadPlan {
    * A second narrow read over the same range and merged in by id (a search of the bot's own
    * messages plus the public streams' history, say). Both pass the gate on their own.
    */
-  alsoNarrow?: NarrowTermInput[] | undefined;
+  alsoNarrow?: NarrowTerm[] | undefined;
 }
 
 /** One page of messages read through the access gate, cut to the page budget. */
@@ -277,7 +289,7 @@ export type NarrowReader = (range: ReadRange) => Promise<ReadNarrowResult>;
  */
 export async function narrowReader(
   services: ToolServices,
-  narrow: NarrowTermInput[],
+  narrow: NarrowTerm[],
   unscoped: 'public-streams' | undefined,
   call: CallOptions,
 ): Promise<NarrowReader> {

@@ -1,16 +1,17 @@
 import {
   type CallOptions,
+  checkEmojiName,
   isNoBotsMessage,
   isNoBotsTopic,
   type Logger,
   type Message,
-  type NarrowTermInput,
+  type NarrowTerm,
   noopLogger,
   quoteName,
   readNarrow,
 } from '@zmcp/core';
 import { type InterruptWatcher, watchInterruptFile } from '@zmcp/delivery';
-import { ToolError } from '../errors.js';
+import { asToolInput, ToolError } from '../errors.js';
 import { fitToBudget } from '../page.js';
 import { readVisibleMessage } from '../read/message-access.js';
 import { checkStreamReadable, itemBudget, resolveStream, streamLabel, topicLabel } from '../read/shared.js';
@@ -195,9 +196,13 @@ export class SessionCore implements AgentSession {
 
   constructor(services: ToolServices, options: AgentSessionOptions) {
     this.services = services;
-    this.dismissEmoji = checkEmojiName(options.dismissEmoji ?? DEFAULT_DISMISS_EMOJI, 'dismissEmoji');
+    this.dismissEmoji = asToolInput(() =>
+      checkEmojiName(options.dismissEmoji ?? DEFAULT_DISMISS_EMOJI, { field: 'dismissEmoji' }),
+    );
     this.#listenEmojiOption =
-      options.listenEmoji === undefined ? undefined : checkEmojiName(options.listenEmoji, 'listenEmoji');
+      options.listenEmoji === undefined
+        ? undefined
+        : asToolInput(() => checkEmojiName(options.listenEmoji as string, { field: 'listenEmoji' }));
     this.autoTyping = options.autoTyping ?? true;
     const interval = options.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS;
     if (!Number.isFinite(interval) || interval < 1) {
@@ -415,7 +420,7 @@ export class SessionCore implements AgentSession {
   }
 
   /** The narrow of a bound conversation. */
-  narrow(b: Pick<Binding, 'streamId' | 'topic'>): NarrowTermInput[] {
+  narrow(b: Pick<Binding, 'streamId' | 'topic'>): NarrowTerm[] {
     return [
       { operator: 'channel', operand: b.streamId },
       { operator: 'topic', operand: b.topic },
@@ -566,17 +571,32 @@ export class SessionCore implements AgentSession {
     while (this.#pending.size > 0) await Promise.all([...this.#pending]);
   }
 
-  /** Sends a typing notification to the conversation, in order with earlier ones; best effort, never in read-only mode. */
+  /**
+   * Whether the policy lets the bot act in the stream: the write allowlist covers everything the
+   * bot does there, a listening indicator and a typing notice included, not only messages.
+   */
+  async mayWriteIn(streamId: number, call: CallOptions = {}): Promise<boolean> {
+    try {
+      this.services.policy.checkWrite({ stream: streamId }, await this.services.directory.streamLookup(call));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Sends a typing notification to the conversation, in order with earlier ones; best effort, never where writes are refused. */
   typing(b: Pick<Binding, 'streamId' | 'topic'>, op: 'start' | 'stop'): void {
     if (this.services.policy.readOnly) return;
     this.#typing = op === 'start' ? 'started' : 'stopped';
-    const send = () =>
-      this.services.client
+    const send = async () => {
+      if (!(await this.mayWriteIn(b.streamId, { timeoutMs: CLEANUP_TIMEOUT_MS }))) return;
+      await this.services.client
         .setTyping(
           { op, type: 'stream', streamId: b.streamId, topic: b.topic },
           { timeoutMs: CLEANUP_TIMEOUT_MS },
         )
         .catch((err: unknown) => this.logger.debug('typing notification failed', { op, err: codeOf(err) }));
+    };
     this.#typingChain = this.#typingChain.then(send);
     this.track(this.#typingChain);
   }
@@ -605,11 +625,13 @@ export class SessionCore implements AgentSession {
     return this.#listenEmoji;
   }
 
-  /** Puts the listening indicator on the newest message the agent has seen; best effort. */
+  /** Puts the listening indicator on the newest message the agent has seen; best effort, and only where the bot may write. */
   async addIndicator(call: CallOptions): Promise<void> {
     if (this.services.policy.readOnly || this.#indicator !== undefined) return;
     const target = this.#newestVisibleId;
-    if (target === undefined) return;
+    const bound = this.#binding;
+    if (target === undefined || bound === undefined) return;
+    if (!(await this.mayWriteIn(bound.streamId, call))) return;
     const giveUp = (err: unknown): void => {
       if ((err as { code?: unknown }).code === 'CORE_ABORTED') throw err;
       this.logger.debug('could not add the listening indicator', { err: codeOf(err) });
@@ -667,6 +689,8 @@ export class SessionCore implements AgentSession {
     this.services.directory.invalidate('subscriptions');
     const fresh = await this.services.directory.subscriptions(call);
     if (fresh.some((s) => s.stream_id === b.streamId)) return;
+    // Subscribing is something the bot does in the stream: the write allowlist decides it.
+    this.services.policy.checkWrite({ stream: b.streamId }, await this.services.directory.streamLookup(call));
     await this.services.client.subscribe({ subscriptions: [{ name: b.stream }] }, call);
     this.services.directory.invalidate('subscriptions');
   }
@@ -764,18 +788,6 @@ export class SessionCore implements AgentSession {
 
 function codeOf(err: unknown): unknown {
   return (err as { code?: unknown } | null)?.code ?? (err instanceof Error ? err.name : 'unknown');
-}
-
-function checkEmojiName(name: string, field: string): string {
-  const n = name.trim().replace(/^:(.*):$/, '$1');
-  if (!/^[0-9a-z_+-]{1,60}$/i.test(n)) {
-    throw new ToolError(
-      'TOOLS_INVALID_INPUT',
-      `${field} must be an emoji name such as "stop" or "ear" (letters, digits, _, + and -), got ${JSON.stringify(name.slice(0, 60))}.`,
-      { field },
-    );
-  }
-  return n;
 }
 
 function checkLaunch(launch: AgentSessionLaunch | undefined): AgentSessionLaunch | undefined {

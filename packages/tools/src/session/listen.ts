@@ -7,6 +7,7 @@ import {
   type Message,
   type QueueItem,
   readMessage,
+  type StreamInfoLookup,
 } from '@zmcp/core';
 import { z } from 'zod';
 import { truncateToBytes } from '../page.js';
@@ -54,20 +55,6 @@ type Output = z.infer<typeof outputSchema>;
 type Wake = 'timeout' | 'deadline' | 'cancelled' | 'interrupt' | 'rebound' | 'closed' | 'activity';
 
 const STOP = Symbol('stop');
-const TICK = Symbol('tick');
-
-/** Settles after `n` microtask turns: long enough for an already-buffered queue item, no timer. */
-async function microtasks(n: number): Promise<typeof TICK> {
-  for (let i = 0; i < n; i++) await undefined;
-  return TICK;
-}
-
-function eventIdOf(item: QueueItem): number | undefined {
-  if (item.kind === 'event' || item.kind === 'unknown') return item.event.id;
-  if (item.kind === 'invalid') return item.id;
-  return undefined;
-}
-
 /** One call of `listen`: its waiting, what it collected, and its clean-up. */
 class Listening {
   readonly #session: SessionCore;
@@ -132,11 +119,16 @@ class Listening {
     return this.#got.size > 0 || this.dismissal !== undefined || this.nobots;
   }
 
-  /** Takes messages of the conversation newer than last-seen; the bot's own and /nobots ones only move last-seen. */
-  collect(messages: readonly Message[]): void {
-    const self = this.#session.services.identity.user_id;
+  /**
+   * Takes messages of the conversation newer than last-seen; the bot's own and /nobots ones only
+   * move last-seen. An event-queue message passes the same readability check as a REST read.
+   */
+  collect(messages: readonly Message[], lookup: StreamInfoLookup): void {
+    const services = this.#session.services;
+    const self = services.identity.user_id;
     for (const m of messages) {
       if (m.id <= this.#session.lastSeenId || !this.#session.inConversation(this.#binding, m)) continue;
+      if (!services.policy.isReadable(m, lookup)) continue;
       if (this.#newestId === undefined || m.id > this.#newestId) this.#newestId = m.id;
       if (isNoBotsMessage(m)) this.#hidden.add(m.id);
       else if (m.sender_id === self) this.#session.sawVisible(m.id);
@@ -152,7 +144,7 @@ class Listening {
       this.#session.readSince(b, call),
     ]);
     if (dismissal !== undefined) this.dismissal ??= dismissal;
-    this.collect(since.messages);
+    this.collect(since.messages, await this.#session.services.directory.streamLookup(call));
     if (since.hasMore) this.#hasMore = true;
   }
 
@@ -168,7 +160,7 @@ class Listening {
     const b = this.#binding;
     const services = this.#session.services;
     if (event.type === 'message') {
-      this.collect([event.message]);
+      this.collect([event.message], await services.directory.streamLookup(this.call));
       return false;
     }
     if (event.type === 'reaction') {
@@ -213,29 +205,17 @@ class Listening {
 
   /**
    * Waits for activity on a queue registered for the conversation; true when the topic moved.
-   * The next poll starts only when there is nothing left to hand over, so waking costs no request.
+   * Each wake takes every item already received in one batch (the queue's `nextBatch`), so what
+   * arrived together is handed over together; the next poll starts only when there is nothing left
+   * to hand over, so waking costs no request.
    */
   async wait(queue: EventQueue): Promise<boolean> {
-    const it = queue[Symbol.asyncIterator]();
-    const next = () => {
-      const p = it.next();
-      p.catch(() => undefined);
-      return p;
-    };
     while (this.#wake === undefined) {
-      const r = await Promise.race([next(), this.#woken]);
-      if (r === STOP || r.done === true) return false;
-      let item = r.value;
-      if (await this.handle(item)) return true;
-      // The rest of the batch that came with it is already here: take it too. Items leave the
-      // queue in event-id order and the queue has counted the whole batch, so a lower id means
-      // more is buffered (heartbeats are skipped, hence the guard against a real wait).
-      while (this.ready && eventIdOf(item) !== undefined && (eventIdOf(item) as number) < queue.lastEventId) {
-        const more = await Promise.race([next(), this.#woken, microtasks(16)]);
-        if (more === STOP || more === TICK || more.done === true) break;
-        item = more.value;
-        if (await this.handle(item)) return true;
-      }
+      const batch = queue.nextBatch();
+      batch.catch(() => undefined);
+      const items = await Promise.race([batch, this.#woken]);
+      if (items === STOP || items === undefined) return false;
+      for (const item of items) if (await this.handle(item)) return true;
       if (this.ready) this.finish('activity');
     }
     return false;

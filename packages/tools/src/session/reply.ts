@@ -9,14 +9,8 @@ import {
   attachmentsNote,
   ContentArgSchema,
   callOf,
-  guardLength,
-  lineOf,
-  permalinkOf,
   prepareBody,
-  readBack,
-  sendFailure,
-  sentStreamMessage,
-  uploadAll,
+  sendPrepared,
 } from '../write/common.js';
 import type { SessionCore } from './agent-session.js';
 
@@ -72,27 +66,18 @@ export const replyTool = defineTool({
       return toolFailure('TOOLS_SESSION_ENDED', `Nothing was sent. ${session.endedMessage(ended)}`);
     }
 
-    const uploaded = await uploadAll(services, attachments, signal);
-    const { content } = guardLength(services, prepared.body, uploaded, false);
-    let sent: { id: number };
-    try {
-      sent = await services.client.sendMessage(
-        { type: 'stream', to: b.streamId, topic: b.topic, content, readBySender: true },
-        call,
-      );
-    } catch (err) {
-      return sendFailure(err);
-    }
-    // A stop in place of a start: the indicator from before the reply must not linger under it.
-    session.typing(b, 'stop');
-    const message = await readBack(
+    const sent = await sendPrepared(
       services,
-      sentStreamMessage(services, sent.id, { name: b.stream, stream_id: b.streamId }, b.topic, content),
-      lookup,
+      { type: 'stream', stream: { name: b.stream, stream_id: b.streamId }, topic: b.topic },
+      prepared,
+      attachments,
       signal,
     );
-    const sentLine = lineOf(services, message);
-    const permalink = permalinkOf(services, message);
+    if ('isError' in sent) return sent;
+    // A stop in place of a start: the indicator from before the reply must not linger under it.
+    session.typing(b, 'stop');
+    const sentLine = sent.line;
+    const permalink = sent.permalink;
     // Read after the send, so that nothing said before the reply went out is skipped.
     const arrived = await session.catchUp(b, call);
     const shown = session.present(arrived, arrived.hasMore, encoder.encode(sentLine).length + 200);
@@ -101,7 +86,7 @@ export const replyTool = defineTool({
     session.sawVisible(sent.id);
 
     const lines = [
-      `Sent message ${sent.id} to ${session.label(b)}${attachmentsNote(uploaded.length)}${permalink === null ? '' : ` (${permalink})`}.`,
+      `Sent message ${sent.id} to ${session.label(b)}${attachmentsNote(sent.uploaded.length)}${permalink === null ? '' : ` (${permalink})`}.`,
       sentLine,
     ];
     if (shown.shown.length > 0) {
@@ -118,7 +103,7 @@ export const replyTool = defineTool({
       data: {
         message_id: sent.id,
         permalink,
-        attachments: uploaded.length,
+        attachments: sent.uploaded.length,
         arrived_ids: shown.shown.map((m) => m.id),
         hidden: arrived.hidden,
         more_waiting: shown.moreWaiting,

@@ -1,6 +1,7 @@
+import { readVisibleMessage } from '../read/message-access.js';
 import type { ToolServices } from '../services.js';
 import { defineTool } from '../tool.js';
-import { assertWritable, callOf, readTarget, whereOf, writeTargetOf } from './common.js';
+import { assertWritable, callOf, whereOf, writeTargetOf } from './common.js';
 import { parseEmoji, resolveReaction } from './emoji.js';
 import { ownReactions, reactionInputSchema, reactionOutputSchema, zulipCodeOf } from './reaction-common.js';
 
@@ -21,7 +22,7 @@ export const addReactionTool = defineTool({
     assertWritable(services);
     const emoji = parseEmoji(input.emoji);
     const lookup = await services.directory.streamLookup(call);
-    const message = await readTarget(services, input.message_id, lookup, signal);
+    const message = await readVisibleMessage(services, input.message_id, callOf(signal));
     services.policy.checkWrite(writeTargetOf(services, message), lookup);
     const mine = ownReactions(services, message);
     const { type, code } = await resolveReaction(services, emoji, input.reaction_type, mine, call);

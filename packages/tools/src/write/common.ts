@@ -2,8 +2,8 @@ import {
   type CallOptions,
   checkMessageLength,
   checkTopicName,
+  decodePrintedName,
   escapeMsgName,
-  isNoBotsMessage,
   type Message,
   messagePermalink,
   normalizeMarkdown,
@@ -22,8 +22,8 @@ import {
   uploadAttachments,
 } from '@zmcp/uploads';
 import { z } from 'zod';
-import { ToolError } from '../errors.js';
-import { toolFailure } from '../failure.js';
+import { asToolInput, ToolError } from '../errors.js';
+import { mayHaveTakenEffect, toolFailure } from '../failure.js';
 import { fitToBudget } from '../page.js';
 import { streamLabel, topicLabel } from '../read/shared.js';
 import type { ToolServices } from '../services.js';
@@ -47,20 +47,18 @@ export const ATTACHMENT_HELP =
   '{ file: "<root>/<path>" } under an upload root, or { data: "<base64>", name }';
 
 /** A topic argument; {@link checkTopic} applies Zulip's rules on top. */
-export const TopicArgSchema = z.string().max(500);
+export const TopicArgSchema = z.string().max(2000);
 
 /** A message body argument; the realm's limit is checked after normalization. */
 export const ContentArgSchema = z.string().max(MAX_CONTENT_INPUT);
 
 /** A message id argument. */
-export const MessageIdSchema = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+export { MessageIdSchema } from '../read/shared.js';
 
-/** One uploaded attachment in tool output. */
+/** One uploaded attachment in tool output: where it is (the name and its Markdown link are in the text). */
 export const UploadedOutputSchema = z.object({
-  name: z.string().describe('File name as uploaded'),
   path: z.string().describe('Server-relative /user_uploads/... path'),
-  url: z.string().describe('Absolute URL on the realm'),
-  markdown: z.string().describe('Markdown link to put in a message body'),
+  url: z.string(),
   content_type: z.string(),
   size: z.number().int().describe('Bytes uploaded'),
 });
@@ -69,14 +67,7 @@ export type UploadedOutput = z.infer<typeof UploadedOutputSchema>;
 
 /** Projects an upload onto {@link UploadedOutputSchema}, escaped for the model like every name. */
 export function toUploadedOutput(u: UploadedAttachment): UploadedOutput {
-  return {
-    name: escapeMsgName(u.name),
-    path: u.path,
-    url: u.url,
-    markdown: escapeMsgName(u.markdown),
-    content_type: escapeMsgName(u.contentType),
-    size: u.size,
-  };
+  return { path: u.path, url: u.url, content_type: escapeMsgName(u.contentType), size: u.size };
 }
 
 /**
@@ -84,13 +75,7 @@ export function toUploadedOutput(u: UploadedAttachment): UploadedOutput {
  * @throws ToolError `TOOLS_INVALID_INPUT` naming `field`.
  */
 export function checkTopic(raw: string, field = 'topic'): string {
-  try {
-    return checkTopicName(raw, { field });
-  } catch (err) {
-    const refusal = err as { code?: unknown; message: string; details?: Readonly<Record<string, unknown>> };
-    if (refusal.code !== 'CORE_INVALID_ARGUMENT') throw err;
-    throw new ToolError('TOOLS_INVALID_INPUT', refusal.message, refusal.details);
-  }
+  return asToolInput(() => checkTopicName(decodePrintedName(raw.trim()), { field }));
 }
 
 /**
@@ -249,45 +234,6 @@ export async function uploadAll(
   }
 }
 
-/**
- * The one gate of the write tools that act on an existing message: reads it through core's
- * `readMessage` (the access policy), and answers "not found" for a missing message and for one
- * that opted out of bots with `/nobots`.
- * @throws ToolError `TOOLS_NOT_FOUND`; ZmcpError `CORE_ACCESS_DENIED` and the request codes.
- */
-export async function readTarget(
-  services: ToolServices,
-  messageId: number,
-  lookup: StreamInfoLookup,
-  signal: AbortSignal,
-): Promise<Message> {
-  // A missing message and a /nobots one read the same, so the opt-out reveals nothing.
-  const notFound = () =>
-    new ToolError(
-      'TOOLS_NOT_FOUND',
-      `Message ${messageId} does not exist or is not available to this bot. Check the id in a message line (id=...).`,
-      { message_id: messageId },
-    );
-  let message: Message;
-  try {
-    message = await readMessage(services.client, services.policy, messageId, {
-      streams: lookup,
-      call: callOf(signal),
-    });
-  } catch (err) {
-    if (
-      err instanceof ZmcpError &&
-      (err.code === 'CORE_NOT_FOUND' ||
-        (err.code === 'CORE_BAD_REQUEST' && /invalid message/i.test(err.message)))
-    ) {
-      throw notFound();
-    }
-    throw err;
-  }
-  if (isNoBotsMessage(message)) throw notFound();
-  return message;
-}
-
 /** The write target of an existing message: its stream, or its DM participants other than the bot. */
 export function writeTargetOf(
   services: ToolServices,
@@ -403,16 +349,6 @@ export function attachmentsNote(n: number): string {
   return n === 0 ? '' : ` with ${n} attachment${n === 1 ? '' : 's'}`;
 }
 
-// Failures after which a send may or may not have reached Zulip: the request left, and no
-// answer (or a broken one) came back.
-const UNCERTAIN_SEND = new Set([
-  'CORE_TIMEOUT',
-  'CORE_ABORTED',
-  'CORE_NETWORK',
-  'CORE_SERVER_ERROR',
-  'CORE_BAD_RESPONSE',
-]);
-
 /**
  * Turns a failed send into a result that does not invite a blind retry: when the outcome is
  * unknown the model is told to look before sending again (a second send would post twice).
@@ -421,7 +357,7 @@ const UNCERTAIN_SEND = new Set([
 export function sendFailure(err: unknown): ToolFailure {
   const code = (err as { code?: unknown } | null)?.code;
   const message = (err as { message?: unknown } | null)?.message;
-  if (typeof code === 'string' && typeof message === 'string' && UNCERTAIN_SEND.has(code)) {
+  if (typeof code === 'string' && typeof message === 'string' && mayHaveTakenEffect(code)) {
     return toolFailure(
       code,
       `${message}. The message may or may not have been posted.`,
@@ -429,4 +365,77 @@ export function sendFailure(err: unknown): ToolFailure {
     );
   }
   throw err;
+}
+
+/** Where one message goes: a stream topic, or the people of a DM. */
+export type Destination =
+  | { readonly type: 'stream'; readonly stream: Pick<Stream, 'name' | 'stream_id'>; readonly topic: string }
+  | {
+      readonly type: 'direct';
+      readonly users: readonly { user_id: number; email: string; full_name: string }[];
+    };
+
+/** A message that went out: its id, how it now reads, and what was uploaded with it. */
+export interface Sent {
+  readonly id: number;
+  readonly message: Message;
+  readonly permalink: string | null;
+  /** Its message line, cut to the page budget. */
+  readonly line: string;
+  readonly uploaded: readonly UploadedAttachment[];
+  /** Its length in code points, attachment links included. */
+  readonly length: number;
+}
+
+/**
+ * The one send pipeline of send_message, send_dm and reply, after the caller checked the target
+ * and prepared the body ({@link prepareBody}): uploads the attachments one at a time, measures the
+ * whole message against the realm's limit, posts it once (never retried here: the client does not
+ * retry a send that may have arrived), and reads it back through the read gate. A failure whose
+ * outcome is unknown comes back as a failure that says to look before sending again.
+ * @throws the uploads' and the length guard's refusals, and definite refusals of the send.
+ */
+export async function sendPrepared(
+  services: ToolServices,
+  destination: Destination,
+  prepared: PreparedBody,
+  attachments: readonly Attachment[],
+  signal: AbortSignal,
+): Promise<Sent | ToolFailure> {
+  const uploaded = await uploadAll(services, attachments, signal);
+  const { content, length } = guardLength(services, prepared.body, uploaded, false);
+  let id: number;
+  try {
+    // readBySender: the bot wrote it, so it is not unread for the bot.
+    ({ id } = await services.client.sendMessage(
+      destination.type === 'stream'
+        ? {
+            type: 'stream',
+            to: destination.stream.stream_id,
+            topic: destination.topic,
+            content,
+            readBySender: true,
+          }
+        : { type: 'direct', to: destination.users.map((u) => u.user_id), content, readBySender: true },
+      callOf(signal),
+    ));
+  } catch (err) {
+    return sendFailure(err);
+  }
+  const fallback =
+    destination.type === 'stream'
+      ? sentStreamMessage(services, id, destination.stream, destination.topic, content)
+      : sentDirectMessage(services, id, destination.users, content);
+  // A DM's read gate needs no stream facts.
+  const lookup =
+    destination.type === 'stream' ? await services.directory.streamLookup(callOf(signal)) : () => undefined;
+  const message = await readBack(services, fallback, lookup, signal);
+  return {
+    id,
+    message,
+    permalink: permalinkOf(services, message),
+    line: lineOf(services, message),
+    uploaded,
+    length,
+  };
 }

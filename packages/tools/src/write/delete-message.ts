@@ -1,15 +1,8 @@
 import { z } from 'zod';
+import { readVisibleMessage } from '../read/message-access.js';
 import type { ToolServices } from '../services.js';
 import { defineTool } from '../tool.js';
-import {
-  assertWritable,
-  callOf,
-  lineOf,
-  MessageIdSchema,
-  readTarget,
-  whereOf,
-  writeTargetOf,
-} from './common.js';
+import { assertWritable, callOf, lineOf, MessageIdSchema, whereOf, writeTargetOf } from './common.js';
 
 const inputSchema = z.object({
   message_id: MessageIdSchema,
@@ -36,7 +29,7 @@ export const deleteMessageTool = defineTool({
     const call = callOf(signal);
     assertWritable(services);
     const lookup = await services.directory.streamLookup(call);
-    const message = await readTarget(services, input.message_id, lookup, signal);
+    const message = await readVisibleMessage(services, input.message_id, callOf(signal));
     services.policy.checkWrite(writeTargetOf(services, message), lookup);
     await services.client.deleteMessage(message.id, call);
     return {

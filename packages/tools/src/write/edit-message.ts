@@ -1,6 +1,7 @@
 import { isNoBotsTopic, type Message, type Stream } from '@zmcp/core';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
+import { readVisibleMessage } from '../read/message-access.js';
 import type { ToolServices } from '../services.js';
 import { defineTool } from '../tool.js';
 import {
@@ -14,7 +15,6 @@ import {
   permalinkOf,
   prepareMarkdown,
   readBack,
-  readTarget,
   StreamRefSchema,
   TopicArgSchema,
   whereOf,
@@ -73,7 +73,7 @@ export const editMessageTool = defineTool({
       });
     }
     const lookup = await services.directory.streamLookup(call);
-    const original = await readTarget(services, input.message_id, lookup, signal);
+    const original = await readVisibleMessage(services, input.message_id, callOf(signal));
     if (original.type === 'private' && (topicArg !== undefined || input.stream !== undefined)) {
       throw new ToolError(
         'TOOLS_INVALID_INPUT',

@@ -1,6 +1,6 @@
-import type { CallOptions, Reaction } from '@zmcp/core';
+import { type CallOptions, checkEmojiName, type Reaction } from '@zmcp/core';
 import { z } from 'zod';
-import { ToolError } from '../errors.js';
+import { asToolInput, ToolError } from '../errors.js';
 import type { ToolServices } from '../services.js';
 
 /** Zulip's three kinds of reaction. */
@@ -75,15 +75,7 @@ export function parseEmoji(raw: string): EmojiRef {
     }
     return { name, code, type: 'unicode_emoji' };
   }
-  const name = text.replace(/^:(.*):$/, '$1').toLowerCase();
-  if (!/^[0-9a-z_+-]{1,60}$/.test(name)) {
-    throw new ToolError(
-      'TOOLS_INVALID_INPUT',
-      `emoji ${JSON.stringify(text.slice(0, 60))} is not an emoji name; names are like "thumbs_up", "+1", "tada" (letters, digits, _, + and -).`,
-      { field: 'emoji' },
-    );
-  }
-  return { name };
+  return { name: asToolInput(() => checkEmojiName(text, { field: 'emoji' })) };
 }
 
 /**

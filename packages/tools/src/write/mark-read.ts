@@ -1,6 +1,7 @@
 import { type Message, validateNarrow } from '@zmcp/core';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
+import { readVisibleMessage } from '../read/message-access.js';
 import type { ToolServices } from '../services.js';
 import { defineTool } from '../tool.js';
 import {
@@ -8,7 +9,6 @@ import {
   callOf,
   checkTopic,
   MessageIdSchema,
-  readTarget,
   StreamRefSchema,
   streamTopic,
   TopicArgSchema,
@@ -40,11 +40,11 @@ async function gateAll(
   ids: readonly number[],
   signal: AbortSignal,
 ): Promise<Message[]> {
-  const lookup = await services.directory.streamLookup(callOf(signal));
+  const _lookup = await services.directory.streamLookup(callOf(signal));
   const out: Message[] = [];
   for (let i = 0; i < ids.length; i += PARALLEL_READS) {
     const chunk = ids.slice(i, i + PARALLEL_READS);
-    out.push(...(await Promise.all(chunk.map((id) => readTarget(services, id, lookup, signal)))));
+    out.push(...(await Promise.all(chunk.map((id) => readVisibleMessage(services, id, callOf(signal))))));
   }
   return out;
 }
@@ -90,8 +90,8 @@ export const markReadTool = defineTool({
     const lookup = await services.directory.streamLookup(call);
     const decision = services.policy.checkNarrowScope(
       [
-        { operator: 'channel', operand: stream.name },
-        ...(topic === undefined ? [] : [{ operator: 'topic', operand: topic }]),
+        { operator: 'channel', operand: stream.stream_id },
+        ...(topic === undefined ? [] : [{ operator: 'topic' as const, operand: topic }]),
         { operator: 'is', operand: 'unread' },
       ],
       lookup,

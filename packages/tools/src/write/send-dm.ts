@@ -1,4 +1,4 @@
-import { escapeMsgName, type User, ZmcpError } from '@zmcp/core';
+import { quoteName, type User, ZmcpError } from '@zmcp/core';
 import { AttachmentsSchema } from '@zmcp/uploads';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
@@ -10,14 +10,8 @@ import {
   attachmentsNote,
   ContentArgSchema,
   callOf,
-  guardLength,
-  lineOf,
-  permalinkOf,
   prepareBody,
-  readBack,
-  sendFailure,
-  sentDirectMessage,
-  uploadAll,
+  sendPrepared,
 } from './common.js';
 
 /** Zulip's group DMs are capped well below this; it bounds the lookups of one call. */
@@ -58,7 +52,8 @@ async function resolveRecipients(
     let user: User;
     let deactivated: boolean;
     try {
-      const resolved = await services.directory.user(ref, callOf(signal));
+      // A write goes only to an id, an email or an exact full name: display names are anyone's to choose.
+      const resolved = await services.directory.user(ref, callOf(signal), { exact: true });
       user = resolved.user;
       deactivated = resolved.deactivated;
     } catch (err) {
@@ -76,7 +71,7 @@ async function resolveRecipients(
     if (deactivated) {
       throw new ToolError(
         'TOOLS_INVALID_INPUT',
-        `to[${index}]: ${escapeMsgName(user.full_name)} (id ${user.user_id}) is deactivated and cannot receive messages.`,
+        `to[${index}]: ${quoteName(user.full_name, 'person')} (id ${user.user_id}) is deactivated and cannot receive messages.`,
         { field: `to.${index}` },
       );
     }
@@ -98,7 +93,7 @@ export const sendDmTool = defineTool({
   toolset: 'write',
   async handler(services: ToolServices, input, context) {
     const { signal } = context;
-    const call = callOf(signal);
+    const _call = callOf(signal);
     assertWritable(services);
     const attachments = input.attachments ?? [];
     const users = await resolveRecipients(services, input.to, signal);
@@ -106,34 +101,22 @@ export const sendDmTool = defineTool({
     // A DM target names no stream: the lookup is not consulted.
     services.policy.checkWrite({ dm: ids }, () => undefined);
     const prepared = prepareBody(services, input.content, attachments);
-    const uploaded = await uploadAll(services, attachments, signal);
-    const { content, length } = guardLength(services, prepared.body, uploaded, false);
-    let sent: { id: number };
-    try {
-      sent = await services.client.sendMessage(
-        { type: 'direct', to: ids, content, readBySender: true },
-        call,
-      );
-    } catch (err) {
-      return sendFailure(err);
-    }
-    const fallback = sentDirectMessage(services, sent.id, users, content);
-    // A DM's read gate needs no stream facts.
-    const message = await readBack(services, fallback, () => undefined, signal);
-    const permalink = permalinkOf(services, message);
-    const names = users.map((u) => escapeMsgName(u.full_name)).join(', ');
+    const sent = await sendPrepared(services, { type: 'direct', users }, prepared, attachments, signal);
+    if ('isError' in sent) return sent;
+    const permalink = sent.permalink;
+    const names = users.map((u) => quoteName(u.full_name, 'member')).join(', ');
     return {
       text: [
-        `Sent direct message ${sent.id} to ${names}${attachmentsNote(uploaded.length)}${permalink === null ? '' : ` (${permalink})`}.`,
-        lineOf(services, message),
+        `Sent direct message ${sent.id} to ${names}${attachmentsNote(sent.uploaded.length)}${permalink === null ? '' : ` (${permalink})`}.`,
+        sent.line,
       ].join('\n'),
       data: {
         message_id: sent.id,
         permalink,
         recipient_ids: users.map((u) => u.user_id),
-        attachments: uploaded.length,
+        attachments: sent.uploaded.length,
         normalized: prepared.normalized,
-        length,
+        length: sent.length,
         limit: services.maxMessageLength,
       },
     };

@@ -11,17 +11,11 @@ import {
   ContentArgSchema,
   callOf,
   checkTopic,
-  guardLength,
-  lineOf,
-  permalinkOf,
   prepareBody,
-  readBack,
   StreamRefSchema,
-  sendFailure,
-  sentStreamMessage,
+  sendPrepared,
   streamTopic,
   TopicArgSchema,
-  uploadAll,
 } from './common.js';
 
 const inputSchema = z.object({
@@ -67,38 +61,27 @@ export const sendMessageTool = defineTool({
     const lookup = await services.directory.streamLookup(call);
     services.policy.checkWrite({ stream: stream.stream_id }, lookup);
     const prepared = prepareBody(services, input.content, attachments);
-    const uploaded = await uploadAll(services, attachments, signal);
-    const { content, length } = guardLength(services, prepared.body, uploaded, false);
-    // One POST, never repeated here: the client does not retry a send that may have arrived.
-    let sent: { id: number };
-    try {
-      // readBySender: the bot wrote it, so it is not unread for the bot.
-      sent = await services.client.sendMessage(
-        { type: 'stream', to: stream.stream_id, topic, content, readBySender: true },
-        call,
-      );
-    } catch (err) {
-      return sendFailure(err);
-    }
-    const message = await readBack(
+    const sent = await sendPrepared(
       services,
-      sentStreamMessage(services, sent.id, stream, topic, content),
-      lookup,
+      { type: 'stream', stream, topic },
+      prepared,
+      attachments,
       signal,
     );
-    const permalink = permalinkOf(services, message);
+    if ('isError' in sent) return sent;
+    const permalink = sent.permalink;
     return {
       text: [
-        `Sent message ${sent.id} to ${streamTopic(stream.name, topic)}${attachmentsNote(uploaded.length)}${permalink === null ? '' : ` (${permalink})`}.`,
-        lineOf(services, message),
+        `Sent message ${sent.id} to ${streamTopic(stream.name, topic)}${attachmentsNote(sent.uploaded.length)}${permalink === null ? '' : ` (${permalink})`}.`,
+        sent.line,
       ].join('\n'),
       data: {
         message_id: sent.id,
         permalink,
         stream_id: stream.stream_id,
-        attachments: uploaded.length,
+        attachments: sent.uploaded.length,
         normalized: prepared.normalized,
-        length,
+        length: sent.length,
         limit: services.maxMessageLength,
       },
     };

@@ -74,12 +74,21 @@ export function planSubscriptions<S extends string>(
     }
     if (seen.has(stream.name)) continue;
     seen.add(stream.name);
-    if (!services.policy.canReadStream(stream.stream_id, createStreamLookup([stream]))) {
+    const lookup = createStreamLookup([stream]);
+    if (!services.policy.canReadStream(stream.stream_id, lookup)) {
       results.push({
         stream: stream.name,
         stream_id: stream.stream_id,
         status: 'unauthorized',
         reason: 'private stream this session may not read',
+      });
+    } else if (!mayWrite(services, stream.stream_id, lookup)) {
+      // Joining or leaving a stream is something the bot does in it: the write allowlist decides.
+      results.push({
+        stream: stream.name,
+        stream_id: stream.stream_id,
+        status: 'unauthorized',
+        reason: 'not a stream this session may write to',
       });
     } else if (state.subscribed.has(stream.stream_id) === want.subscribed) {
       results.push({
@@ -94,6 +103,19 @@ export function planSubscriptions<S extends string>(
     }
   }
   return { results, targets };
+}
+
+function mayWrite(
+  services: ToolServices,
+  streamId: number,
+  lookup: ReturnType<typeof createStreamLookup>,
+): boolean {
+  try {
+    services.policy.checkWrite({ stream: streamId }, lookup);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** The tool result: a summary line, then one line per stream. */

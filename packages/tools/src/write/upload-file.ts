@@ -1,4 +1,4 @@
-import { escapeMsgName } from '@zmcp/core';
+import { escapeMsgName, quoteName } from '@zmcp/core';
 import { AttachmentSchema } from '@zmcp/uploads';
 import { z } from 'zod';
 import type { ToolServices } from '../services.js';
@@ -35,8 +35,8 @@ export const uploadFileTool = defineTool({
     const out = toUploadedOutput(uploaded);
     return {
       text: [
-        `Uploaded ${escapeMsgName(out.name)} (${out.size} bytes, ${out.content_type}) to ${out.path}.`,
-        `Markdown link: ${out.markdown}`,
+        `Uploaded ${quoteName(uploaded.name, 'person')} (${out.size} bytes, ${out.content_type}) to ${out.path}.`,
+        `Markdown link: ${escapeMsgName(uploaded.markdown)}`,
         `URL: ${out.url}`,
       ].join('\n'),
       data: out,

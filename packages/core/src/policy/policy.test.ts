@@ -1,24 +1,22 @@
 import { describe, expect, it } from 'vitest';
 import { isZmcpError, type ZmcpError } from '../errors.js';
-import {
-  AccessPolicy,
-  type AccessPolicyConfig,
-  ALL_STREAMS,
-  createStreamLookup,
-  type NarrowInput,
-  parseReadOnlyFlag,
-  parseStreamAllowlist,
-} from './policy.js';
+import { ALL_STREAMS, parseStreamAllowlist, resolveStreamAllowlist } from './allowlist.js';
+import { AccessPolicy, type AccessPolicySettings, type NarrowInput, parseReadOnlyFlag } from './policy.js';
+import { createStreamLookup, type StreamInfo } from './streams.js';
 
-const streams = createStreamLookup([
+const LIST: StreamInfo[] = [
   { name: 'general', stream_id: 1, invite_only: false },
   { name: 'Dev Ops', stream_id: 2, invite_only: false },
   { name: 'secret', stream_id: 3, invite_only: true },
   { name: 'HR', stream_id: 4, invite_only: true },
-]);
+  { name: 'café', stream_id: 5, invite_only: true },
+  { name: 'cafe\u0301', stream_id: 6, invite_only: true },
+];
+const streams = createStreamLookup(LIST);
 
-function policy(config: Partial<AccessPolicyConfig> = {}): AccessPolicy {
-  return new AccessPolicy({ readOnly: false, ...config });
+/** A policy whose allowlists name streams (or ids), resolved against {@link LIST}. */
+function policy(config: Partial<AccessPolicySettings> = {}): AccessPolicy {
+  return AccessPolicy.resolve({ readOnly: false, ...config }, LIST);
 }
 
 function thrown(fn: () => unknown): ZmcpError {
@@ -38,9 +36,13 @@ const stream = (name: string, stream_id?: number) =>
 const dmMessage = { type: 'private', display_recipient: [{ id: 1 }, { id: 2 }] };
 
 describe('createStreamLookup', () => {
-  it('finds streams by id and by name, case-insensitively', () => {
+  it('finds streams by id, and by name as Zulip does: exact, else up to case; nothing else', () => {
     expect(streams(2)?.name).toBe('Dev Ops');
-    expect(streams(' dev ops ')?.stream_id).toBe(2);
+    expect(streams('dev ops')?.stream_id).toBe(2);
+    expect(streams(' dev ops ')).toBeUndefined();
+    expect(streams('café')?.stream_id).toBe(5);
+    expect(streams('cafe\u0301')?.stream_id).toBe(6);
+    expect(streams('caf\u00e9\u200b')).toBeUndefined();
     expect(streams('SECRET')?.invite_only).toBe(true);
     expect(streams('nowhere')).toBeUndefined();
     expect(streams(99)).toBeUndefined();
@@ -76,8 +78,17 @@ describe('AccessPolicy reads', () => {
     expect(p.isReadable(stream('old-name', 1), streams)).toBe(true);
   });
 
-  it('an allowlisted name unknown to the lookup is still readable by name', () => {
-    expect(policy({ privateStreams: ['ghost'] }).isReadable(stream('Ghost'), streams)).toBe(true);
+  it('decides by id: a look-alike of an allowlisted stream stays closed', () => {
+    const p = policy({ privateStreams: ['café'] });
+    expect(p.isReadable(stream('café', 5), streams)).toBe(true);
+    expect(p.isReadable(stream('cafe\u0301', 6), streams)).toBe(false);
+    expect(p.canReadStream('cafe\u0301', streams)).toBe(false);
+    expect(p.isReadable(stream('café', 6), streams)).toBe(false);
+  });
+
+  it('an unknown stream is closed, unless everything is open', () => {
+    expect(policy({ privateStreams: ['secret'] }).isReadable(stream('Ghost'), streams)).toBe(false);
+    expect(policy({ privateStreams: ALL_STREAMS }).isReadable(stream('Ghost'), streams)).toBe(true);
   });
 
   it('drops strays in order', () => {
@@ -94,8 +105,8 @@ describe('AccessPolicy reads', () => {
 });
 
 describe('AccessPolicy.checkNarrowScope', () => {
-  it.each<[string, NarrowInput, string, string[]]>([
-    ['a public stream by name', [{ operator: 'channel', operand: 'general' }], 'stream', ['general']],
+  it.each<[string, NarrowInput, string, number[]]>([
+    ['a public stream by name', [{ operator: 'channel', operand: 'general' }], 'stream', [1]],
     [
       'a public stream by id, with a topic',
       [
@@ -103,9 +114,9 @@ describe('AccessPolicy.checkNarrowScope', () => {
         { operator: 'topic', operand: 'x' },
       ],
       'stream',
-      ['Dev Ops'],
+      [2],
     ],
-    ['legacy pair form', [['stream', 'general']], 'stream', ['general']],
+    ['legacy pair form', [['stream', 'general']], 'stream', [1]],
     [
       'public streams',
       [
@@ -117,10 +128,10 @@ describe('AccessPolicy.checkNarrowScope', () => {
     ],
     ['a single message', [{ operator: 'id', operand: 42 }], 'message', []],
     ['a message conversation', [{ operator: 'with', operand: 42 }], 'message', []],
-  ])('allows %s', (_name, narrow, scope, names) => {
+  ])('allows %s', (_name, narrow, scope, ids) => {
     const d = policy().checkNarrowScope(narrow, streams);
     expect(d.scope).toBe(scope);
-    expect(d.streams).toEqual(names);
+    expect(d.streams).toEqual(ids);
   });
 
   it('returns the narrow in object form', () => {
@@ -144,30 +155,29 @@ describe('AccessPolicy.checkNarrowScope', () => {
     expect(err.code).toBe('CORE_ACCESS_DENIED');
     expect(err.message).toContain('"secret"');
     expect(err.message).toContain('BOT_ALLOWED_PRIVATE_STREAMS');
-    expect(err.details).toEqual({ stream: 'secret', reason: 'private-stream' });
+    expect(err.details).toEqual({ reason: 'private-stream' });
   });
 
-  it('refuses a private stream named by id and an unknown stream', () => {
+  it('refuses a private stream named by id without revealing its name, and an unknown one the same way', () => {
+    const byId = thrown(() =>
+      policy().checkNarrowScope([{ operator: 'channel', operand: 3 }], streams),
+    ).message;
+    expect(byId).toContain('stream id 3');
+    expect(byId).not.toContain('secret');
+    const missing = thrown(() =>
+      policy().checkNarrowScope([{ operator: 'channel', operand: 77 }], streams),
+    ).message;
+    expect(missing.replace('77', '3')).toBe(byId);
     expect(
-      thrown(() => policy().checkNarrowScope([{ operator: 'channel', operand: 3 }], streams)).message,
-    ).toContain('"secret"');
-    expect(
-      thrown(() => policy().checkNarrowScope([{ operator: 'channel', operand: 'ghost' }], streams)).message,
-    ).toMatch(/not known to be public/);
-    expect(
-      thrown(() =>
-        policy({ privateStreams: ['ghost'] }).checkNarrowScope(
-          [{ operator: 'channel', operand: 77 }],
-          streams,
-        ),
-      ).code,
+      thrown(() => policy().checkNarrowScope([{ operator: 'channel', operand: 'ghost' }], streams)).code,
     ).toBe('CORE_ACCESS_DENIED');
   });
 
-  it('opens allowlisted private streams, by name or id', () => {
+  it('opens allowlisted private streams, listed by name or id', () => {
     const p = policy({ privateStreams: ['secret'] });
     expect(p.checkNarrowScope([{ operator: 'channel', operand: 'Secret' }], streams).scope).toBe('stream');
-    expect(p.checkNarrowScope([{ operator: 'channel', operand: 3 }], streams).streams).toEqual(['secret']);
+    expect(p.checkNarrowScope([{ operator: 'channel', operand: 3 }], streams).streams).toEqual([3]);
+    expect(policy({ privateStreams: [4] }).canReadStream('HR', streams)).toBe(true);
   });
 
   it.each<[string, NarrowInput]>([
@@ -191,7 +201,6 @@ describe('AccessPolicy.checkNarrowScope', () => {
     ['topic without stream', [['topic', 'x']]],
     ['a negated stream does not name a scope', [{ operator: 'channel', operand: 'secret', negated: true }]],
     ['a negated DM term does not either', [{ operator: 'is', operand: 'dm', negated: true }]],
-    ['channels:all is not public', [{ operator: 'channels', operand: 'all' }]],
   ])('refuses an unscoped narrow: %s', (_name, narrow) => {
     const err = thrown(() => policy({ privateStreams: ['secret'] }).checkNarrowScope(narrow, streams));
     expect(err.code).toBe('CORE_ACCESS_DENIED');
@@ -219,7 +228,7 @@ describe('AccessPolicy.checkNarrowScope', () => {
     expect(d.narrow.some((t) => t.negated === true)).toBe(false);
   });
 
-  it('checks every stream term', () => {
+  it('validates with the one narrow validator: two stream terms are refused before any check', () => {
     const err = thrown(() =>
       policy().checkNarrowScope(
         [
@@ -229,7 +238,7 @@ describe('AccessPolicy.checkNarrowScope', () => {
         streams,
       ),
     );
-    expect(err.details).toEqual({ stream: 'secret', reason: 'private-stream' });
+    expect(err.code).toBe('CORE_INVALID_ARGUMENT');
   });
 
   it.each<[string, unknown]>([
@@ -241,6 +250,8 @@ describe('AccessPolicy.checkNarrowScope', () => {
     ['a non-boolean negated', [{ operator: 'stream', operand: 'general', negated: 'yes' }]],
     ['a list operand for stream', [{ operator: 'stream', operand: [1, 2] }]],
     ['null', [null]],
+    ['channels:all', [{ operator: 'channels', operand: 'all' }]],
+    ['an unknown operator', [{ operator: 'bogus', operand: 'x' }]],
   ])('rejects a malformed narrow: %s', (_name, narrow) => {
     expect(thrown(() => policy().checkNarrowScope(narrow as NarrowInput, streams)).code).toBe(
       'CORE_INVALID_ARGUMENT',
@@ -265,7 +276,6 @@ describe('AccessPolicy.checkWrite', () => {
   it('refuses private and unknown streams that are not readable', () => {
     const p = policy();
     expect(thrown(() => p.checkWrite({ stream: 'secret' }, streams)).details).toEqual({
-      stream: 'secret',
       reason: 'private-stream',
     });
     expect(thrown(() => p.checkWrite({ stream: 'ghost' }, streams)).code).toBe('CORE_ACCESS_DENIED');
@@ -274,12 +284,12 @@ describe('AccessPolicy.checkWrite', () => {
     ).not.toThrow();
   });
 
-  it('limits writes to the allowlist, case-insensitively', () => {
+  it('limits writes to the allowlist, by id (an entry resolves up to case, as Zulip names)', () => {
     const p = policy({ writeStreams: ['General'], privateStreams: ALL_STREAMS });
     expect(() => p.checkWrite({ stream: 'general' }, streams)).not.toThrow();
     expect(() => p.checkWrite({ stream: 1 }, streams)).not.toThrow();
     const err = thrown(() => p.checkWrite({ stream: 'Dev Ops' }, streams));
-    expect(err.details).toEqual({ stream: 'Dev Ops', reason: 'write-allowlist' });
+    expect(err.details).toEqual({ reason: 'write-allowlist' });
     expect(thrown(() => p.checkWrite({ stream: 'secret' }, streams)).code).toBe('CORE_ACCESS_DENIED');
     expect(thrown(() => p.checkWrite({ stream: 404 }, streams)).code).toBe('CORE_ACCESS_DENIED');
   });
@@ -287,10 +297,10 @@ describe('AccessPolicy.checkWrite', () => {
   it('refuses DMs when a write allowlist is set, unless DM writes are enabled', () => {
     const names = { writeStreams: 'BOT_ALLOWED_WRITE_STREAMS', dmWrites: 'BOT_ALLOW_DM_WRITES' };
     const err = thrown(() =>
-      new AccessPolicy({ readOnly: false, writeStreams: ['general'], settingNames: names }).checkWrite(
-        { dm: [1] },
-        streams,
-      ),
+      AccessPolicy.resolve(
+        { readOnly: false, writeStreams: ['general'], settingNames: names },
+        LIST,
+      ).checkWrite({ dm: [1] }, streams),
     );
     expect(err.code).toBe('CORE_ACCESS_DENIED');
     expect(err.message).toContain('BOT_ALLOWED_WRITE_STREAMS');
@@ -315,10 +325,10 @@ describe('AccessPolicy.checkWrite', () => {
 describe('AccessPolicy construction', () => {
   it.each<[string, unknown]>([
     ['a bare string allowlist', { readOnly: false, privateStreams: 'secret' }],
-    ['an empty name', { readOnly: false, writeStreams: ['ok', ' '] }],
+    ['a name where an id belongs', { readOnly: false, writeStreams: ['ok'] }],
     ['a non-boolean readOnly', { readOnly: 'false' }],
   ])('rejects %s', (_name, config) => {
-    expect(thrown(() => new AccessPolicy(config as AccessPolicyConfig)).code).toBe('CORE_INVALID_ARGUMENT');
+    expect(thrown(() => new AccessPolicy(config as never)).code).toBe('CORE_INVALID_ARGUMENT');
   });
 });
 
@@ -362,9 +372,53 @@ describe('parseStreamAllowlist', () => {
     expect(parseStreamAllowlist(value)).toEqual(expected);
   });
 
-  it.each([[',,'], ['[1, 2]'], ['["a",'], ['__ALL__,general']])('rejects %j', (value) => {
+  it.each([[',,'], ['[0, 2]'], ['["a",'], ['__ALL__,general']])('rejects %j', (value) => {
     expect(thrown(() => parseStreamAllowlist(value, 'BOT_ALLOWED_PRIVATE_STREAMS')).code).toBe(
       'CORE_CONFIG_INVALID',
+    );
+  });
+});
+
+describe('resolveStreamAllowlist', () => {
+  it('turns names and ids into ids, as Zulip names streams', () => {
+    expect(resolveStreamAllowlist(parseStreamAllowlist('general, 4, Secret'), LIST, 'X')).toEqual([1, 4, 3]);
+    expect(resolveStreamAllowlist(parseStreamAllowlist('[2, "café"]'), LIST, 'X')).toEqual([2, 5]);
+    expect(resolveStreamAllowlist(ALL_STREAMS, LIST, 'X')).toBe(ALL_STREAMS);
+    expect(resolveStreamAllowlist(undefined, LIST, 'X')).toBeUndefined();
+  });
+
+  it('never matches a look-alike: each of these names a different stream or none', () => {
+    expect(resolveStreamAllowlist(['cafe\u0301'], LIST, 'X')).toEqual([6]);
+    for (const lookalike of ['caf\u00e9\u200b', 'cafe', 'ｇｅｎｅｒａｌ', 'general\u00a0']) {
+      const err = thrown(() => resolveStreamAllowlist([lookalike], LIST, 'ZULIP_PRIVATE_STREAMS'));
+      expect(err.code).toBe('CORE_CONFIG_INVALID');
+      expect(err.message).toContain('ZULIP_PRIVATE_STREAMS');
+      expect(err.message).toContain('matches no stream');
+    }
+  });
+
+  it('refuses an entry that matches nothing or more than one stream, naming it', () => {
+    expect(thrown(() => resolveStreamAllowlist([99], LIST, 'W')).message).toMatch(
+      /W: the entry id 99 matches no stream/,
+    );
+    const twins: StreamInfo[] = [
+      { name: 'Ops', stream_id: 7, invite_only: false },
+      { name: 'OPS', stream_id: 8, invite_only: false },
+    ];
+    expect(thrown(() => resolveStreamAllowlist(['ops'], twins, 'W')).message).toMatch(
+      /matches 2 streams \(ids 7, 8\)/,
+    );
+    expect(resolveStreamAllowlist(['Ops'], twins, 'W')).toEqual([7]);
+  });
+});
+
+describe('AccessPolicy construction by id', () => {
+  it('refuses names: they must be resolved to ids first', () => {
+    expect(
+      thrown(() => new AccessPolicy({ readOnly: false, privateStreams: ['secret'] as never })).code,
+    ).toBe('CORE_INVALID_ARGUMENT');
+    expect(new AccessPolicy({ readOnly: false, privateStreams: [3] }).canReadStream('secret', streams)).toBe(
+      true,
     );
   });
 });

@@ -1,0 +1,36 @@
+// Stream identity for the access policy. Names are chosen by anyone, so the policy decides by
+// stream id; a name only ever resolves to the stream Zulip itself would take it for: the one
+// spelled exactly so, or, failing that, the one spelled so up to case (Zulip keeps names unique
+// case-insensitively). No Unicode normalization: `cafe\u0301` and `café` are different streams.
+
+/** What the policy needs to know about a stream. */
+export interface StreamInfo {
+  readonly name: string;
+  readonly stream_id: number;
+  /** True for a private stream. */
+  readonly invite_only: boolean;
+}
+
+/**
+ * Looks a stream up by id, or by name as Zulip resolves names (exact, else case-insensitive).
+ * `undefined` means unknown, which the policy treats as closed.
+ */
+export type StreamInfoLookup = (ref: string | number) => StreamInfo | undefined;
+
+/** Builds a {@link StreamInfoLookup} over a list of streams (e.g. from `GET /streams`). */
+export function createStreamLookup(streams: Iterable<StreamInfo>): StreamInfoLookup {
+  const byId = new Map<number, StreamInfo>();
+  const byName = new Map<string, StreamInfo>();
+  const byFolded = new Map<string, StreamInfo | null>();
+  for (const s of streams) {
+    byId.set(s.stream_id, s);
+    byName.set(s.name, s);
+    const folded = s.name.toLowerCase();
+    // Two streams equal up to case cannot both exist in Zulip; if a list holds both, neither wins.
+    byFolded.set(folded, byFolded.has(folded) && byFolded.get(folded) !== s ? null : s);
+  }
+  return (ref) => {
+    if (typeof ref === 'number') return byId.get(ref);
+    return byName.get(ref) ?? byFolded.get(ref.toLowerCase()) ?? undefined;
+  };
+}
