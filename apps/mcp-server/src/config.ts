@@ -84,6 +84,16 @@ export interface Config {
   logLevel: LogLevel;
   http: HttpSettings;
   session: SessionSettings;
+  claudeChannels: ClaudeChannelSettings;
+}
+
+/** Claude Code channels (stdio only): addressed messages pushed into the session, and the permission relay. */
+export interface ClaudeChannelSettings {
+  enabled: boolean;
+  /** Who may reach the session, by user id or email; empty: nobody (fail closed). */
+  users: readonly string[];
+  /** Relay Claude Code's permission prompts to `users` as DMs, answered by reaction or `yes <id>`. */
+  permissionRelay: boolean;
 }
 
 /** How the agent-as-teammate session behaves, and where a launcher binds it. */
@@ -675,6 +685,35 @@ const RawConfigSchema = z.object({
     86_400_000,
     1_800_000,
   ),
+  ZULIP_CLAUDE_CHANNELS: strictBoolean(
+    {
+      group: 'Claude Code channels',
+      flag: '--claude-channels',
+      help: 'Push messages that mention or DM the bot into a Claude Code session as channel events (stdio only; needs ZULIP_CHANNEL_USERS).',
+    },
+    false,
+  ),
+  ZULIP_CHANNEL_USERS: z
+    .string()
+    .optional()
+    .transform((raw, ctx): readonly string[] => {
+      if (raw === undefined) return [];
+      const entries = splitList(raw);
+      const bad = entries.find((e) => !/^[1-9][0-9]{0,15}$/.test(e) && !/^[^\s@,]+@[^\s@,]+$/.test(e));
+      return bad === undefined ? entries : expected(ctx, 'expected user ids or emails, comma-separated');
+    })
+    .register(settingMeta, {
+      group: 'Claude Code channels',
+      defaultText: 'nobody',
+      help: 'Who may reach the session through channel events (user ids or emails, comma list); everyone else is dropped.',
+    }),
+  ZULIP_CHANNEL_PERMISSION_RELAY: strictBoolean(
+    {
+      group: 'Claude Code channels',
+      help: 'Relay Claude Code’s tool-permission prompts to ZULIP_CHANNEL_USERS by DM; a reaction or "yes <id>" answers (needs ZULIP_PRIVATE_STREAMS=__ALL__).',
+    },
+    false,
+  ),
   '--demo': z
     .string()
     .optional()
@@ -749,6 +788,31 @@ const ConfigSchema = RawConfigSchema.superRefine((raw, ctx) => {
       code: 'custom',
       path: [raw.SESSION_STREAM === undefined ? 'SESSION_STREAM' : 'SESSION_TOPIC'],
       message: 'SESSION_STREAM and SESSION_TOPIC are set together, or neither',
+    });
+  }
+  if (raw.ZULIP_CLAUDE_CHANNELS && raw['--http']) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['ZULIP_CLAUDE_CHANNELS'],
+      message: 'Claude Code channels run on stdio only; drop --http',
+    });
+  }
+  if (raw.ZULIP_CLAUDE_CHANNELS && raw.ZULIP_READ_ONLY) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['ZULIP_CLAUDE_CHANNELS'],
+      message: 'needs an event queue, which read-only mode refuses; unset ZULIP_READ_ONLY',
+    });
+  }
+  if (
+    raw.ZULIP_CHANNEL_PERMISSION_RELAY &&
+    (!raw.ZULIP_CLAUDE_CHANNELS || raw.ZULIP_PRIVATE_STREAMS !== '__ALL__')
+  ) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['ZULIP_CHANNEL_PERMISSION_RELAY'],
+      message:
+        'needs ZULIP_CLAUDE_CHANNELS and ZULIP_PRIVATE_STREAMS=__ALL__ (its prompts and answers are DMs)',
     });
   }
   if (raw['--http'] && !isLoopbackHost(raw.ZMCP_HTTP_HOST) && raw.ZMCP_HTTP_TOKEN === undefined) {
@@ -1033,6 +1097,11 @@ export function parseConfig(
               topic: raw.SESSION_TOPIC,
               triggerMessageId: raw.TRIGGER_MESSAGE_ID,
             },
+    },
+    claudeChannels: {
+      enabled: raw.ZULIP_CLAUDE_CHANNELS,
+      users: raw.ZULIP_CHANNEL_USERS,
+      permissionRelay: raw.ZULIP_CHANNEL_PERMISSION_RELAY,
     },
     http: {
       host: withoutBrackets(raw.ZMCP_HTTP_HOST),

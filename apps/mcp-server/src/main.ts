@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { CredentialSource, Credentials } from '@zmcp/core';
 import { type Config, helpText, parseConfig } from './config.js';
 import { type DemoRealm, startDemoRealm } from './demo.js';
@@ -56,13 +57,24 @@ function sessionServer(
     name: binName,
     version: packageVersion(),
     instructions: services.instructions,
-    tools: [...services.tools, ...agent.tools],
+    tools: [
+      ...services.tools,
+      ...agent.tools,
+      ...(transport === 'stdio' ? (services.channels?.tools ?? []) : []),
+    ],
     prompts: agent.prompts,
     resources: agent.resources,
     resourceTemplates: agent.resourceTemplates,
     resourceChanges: agent.resourceChanges,
     logger,
     deadlineMs: config.toolDeadlineMs,
+    // Claude Code channels belong to the stdio session (configuration refuses them with --http).
+    ...(transport === 'stdio' && services.channels !== undefined
+      ? {
+          experimental: services.channels.experimental,
+          setup: (sdk: Server) => services.channels?.attach(sdk),
+        }
+      : {}),
   });
   return { server, agent };
 }

@@ -64,6 +64,10 @@ export interface CreateMcpServerOptions {
    * to `resourceChanges` only while it has a subscription.
    */
   resourceChanges?: ResourceChanges | undefined;
+  /** Members of `capabilities.experimental` (Claude Code channels declare `claude/channel`). */
+  experimental?: Record<string, Record<string, never>> | undefined;
+  /** Called with the SDK server once its handlers are set, for notification handlers an app adds. */
+  setup?: ((server: Server) => void) | undefined;
 }
 
 /** One MCP session's server, as the transports drive it. */
@@ -194,6 +198,7 @@ export function createMcpServer(options: CreateMcpServerOptions): McpSession {
         tools: { listChanged: false },
         ...(servesResources ? { resources: { subscribe: subscribable, listChanged: false } } : {}),
         ...(prompts.length > 0 ? { prompts: { listChanged: false } } : {}),
+        ...(options.experimental === undefined ? {} : { experimental: options.experimental }),
       },
       ...(options.instructions === undefined ? {} : { instructions: options.instructions }),
     },
@@ -241,6 +246,7 @@ export function createMcpServer(options: CreateMcpServerOptions): McpSession {
       )
     : undefined;
 
+  options.setup?.(server);
   const session: McpSession = {
     server,
     onclose: undefined,

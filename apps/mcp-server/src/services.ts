@@ -30,6 +30,7 @@ import {
   toolListing,
 } from '@zmcp/tools';
 import { DEFAULT_MAX_FILE_BYTES, maxInlineAttachmentChars, UploadRoots } from '@zmcp/uploads';
+import { type ClaudeChannels, createClaudeChannels } from './channels.js';
 import type { Config } from './config.js';
 import type { Logger } from './logging.js';
 
@@ -56,6 +57,8 @@ export interface Services {
    * `'session'` gives the session cursors of its own that end with it (each HTTP session).
    */
   openSession(options: { launched: boolean; cursors: 'durable' | 'session' }): AgentSessionServices;
+  /** The Claude Code channel bridge of the stdio session, when `ZULIP_CLAUDE_CHANNELS` is on. */
+  channels: ClaudeChannels | undefined;
   /** Closes the sessions still open, then connections, timers and files; called once at shutdown. */
   close(): Promise<void>;
 }
@@ -259,9 +262,24 @@ export async function buildServices(
     const selection: ToolSelection = { toolsets: config.toolsets, readOnly: config.readOnly };
     const served = new Set(selectTools(toolDefinitions(), selection).map((d) => d.name));
     const servesSession = config.toolsets.includes('session');
+    const channels = config.claudeChannels.enabled
+      ? await createClaudeChannels({
+          client,
+          policy,
+          services,
+          stateDir: dirname(store.pathOf({ account, session: config.sessionId, kind: 'delivery' })),
+          sessionId: config.sessionId,
+          users: config.claudeChannels.users,
+          permissionRelay: config.claudeChannels.permissionRelay,
+          toolsets: config.toolsets,
+          logger,
+        })
+      : undefined;
+    const instructions = instructionsFor(config, facts.identity, served);
     return {
       tools: selectTools(createCatalog(services), selection),
-      instructions: instructionsFor(config, facts.identity, served),
+      instructions: channels === undefined ? instructions : `${instructions}\n${channels.instructions}`,
+      channels,
       maxRequestBytes: maxInlineAttachmentChars(maxFileBytes) + REQUEST_OVERHEAD_BYTES,
       openSession({ launched, cursors }) {
         const launch = config.session.launch;
@@ -302,6 +320,7 @@ export async function buildServices(
       },
       async close() {
         await Promise.all([...sessions].map((session) => session.close()));
+        await channels?.close();
         await client.close();
       },
     };

@@ -54,6 +54,9 @@ describe('configuration documentation', () => {
       'ZMCP_HTTP_ALLOWED_ORIGINS',
       'ZMCP_HTTP_MAX_SESSIONS',
       'ZMCP_HTTP_SESSION_IDLE_MS',
+      'ZULIP_CLAUDE_CHANNELS',
+      'ZULIP_CHANNEL_USERS',
+      'ZULIP_CHANNEL_PERMISSION_RELAY',
     ];
     expect(schemaNames).toEqual(documented.sort());
   });

@@ -1642,6 +1642,9 @@ export class DeliveryEngine {
           }
         }
         this.#releaseDeferred();
+        // One turn before the next long poll: the offers just made reach the host first, instead
+        // of waiting behind the set-up of a request that will block anyway.
+        await new Promise((resolve) => setImmediate(resolve));
       }
     } catch (err) {
       if (this.#state === 'running') {

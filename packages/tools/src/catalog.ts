@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { attentionTools } from './attention/index.js';
 import { ToolError } from './errors.js';
 import { monitorTools } from './monitor/index.js';
 import { readTools } from './read/index.js';
@@ -36,10 +37,10 @@ export const realmTools: readonly ToolDefinition<z.ZodObject, z.ZodObject, ToolS
 
 /**
  * Every tool of the product as a static definition, listable without building services: the realm
- * tools, the monitor tools and the session tools.
+ * tools, the monitor tools, the session tools and the attention tools.
  */
 export function toolDefinitions(): AnyToolDefinition[] {
-  return [...realmTools, ...monitorTools, ...sessionTools];
+  return [...realmTools, ...monitorTools, ...sessionTools, ...attentionTools];
 }
 
 /** The realm tools bound to one server's services; the monitor and session tools are bound by their catalogs. */

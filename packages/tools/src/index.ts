@@ -1,7 +1,9 @@
 // The public API of @zmcp/tools. Every export below is a promise to users: adding a line is an
 // API decision. Internal helpers stay unexported.
 
+export { attentionCatalog, attentionTools } from './attention/index.js';
 // --- definitions, binding and the call contract ---
+export type { AttentionContext } from './attention/shared.js';
 export type { ToolSelection } from './catalog.js';
 export {
   createCatalog,

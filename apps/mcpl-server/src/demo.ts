@@ -1,0 +1,35 @@
+/** A simulated, seeded Zulip realm on loopback, and the demo bot's credentials in it. */
+export interface DemoRealm {
+  site: string;
+  email: string;
+  /** Not a secret: the realm lives and dies with the process. */
+  apiKey: string;
+  messageCount: number;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts `@zmcp/zulip-sim` on a free loopback port with its demo data (people, public and private
+ * streams, a few hundred messages, DMs, reactions, an image). The simulator is loaded only when asked.
+ *
+ * @throws SimError `SIM_LISTEN_FAILED` when no loopback port can be opened.
+ */
+export async function startDemoRealm(): Promise<DemoRealm> {
+  const { seedDemoRealm, startZulipSim } = await import('@zmcp/zulip-sim');
+  let botId: number | undefined;
+  let messageCount = 0;
+  const sim = await startZulipSim({
+    realmName: 'zulip-mcpl demo',
+    seed(realm) {
+      const info = seedDemoRealm(realm);
+      botId = info.botId;
+      messageCount = info.messageCount;
+    },
+  });
+  if (botId === undefined) {
+    await sim.close();
+    throw new Error('the demo realm was not seeded');
+  }
+  const { site, email, apiKey } = sim.credentials(botId);
+  return { site, email, apiKey, messageCount, close: () => sim.close() };
+}

@@ -1,0 +1,141 @@
+import {
+  type CallOptions,
+  checkMessageLength,
+  createStreamLookup,
+  isZmcpError,
+  normalizeMarkdown,
+  readMessage,
+  splitMessage,
+} from '@zmcp/core';
+import type { ChannelDescriptor as ZulipChannel } from '@zmcp/delivery';
+import { type ContentBlock, McplRpcCode, rpcError } from '@zmcp/mcpl';
+import { appendAttachmentMarkdown, type DataAttachment, uploadAttachments } from '@zmcp/uploads';
+import type { ReplyRouter, ReplyTarget } from './routing.js';
+import type { Runtime } from './runtime-types.js';
+
+const EXTENSIONS: Readonly<Record<string, string>> = {
+  'image/png': 'png',
+  'image/jpeg': 'jpg',
+  'image/gif': 'gif',
+  'image/webp': 'webp',
+  'audio/mpeg': 'mp3',
+  'audio/ogg': 'ogg',
+  'audio/wav': 'wav',
+};
+
+/** The text and inline media of published content; uri and resource blocks cannot be sent and are dropped. */
+function splitContent(content: readonly ContentBlock[]): { text: string; media: DataAttachment[] } {
+  const texts: string[] = [];
+  const media: DataAttachment[] = [];
+  for (const block of content) {
+    if (block.type === 'text') texts.push(block.text);
+    else if ((block.type === 'image' || block.type === 'audio') && 'data' in block) {
+      const ext = EXTENSIONS[block.mimeType] ?? 'bin';
+      media.push({
+        data: block.data,
+        name: `${block.type}-${media.length + 1}.${ext}`,
+        mime_type: block.mimeType,
+      });
+    }
+  }
+  return { text: texts.join('\n\n'), media };
+}
+
+/**
+ * Follows a stream target to where its anchor message is now: a topic renamed or moved since
+ * the agent read it is where the reply goes. An anchor that is gone (deleted) leaves the target
+ * as it was known.
+ */
+async function follow(
+  runtime: Runtime,
+  router: ReplyRouter,
+  target: ReplyTarget,
+  call: CallOptions,
+): Promise<void> {
+  if (target.kind !== 'stream') return;
+  try {
+    const lookup = await runtime.services.directory.streamLookup(call);
+    const message = await readMessage(runtime.client, runtime.policy, target.anchorId, {
+      streams: lookup,
+      call,
+    });
+    if (message.type === 'stream' && message.stream_id !== undefined) {
+      router.moved(target, { streamId: message.stream_id, topic: message.subject });
+    }
+  } catch (err) {
+    if (isZmcpError(err, 'CORE_NOT_FOUND', 'CORE_ACCESS_DENIED', 'CORE_BAD_REQUEST')) return;
+    throw err;
+  }
+}
+
+/**
+ * Delivers published content to the exact topic the agent is answering (see `ReplyRouter`),
+ * never to a fallback: a stream channel with no known topic is refused. Inline media is
+ * uploaded and linked; long text is split at the realm's limit; every message sent is recorded
+ * for rollback.
+ *
+ * @throws McpError `-32602` with nothing to send or no topic, `-32017` when the access policy
+ *   refuses the stream; the client's request codes otherwise.
+ */
+export async function publishTo(
+  runtime: Runtime,
+  router: ReplyRouter,
+  channel: ZulipChannel,
+  request: { conversationId: string | undefined; content: readonly ContentBlock[] },
+  signal: AbortSignal,
+): Promise<{ delivered: boolean; messageId?: string }> {
+  const { text, media } = splitContent(request.content);
+  if (text.trim() === '' && media.length === 0) {
+    throw rpcError(McplRpcCode.InvalidParams, 'channels/publish: nothing to send (no text, no inline media)');
+  }
+  const target = router.target(channel, request.conversationId);
+  if (target === undefined) {
+    throw rpcError(
+      McplRpcCode.InvalidParams,
+      `channels/publish: no topic is known on ${channel.id} yet (no message has arrived there); post a new topic with send_message`,
+      { channelId: channel.id },
+    );
+  }
+  const call: CallOptions = { signal };
+  await follow(runtime, router, target, call);
+  const lookup = await runtime.services.directory.streamLookup(call);
+  try {
+    if (target.kind === 'stream') runtime.policy.checkWrite({ stream: target.streamId }, lookup);
+    else runtime.policy.checkWrite({ dm: target.userIds }, createStreamLookup([]));
+  } catch (err) {
+    if (isZmcpError(err)) {
+      throw rpcError(McplRpcCode.ChannelNotPermitted, err.message, { channelId: channel.id });
+    }
+    throw err;
+  }
+  const uploaded =
+    media.length === 0
+      ? []
+      : await uploadAttachments(runtime.client, runtime.services.uploadRoots, media, {
+          site: runtime.client.site,
+          maxFileBytes: runtime.services.maxFileBytes,
+          signal,
+        });
+  let body = text;
+  if (runtime.config.markdownAutofix) body = normalizeMarkdown(body);
+  body = appendAttachmentMarkdown(body, uploaded);
+  const limit = runtime.services.maxMessageLength;
+  const pieces = splitMessage(body, limit);
+  for (const piece of pieces) checkMessageLength(piece, { limit, normalize: false });
+  let first: number | undefined;
+  for (const piece of pieces) {
+    const sent =
+      target.kind === 'stream'
+        ? await runtime.client.sendMessage(
+            { type: 'stream', to: target.streamId, topic: target.topic, content: piece, readBySender: true },
+            call,
+          )
+        : await runtime.client.sendMessage(
+            { type: 'direct', to: [...target.userIds], content: piece, readBySender: true },
+            call,
+          );
+    runtime.sent.record(sent.id);
+    first ??= sent.id;
+  }
+  return first === undefined ? { delivered: false } : { delivered: true, messageId: String(first) };
+}

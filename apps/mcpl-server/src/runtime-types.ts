@@ -1,0 +1,22 @@
+import type { AccessPolicy, ZulipClient } from '@zmcp/core';
+import type { FiltersPlane, StateStore } from '@zmcp/delivery';
+import type { BoundTool, ToolServices } from '@zmcp/tools';
+import type { McplConfig } from './config.js';
+import type { Logger } from './logging.js';
+import type { SentLog } from './sent-log.js';
+
+/** What every connection of one process shares: built once at start-up. */
+export interface Runtime {
+  readonly config: McplConfig;
+  readonly logger: Logger;
+  /** The one Zulip client (every call has the configured deadline). */
+  readonly client: ZulipClient;
+  readonly policy: AccessPolicy;
+  readonly services: ToolServices;
+  /** The realm tools served (toolsets applied); the attention tools are bound per connection. */
+  readonly tools: readonly BoundTool[];
+  readonly store: StateStore;
+  readonly filters: FiltersPlane;
+  /** What the agent sent, for rollback. */
+  readonly sent: SentLog;
+}

@@ -1,0 +1,38 @@
+/**
+ * The messages this server sent for the agent (tool sends and `channels/publish` alike), in order,
+ * so a rollback can delete what was sent after a checkpoint. A checkpoint stores a mark (how many
+ * had been sent when it was minted); marks only grow, so a branch after a rollback starts fresh.
+ */
+export class SentLog {
+  #entries: { seq: number; messageId: number }[] = [];
+  #next = 0;
+  readonly #limit: number;
+
+  constructor(limit = 10_000) {
+    this.#limit = limit;
+  }
+
+  /** The mark a checkpoint minted now stores. */
+  get mark(): number {
+    return this.#next;
+  }
+
+  record(messageId: number): void {
+    this.#entries.push({ seq: this.#next++, messageId });
+    if (this.#entries.length > this.#limit) this.#entries.splice(0, this.#entries.length - this.#limit);
+  }
+
+  /** Messages sent at or after `mark`, newest first. */
+  since(mark: number): number[] {
+    return this.#entries
+      .filter((e) => e.seq >= mark)
+      .map((e) => e.messageId)
+      .reverse();
+  }
+
+  /** Forgets messages that are gone (deleted by a rollback). */
+  forget(messageIds: readonly number[]): void {
+    const gone = new Set(messageIds);
+    this.#entries = this.#entries.filter((e) => !gone.has(e.messageId));
+  }
+}
