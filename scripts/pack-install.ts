@@ -137,8 +137,9 @@ function checkPacked(unpacked: string, source: Manifest, versions: Map<string, s
       );
   }
   const imported = new Set<string>();
+  // The JavaScript and the declarations: a package a .d.ts imports is needed by a consumer's types.
   for (const file of files) {
-    if (!/\.(c|m)?js$/.test(file)) continue;
+    if (!/\.(c|m)?js$|\.d\.ts$/.test(file)) continue;
     for (const specifier of bareImports(join(unpacked, file))) {
       const dep = packageOf(specifier);
       if (builtins.has(dep) || dep === name) continue;

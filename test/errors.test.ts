@@ -83,6 +83,11 @@ const families: Record<string, ErrorFamily> = {
     union: 'McpServerErrorCode',
     classes: [{ name: 'McpServerError', make: plain }],
   },
+  '@zmcp/mcpl-server': {
+    prefix: 'MCPL_SERVER_',
+    union: 'McplServerErrorCode',
+    classes: [{ name: 'McplServerError', make: plain }],
+  },
 };
 
 /** The string literals of `export type <union> = ...;` in the package's src/errors.ts. */

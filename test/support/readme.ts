@@ -7,8 +7,9 @@
 // - ```ts name.ts names the file the block is saved as, for examples of several files (one runs
 //   the other). A named block runs on its own only when it has an "It prints:" block.
 // - ```ts signature is a declaration listing for reference, not a program: it is not run.
-// - "It prints:" followed by a ```text block (only prose between) is what the example before it
-//   writes to stdout, exactly, except that `…` stands for any text within a line.
+// - "It prints:" (or a sentence starting "It prints" and ending in a colon) followed by a ```text
+//   block, with only prose between, is what the example before it writes to stdout, exactly,
+//   except that `…` stands for any text within a line.
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -71,7 +72,7 @@ export function readmeExamples(packageDir: string): ReadmeExample[] {
       throw new Error(`README.md:${fence.line}: a ts block's info string is a file name or "signature"`);
     const next = all[i + 1];
     const between = next === undefined ? '' : text.slice(fence.end, next.start);
-    const printed = next?.lang === 'text' && /\bIt prints:\s*$/.test(between) ? next.body : undefined;
+    const printed = next?.lang === 'text' && /\bIt prints\b[^`]*:\s*$/.test(between) ? next.body : undefined;
     const headings = [...text.slice(0, fence.start).matchAll(/^#{1,6} (.+)$/gm)];
     examples.push({
       file: fence.info === '' ? `example-${fence.line}.ts` : fence.info,
