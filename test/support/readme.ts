@@ -104,7 +104,7 @@ export interface RunExampleOptions {
    * relative path. Default false.
    */
   process?: boolean;
-  /** Default 60 s. */
+  /** How long a process may run; default 60 s. An imported example has the test's own timeout. */
   timeoutMs?: number;
 }
 
