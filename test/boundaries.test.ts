@@ -11,6 +11,7 @@ const allowed: Record<string, readonly string[]> = {
   '@zmcp/delivery': ['@zmcp/core'],
   '@zmcp/mcpl': [],
   '@zmcp/tools': ['@zmcp/core', '@zmcp/delivery', '@zmcp/uploads'],
+  '@zmcp/cli': ['@zmcp/core'],
 };
 // Libraries that must stay protocol-agnostic, and the packages they must never import.
 const forbiddenExternal: Record<string, readonly RegExp[]> = {
@@ -19,6 +20,7 @@ const forbiddenExternal: Record<string, readonly RegExp[]> = {
   '@zmcp/delivery': [/^@modelcontextprotocol\//],
   '@zmcp/tools': [/^@modelcontextprotocol\//],
   '@zmcp/zulip-sim': [/^@modelcontextprotocol\//],
+  '@zmcp/cli': [/^@modelcontextprotocol\//],
 };
 
 const root = join(import.meta.dirname, '..');

@@ -1,12 +1,29 @@
-import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { parseReadOnlyFlag } from '@zmcp/core';
+import {
+  defineSettings,
+  expandHome,
+  flagSwitch,
+  homeDirectory,
+  integer,
+  type LogLevel,
+  logLevels,
+  matching,
+  oneOf,
+  parsedBy,
+  problem,
+  type SettingInfo,
+  type SettingMeta,
+  type SettingProblem,
+  setting,
+  strictBoolean,
+  text,
+} from '@zmcp/cli';
 import { parseSessionId } from '@zmcp/delivery';
-import { z } from 'zod';
 import { type BackendName, backendNames } from './backends.js';
 import { LauncherError } from './errors.js';
-import { type LogLevel, logLevels } from './logging.js';
 import { hasEnvReference } from './mcp-config.js';
+
+export type { SettingInfo } from '@zmcp/cli';
 
 /** Who may start an agent: user ids, and exact email addresses (compared case-insensitively). */
 export interface AllowedUsers {
@@ -70,107 +87,8 @@ export interface LauncherConfig {
   logLevel: LogLevel;
 }
 
-/** What `--help`, the README and `.env.example` say about one setting. */
-export interface SettingInfo {
-  /** Environment variable, or the flag itself for flag-only settings. */
-  name: string;
-  flag: string | undefined;
-  /** Placeholder of the flag's value; unset for switches. */
-  flagArg: string | undefined;
-  defaultText: string;
-  help: string;
-  group: string;
-  /** Never echoed in an error, never accepted as a flag. */
-  secret: boolean;
-}
-
-type Meta = Omit<SettingInfo, 'name' | 'flag' | 'flagArg' | 'secret'> & {
-  flag?: string;
-  flagArg?: string;
-  secret?: boolean;
-};
-
-const settingMeta = z.registry<Meta>();
-
-type Raw = string | undefined;
-
-/** A setting: a raw string (or unset) turned into a value, or an issue naming what was expected. */
-function setting<T>(meta: Meta, parse: (raw: string) => T | { problem: string }, fallback: T) {
-  return z
-    .string()
-    .optional()
-    .transform((raw: Raw, ctx): T => {
-      if (raw === undefined) return fallback;
-      const value = parse(raw);
-      if (typeof value === 'object' && value !== null && 'problem' in value) {
-        ctx.addIssue({ code: 'custom', message: value.problem });
-        return z.NEVER;
-      }
-      return value as T;
-    })
-    .register(settingMeta, meta);
-}
-
-const problem = (text: string) => ({ problem: text });
-
-function text(meta: Meta, pattern?: RegExp, expected?: string) {
-  return setting<string | undefined>(
-    meta,
-    (raw) => (pattern === undefined || pattern.test(raw) ? raw : problem(expected ?? 'malformed')),
-    undefined,
-  );
-}
-
-function flagSwitch(meta: Meta) {
-  return z
-    .string()
-    .optional()
-    .transform((raw) => raw !== undefined)
-    .register(settingMeta, meta);
-}
-
-function boolean(meta: Omit<Meta, 'defaultText'>, fallback: boolean) {
-  return setting(
-    { ...meta, defaultText: fallback ? 'on' : 'off' },
-    (raw) => {
-      try {
-        return parseReadOnlyFlag(raw);
-      } catch {
-        return problem('expected one of 1/0, true/false, yes/no, on/off');
-      }
-    },
-    fallback,
-  );
-}
-
-function integer(meta: Omit<Meta, 'defaultText'>, min: number, max: number, fallback: number) {
-  return setting(
-    { ...meta, defaultText: String(fallback) },
-    (raw) => {
-      const value = /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : Number.NaN;
-      return Number.isSafeInteger(value) && value >= min && value <= max
-        ? value
-        : problem(`expected a whole number from ${min} to ${max}`);
-    },
-    fallback,
-  );
-}
-
-function oneOf<const T extends string>(meta: Omit<Meta, 'defaultText'>, values: readonly T[], fallback: T) {
-  return setting(
-    { ...meta, defaultText: fallback },
-    (raw) => {
-      const word = raw.trim().toLowerCase();
-      return (values as readonly string[]).includes(word)
-        ? (word as T)
-        : problem(`expected one of ${values.join(', ')}`);
-    },
-    fallback,
-  );
-}
-
 const emojiPattern = /^[a-z0-9_+-]{1,60}$/;
-function emoji(meta: Omit<Meta, 'defaultText'>, fallback: string) {
+function emoji(meta: Omit<SettingMeta, 'defaultText'>, fallback: string) {
   return setting(
     { ...meta, defaultText: fallback },
     (raw) => {
@@ -213,7 +131,7 @@ function backendArgs(backend: BackendName) {
 }
 
 /** Reads `ids and emails` of ZULIP_AGENT_ALLOWED_USERS: names are refused, since anyone can take a name. */
-export function parseAllowedUsers(raw: string): AllowedUsers | { problem: string } {
+export function parseAllowedUsers(raw: string): AllowedUsers | SettingProblem {
   const userIds: number[] = [];
   const emails: string[] = [];
   const items = raw
@@ -233,7 +151,7 @@ export function parseAllowedUsers(raw: string): AllowedUsers | { problem: string
   return { userIds: [...new Set(userIds)], emails: [...new Set(emails)] };
 }
 
-function parseStreamBackends(raw: string): StreamBackendRule[] | { problem: string } {
+function parseStreamBackends(raw: string): StreamBackendRule[] | SettingProblem {
   const rules: StreamBackendRule[] = [];
   for (const item of raw.split(',').map((s) => s.trim())) {
     if (item === '') continue;
@@ -257,10 +175,10 @@ function parseStreamBackends(raw: string): StreamBackendRule[] | { problem: stri
 }
 
 /**
- * The one schema of the launcher's configuration: every key is an environment variable (or,
- * for flag-only switches, the flag), every value the raw string as given.
+ * The launcher's settings, read by one schema: every key is an environment variable (or, for
+ * flag-only switches, the flag), every value the raw string as given.
  */
-const RawSchema = z.object({
+const configShape = {
   ZULIP_REALM: text({
     group: 'Zulip account',
     defaultText: 'from zuliprc',
@@ -273,8 +191,7 @@ const RawSchema = z.object({
   }),
   ZULIP_EMAIL: text(
     { group: 'Zulip account', defaultText: 'from zuliprc', help: 'Email address of the bot account.' },
-    /^[^\s@]+@[^\s@]+$/,
-    'expected an email address such as bot@example.com',
+    matching(/^[^\s@]+@[^\s@]+$/, 'expected an email address such as bot@example.com'),
   ),
   ZULIP_API_KEY: text(
     {
@@ -283,8 +200,7 @@ const RawSchema = z.object({
       help: 'API key of the bot account. Secret: never logged, and there is no flag for it.',
       secret: true,
     },
-    /^\S+$/,
-    'expected an API key without spaces',
+    matching(/^\S+$/, 'expected an API key without spaces'),
   ),
   ZULIP_RC_PATH: text({
     group: 'Zulip account',
@@ -293,7 +209,7 @@ const RawSchema = z.object({
     defaultText: 'unset',
     help: 'Path of a zuliprc file for the bot account, instead of the variables above.',
   }),
-  ZULIP_ALLOW_INSECURE_HTTP: boolean(
+  ZULIP_ALLOW_INSECURE_HTTP: strictBoolean(
     {
       group: 'Zulip account',
       help: 'Allow an http:// server URL that is not loopback (the API key then travels unencrypted).',
@@ -334,8 +250,7 @@ const RawSchema = z.object({
       defaultText: 'zulip',
       help: 'The name of the zulip server in that .mcp.json.',
     },
-    /^[^\s]{1,100}$/,
-    'expected a server name without spaces',
+    matching(/^[^\s]{1,100}$/, 'expected a server name without spaces'),
   ),
   ZULIP_AGENT_WORKDIR: text({
     group: 'Agents',
@@ -366,7 +281,7 @@ const RawSchema = z.object({
     parseAllowedUsers,
     undefined,
   ),
-  ZULIP_AGENT_DIRECT_MESSAGES: boolean(
+  ZULIP_AGENT_DIRECT_MESSAGES: strictBoolean(
     {
       group: 'Who may call',
       help: 'Start agents for direct messages to the bot (one-to-one; in a group DM only when mentioned).',
@@ -443,19 +358,14 @@ const RawSchema = z.object({
     defaultText: '~/.zmcp/launcher',
     help: 'Directory of the trigger record, run files and interrupt files; keep it across restarts.',
   }),
-  ZULIP_AGENT_ID: setting(
+  ZULIP_AGENT_ID: parsedBy(
     {
       group: 'State and logs',
       defaultText: 'zulip-agent',
       help: 'Names this launcher’s trigger record (<id>.json in the state directory); 1-128 of A-Z a-z 0-9 . _ -.',
     },
-    (raw) => {
-      try {
-        return parseSessionId(raw.trim());
-      } catch (err) {
-        return problem((err as Error).message.replace(/^invalid session id: /, ''));
-      }
-    },
+    (raw) => parseSessionId(raw.trim()),
+    (err) => (err as Error).message.replace(/^invalid session id: /, ''),
     'zulip-agent',
   ),
   ZULIP_AGENT_LOG_DIR: text({
@@ -481,65 +391,39 @@ const RawSchema = z.object({
     defaultText: 'off',
     help: 'Listen on a simulated, seeded Zulip realm on loopback, with a scripted first mention; no account needed.',
   }),
-  '--help': flagSwitch({
-    group: 'Other',
-    flag: '--help',
-    defaultText: '',
-    help: 'Print this help and exit.',
-  }),
-  '--version': flagSwitch({
-    group: 'Other',
-    flag: '--version',
-    defaultText: '',
-    help: 'Print the version and exit.',
-  }),
-});
+};
 
-const Schema = RawSchema.superRefine((raw, ctx) => {
-  if (raw.ZULIP_REALM !== undefined && raw.ZULIP_SITE !== undefined && raw.ZULIP_REALM !== raw.ZULIP_SITE) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['ZULIP_SITE'],
-      message: 'conflicts with ZULIP_REALM; set only one of the two',
-    });
-  }
-});
+/** The bin name, as the help and error messages call it. */
+export const binName = 'zulip-agent';
 
-type RawConfig = z.output<typeof RawSchema>;
-type SettingKey = keyof RawConfig & string;
+const settings = defineSettings(configShape, {
+  bin: binName,
+  refine: (raw, report) => {
+    if (raw.ZULIP_REALM !== undefined && raw.ZULIP_SITE !== undefined && raw.ZULIP_REALM !== raw.ZULIP_SITE) {
+      report('ZULIP_SITE', 'conflicts with ZULIP_REALM; set only one of the two');
+    }
+  },
+  configError: (err) =>
+    new LauncherError('LAUNCHER_CONFIG_INVALID', err.message, { cause: err, details: { ...err.details } }),
+  // Checked on what was given, so it is reported beside every other problem.
+  checkGiven: (given, report) => {
+    if (
+      given.has('ZULIP_AGENT_ALLOWED_USERS') ||
+      (['--demo', '--help', '--version'] as const).some((k) => given.has(k))
+    )
+      return;
+    report(
+      'ZULIP_AGENT_ALLOWED_USERS',
+      'is required: list the user ids or emails who may start an agent (no one may otherwise)',
+    );
+  },
+});
 
 /** Every setting in table order, as `--help`, the README and `.env.example` list them. */
-export function configSettings(): SettingInfo[] {
-  return Object.entries(RawSchema.shape).map(([name, schema]) => {
-    const meta = settingMeta.get(schema);
-    if (!meta) throw new Error(`setting ${name} has no help entry`);
-    return {
-      name,
-      flag: meta.flag,
-      flagArg: meta.flagArg,
-      defaultText: meta.defaultText,
-      help: meta.help,
-      group: meta.group,
-      secret: meta.secret ?? false,
-    };
-  });
-}
+export const configSettings: () => SettingInfo[] = settings.list;
 
 /** Names of every environment variable the launcher reads. */
-export function configVariableNames(): string[] {
-  return configSettings()
-    .map((s) => s.name)
-    .filter((name) => !name.startsWith('-'));
-}
-
-function quoteForError(raw: string): string {
-  return JSON.stringify(raw.length > 60 ? `${raw.slice(0, 57)}...` : raw);
-}
-
-function expandHome(path: string, home: string): string {
-  if (path === '~') return home;
-  return path.startsWith('~/') ? join(home, path.slice(2)) : path;
-}
+export const configVariableNames: () => string[] = settings.variableNames;
 
 /**
  * Parses the environment and command-line flags (a flag wins over its variable) into a validated
@@ -554,85 +438,9 @@ export function parseConfig(
   argv: readonly string[],
   options: { cwd?: string } = {},
 ): LauncherConfig {
-  const settings = configSettings();
-  const secret = new Set(settings.filter((s) => s.secret).map((s) => s.name));
-  const flags = new Map<string, { key: SettingKey; takesValue: boolean }>();
-  for (const s of settings) {
-    if (s.flag !== undefined)
-      flags.set(s.flag, { key: s.name as SettingKey, takesValue: s.flagArg !== undefined });
-  }
-  flags.set('-h', { key: '--help', takesValue: false });
-  flags.set('-V', { key: '--version', takesValue: false });
-
-  const problems: string[] = [];
-  const input: Record<string, string | undefined> = {};
-  const source: Record<string, string> = {};
-  for (const name of configVariableNames()) {
-    const value = env[name];
-    if (value !== undefined && value.trim() !== '') {
-      input[name] = value;
-      source[name] = name;
-    }
-  }
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] as string;
-    const eq = arg.indexOf('=');
-    const name = arg.startsWith('--') && eq > 0 ? arg.slice(0, eq) : arg;
-    const flag = flags.get(name);
-    if (flag === undefined) {
-      if (arg.startsWith('-')) {
-        problems.push(`${name}: unknown option (zulip-agent --help lists them)`);
-        // Its value is skipped unseen: it may be a secret someone tried to pass as a flag.
-        if (eq < 0 && argv[i + 1] !== undefined && !argv[i + 1]?.startsWith('-')) i++;
-      } else problems.push(`${quoteForError(arg)}: unexpected argument (zulip-agent takes only options)`);
-      continue;
-    }
-    let value: string | undefined;
-    if (eq > 0 && arg.startsWith('--')) {
-      if (!flag.takesValue) {
-        problems.push(`${name}: takes no value`);
-        continue;
-      }
-      value = arg.slice(eq + 1);
-    } else if (flag.takesValue) {
-      value = argv[i + 1];
-      if (value === undefined || value.startsWith('--')) {
-        problems.push(`${name}: expects a value`);
-        continue;
-      }
-      i++;
-    } else value = 'true';
-    input[flag.key] = value;
-    source[flag.key] = name;
-  }
-
-  const result = Schema.safeParse(input);
-  if (!result.success) {
-    for (const issue of result.error.issues) {
-      const key = String(issue.path[0] ?? '');
-      const raw = input[key];
-      const shown = raw !== undefined && !secret.has(key) ? ` (got ${quoteForError(raw)})` : '';
-      problems.push(`${source[key] ?? key}: ${issue.message}${shown}`);
-    }
-  }
-  // Checked apart from the schema, so it is reported beside every other problem.
-  if (
-    input.ZULIP_AGENT_ALLOWED_USERS === undefined &&
-    !['--demo', '--help', '--version'].some((k) => k in input)
-  ) {
-    problems.push(
-      'ZULIP_AGENT_ALLOWED_USERS: is required: list the user ids or emails who may start an agent (no one may otherwise)',
-    );
-  }
-  if (problems.length > 0 || !result.success) {
-    throw new LauncherError('LAUNCHER_CONFIG_INVALID', `Invalid configuration:\n  ${problems.join('\n  ')}`, {
-      details: { problems },
-    });
-  }
-
-  const raw = result.data;
+  const raw = settings.parse(env, argv);
   const cwd = options.cwd ?? process.cwd();
-  const home = env.HOME !== undefined && env.HOME !== '' ? env.HOME : homedir();
+  const home = homeDirectory(env);
   const path = (p: string) => resolve(cwd, expandHome(p, home));
   const workdir = path(raw.ZULIP_AGENT_WORKDIR ?? '.');
   const stateDir = path(raw.ZULIP_AGENT_STATE_DIR ?? '~/.zmcp/launcher');
@@ -680,46 +488,16 @@ export function parseConfig(
   };
 }
 
-function label(s: SettingInfo): string {
-  if (s.name.startsWith('-')) return s.flagArg ? `${s.name} ${s.flagArg}` : s.name;
-  return `${s.name}${s.flag ? `, ${s.flag}${s.flagArg ? ` ${s.flagArg}` : ''}` : ''}`;
-}
-
 /** The `--help` text: usage, then every setting with its flag, default and one line of help. */
 export function helpText(): string {
-  const settings = configSettings();
-  const width = Math.max(...settings.map((s) => label(s).length)) + 2;
-  const lines = [
-    'zulip-agent: an @-mention of the bot in Zulip starts a coding agent (Claude Code, Codex or',
-    'OpenCode) in that conversation, with the zulip MCP server of your .mcp.json bound to it.',
-    '',
-    'Usage: zulip-agent [options]',
-    '',
-    'Settings are environment variables; where a flag is shown, it overrides the variable.',
-    'Boolean variables take 1/0, true/false, yes/no or on/off. Empty variables count as unset.',
-  ];
-  let group = '';
-  for (const s of settings) {
-    if (s.group !== group) {
-      group = s.group;
-      lines.push('', `${group}:`);
-    }
-    lines.push(`  ${label(s).padEnd(width)}${s.help}${s.defaultText ? ` [default: ${s.defaultText}]` : ''}`);
-  }
-  lines.push(
-    '',
-    'Exit codes: 0 after a clean shutdown, 1 when start-up fails, 2 on a bad configuration.',
-    '',
-  );
-  return lines.join('\n');
+  return settings.helpText({
+    about: [
+      'zulip-agent: an @-mention of the bot in Zulip starts a coding agent (Claude Code, Codex or',
+      'OpenCode) in that conversation, with the zulip MCP server of your .mcp.json bound to it.',
+    ],
+    footer: ['Exit codes: 0 after a clean shutdown, 1 when start-up fails, 2 on a bad configuration.'],
+  });
 }
 
 /** The README's settings table, in markdown, generated from the same table as `--help`. */
-export function configMarkdownTable(): string {
-  const rows = configSettings().map((s) => {
-    const variable = s.name.startsWith('-') ? '' : `\`${s.name}\``;
-    const flag = s.flag ? `\`${s.flag}${s.flagArg ? ` ${s.flagArg}` : ''}\`` : '';
-    return `| ${variable} | ${flag} | ${s.defaultText} | ${s.help.replace(/\|/g, '\\|')} |`;
-  });
-  return ['| variable | flag | default | what it does |', '|---|---|---|---|', ...rows].join('\n');
-}
+export const configMarkdownTable: () => string = settings.markdownTable;

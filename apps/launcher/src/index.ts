@@ -1,6 +1,10 @@
 // The public API of @zmcp/launcher. Every export below is a promise to users: adding a line is
 // an API decision. The bin (`zulip-agent`) is src/cli.ts and is not exported.
 
+export type { LogFields, LoggerOptions, LogLevel } from '@zmcp/cli';
+export { createLogger } from '@zmcp/cli';
+export type { Logger } from '@zmcp/core';
+export { noopLogger as silentLogger } from '@zmcp/core';
 export type { BackendInvocation, BackendName, InvocationInput } from './backends.js';
 export { backendNames, buildInvocation, SERVER_NAME } from './backends.js';
 export type {
@@ -23,8 +27,6 @@ export type {
   SessionOutcome,
 } from './launcher.js';
 export { createLauncher } from './launcher.js';
-export type { LogFields, Logger, LoggerOptions, LogLevel } from './logging.js';
-export { createLogger, silentLogger } from './logging.js';
 export type { MainIo } from './main.js';
 export { main } from './main.js';
 export type { HttpServerEntry, McpServerEntry, StdioServerEntry } from './mcp-config.js';

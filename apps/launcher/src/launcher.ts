@@ -1,11 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { createRedactor } from '@zmcp/cli';
 import {
   EventQueue,
+  type Logger,
   type Message,
   mentionSyntax,
   narrow,
+  noopLogger,
   type QueueItem,
   type RealmEmoji,
   ZulipClient,
@@ -16,7 +19,6 @@ import { type BackendName, backendNames, buildInvocation } from './backends.js';
 import type { AllowedUsers, StatusEmoji, StreamBackendRule } from './config.js';
 import { LauncherError } from './errors.js';
 import { TriggerLedger } from './ledger.js';
-import { createRedactor, type Logger, silentLogger } from './logging.js';
 import { InterruptMailbox } from './mailbox.js';
 import { type McpServerEntry, parseServerEntry } from './mcp-config.js';
 import { agentPrompt, followUpNote, systemPrompt } from './prompt.js';
@@ -273,7 +275,7 @@ class ZulipLauncher implements Launcher {
     this.#timeLimitMs = positive('timeLimitMs', options.timeLimitMs, 1_800_000, 1);
     this.#stopGraceMs = positive('stopGraceMs', options.stopGraceMs, 10_000, 0);
     this.#catchUpMs = positive('catchUpMs', options.catchUpMs, 3_600_000, 0);
-    this.#logger = options.logger ?? silentLogger;
+    this.#logger = options.logger ?? noopLogger;
     this.#systemPrompt = systemPrompt([options.systemPrompt]);
     for (const backend of this.#backendsInUse()) {
       if (!backendNames.includes(backend)) {

@@ -1,15 +1,24 @@
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile } from 'node:fs/promises';
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Writable } from 'node:stream';
+import {
+  type BinMain,
+  createLogger,
+  createRedactor,
+  defineMain,
+  ExitCode,
+  homeDirectory,
+  reportInvalidConfiguration,
+  waitForAbort,
+} from '@zmcp/cli';
 import { isZmcpError, loadCredentials } from '@zmcp/core';
 import { isDeliveryError } from '@zmcp/delivery';
-import { helpText, type LauncherConfig, parseConfig } from './config.js';
+import { binName, helpText, type LauncherConfig, parseConfig } from './config.js';
 import { type DemoRealm, startDemoRealm } from './demo.js';
 import { isLauncherError, LauncherError } from './errors.js';
 import { createLauncher, type Launcher, type LauncherEvent } from './launcher.js';
-import { createLogger } from './logging.js';
 import { loadServerEntry, type McpServerEntry, parseServerEntry } from './mcp-config.js';
 import { packageVersion } from './version.js';
 
@@ -25,18 +34,8 @@ export interface MainIo {
   onEvent?: ((event: LauncherEvent) => void) | undefined;
 }
 
-const binName = 'zulip-agent';
-
 /** The variable the demo's zulip server entry reads its API key from. */
 const DEMO_KEY_VARIABLE = 'ZULIP_AGENT_DEMO_API_KEY';
-
-function waitForAbort(signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal === undefined) return;
-    if (signal.aborted) resolve();
-    else signal.addEventListener('abort', () => resolve(), { once: true });
-  });
-}
 
 /** Configuration mistakes: a bad setting, `.mcp.json` or credentials. They exit with 2. */
 function isConfigurationError(err: unknown): boolean {
@@ -88,34 +87,26 @@ function demoEnv(demo: DemoRealm): Record<string, string> {
  * stops every agent. Resolves with the exit code: 0 after a clean shutdown, 1 when start-up or
  * the listener fails, 2 on a bad configuration (settings, `.mcp.json`, credentials).
  */
-export async function main(
-  argv: readonly string[],
+export const main: BinMain<MainIo> = defineMain({
+  bin: binName,
+  help: helpText,
+  version: packageVersion,
+  configure: (env, argv) => parseConfig(env, argv),
+  run,
+});
+
+/** Builds the launcher for a valid configuration and runs it until shutdown. */
+async function run(
+  config: LauncherConfig,
+  io: MainIo,
   env: Readonly<Record<string, string | undefined>>,
-  io: MainIo = {},
 ): Promise<number> {
-  const stdout = io.stdout ?? process.stdout;
   const stderr = io.stderr ?? process.stderr;
-  if (argv.includes('--help') || argv.includes('-h')) {
-    stdout.write(helpText());
-    return 0;
-  }
-  if (argv.includes('--version') || argv.includes('-V')) {
-    stdout.write(`${packageVersion()}\n`);
-    return 0;
-  }
-  let config: LauncherConfig;
-  try {
-    config = parseConfig(env, argv);
-  } catch (err) {
-    if (isLauncherError(err, 'LAUNCHER_CONFIG_INVALID')) {
-      stderr.write(`${binName}: ${err.message}\nRun ${binName} --help for every setting.\n`);
-      return 2;
-    }
-    throw err;
-  }
-  const makeLogger = (secrets: (string | undefined)[]) =>
+  // The secrets known so far: a key from a zuliprc joins them once it is read.
+  let secrets: (string | undefined)[] = [config.zulip.apiKey];
+  const makeLogger = () =>
     createLogger({ level: config.logLevel, secrets, write: (line) => void stderr.write(line) });
-  let logger = makeLogger([config.zulip.apiKey]);
+  let logger = makeLogger();
 
   let demo: DemoRealm | undefined;
   let launcher: Launcher | undefined;
@@ -144,7 +135,7 @@ export async function main(
           ZULIP_API_KEY: config.zulip.apiKey,
           ZULIP_RC_PATH: config.zulip.rcPath,
         },
-        homedir: env.HOME !== undefined && env.HOME !== '' ? env.HOME : homedir(),
+        homedir: homeDirectory(env),
       });
       zulip = {
         site: credentials.site,
@@ -153,7 +144,8 @@ export async function main(
         allowInsecureHttp: config.zulip.allowInsecureHttp,
       };
       // A key from a zuliprc is as secret as one from the environment.
-      logger = makeLogger([config.zulip.apiKey, credentials.apiKey]);
+      secrets = [config.zulip.apiKey, credentials.apiKey];
+      logger = makeLogger();
       server = await loadServerEntry(config.mcpConfigPath, config.mcpServerName);
     }
     const promptFile = await readPromptFile(config.systemPromptFile);
@@ -195,16 +187,15 @@ export async function main(
     ]);
     logger.info('shutting down', { why });
     await launcher.close();
-    return why === 'listener failed' ? 1 : 0;
+    return why === 'listener failed' ? ExitCode.failure : ExitCode.ok;
   } catch (err) {
     if (isConfigurationError(err)) {
-      stderr.write(`${binName}: ${(err as Error).message}\n`);
-      return 2;
+      return reportInvalidConfiguration(stderr, binName, [(err as Error).message], createRedactor(secrets));
     }
     if (isDeliveryError(err, 'DELIVERY_STATE_CORRUPT'))
       logger.error('the trigger record is unreadable', { err });
     else logger.error('fatal', { err });
-    return 1;
+    return ExitCode.failure;
   } finally {
     await launcher?.close().catch((err: unknown) => logger.warn('error while stopping', { err }));
     await demo?.close().catch((err: unknown) => logger.warn('error while stopping the demo realm', { err }));

@@ -1,14 +1,6 @@
-import { readFileSync } from 'node:fs';
-
-let cached: string | undefined;
+import { readPackageVersion } from '@zmcp/cli';
 
 /** The version of `@zmcp/launcher`, read once from its package.json (one level above both `src/` and `dist/`). */
 export function packageVersion(): string {
-  if (cached === undefined) {
-    const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
-      version?: unknown;
-    };
-    cached = typeof manifest.version === 'string' ? manifest.version : '0.0.0';
-  }
-  return cached;
+  return readPackageVersion(new URL('../package.json', import.meta.url));
 }

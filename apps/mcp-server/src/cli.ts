@@ -1,24 +1,6 @@
 // The `zulip-mcp` bin. The shebang is added by the build (tsup banner).
+import { runBin } from '@zmcp/cli';
+import { binName } from './config.js';
 import { main } from './main.js';
 
-const shutdown = new AbortController();
-let signals = 0;
-const onSignal = (signal: NodeJS.Signals) => {
-  signals++;
-  // The first signal shuts down cleanly; a second one means "now".
-  if (signals > 1) process.exit(signal === 'SIGINT' ? 130 : 143);
-  shutdown.abort();
-};
-process.on('SIGINT', onSignal);
-process.on('SIGTERM', onSignal);
-
-main(process.argv.slice(2), process.env, { shutdown: shutdown.signal }).then(
-  (code) => {
-    // Let stdout drain before exiting: it may carry the last JSON-RPC response.
-    process.stdout.write('', () => process.exit(code));
-  },
-  (err: unknown) => {
-    process.stderr.write(`zulip-mcp: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exit(1);
-  },
-);
+runBin(binName, main);

@@ -1,25 +1,47 @@
 import { existsSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { isDeepStrictEqual } from 'node:util';
+import { resolve } from 'node:path';
+import {
+  type Check,
+  defineSettings,
+  expandHome,
+  flagSwitch,
+  homeDirectory,
+  integer,
+  type LegacySetting,
+  type LogLevel,
+  logLevels,
+  matching,
+  oneOf,
+  optionalBoolean,
+  optionalInteger,
+  parsedBy,
+  problem,
+  type ReportProblem,
+  type SettingInfo,
+  type SettingValues,
+  setting,
+  splitList,
+  streamAllowlist,
+  strictBoolean,
+  text,
+  textWithDefault,
+} from '@zmcp/cli';
 import {
   type CredentialField,
   checkEmojiName,
   credentialProblem,
   isLoopbackHost,
   isValidTimeZone,
-  parseReadOnlyFlag,
   parseSite,
-  parseStreamAllowlist,
   type StreamAllowlist,
   type TimeStyle,
 } from '@zmcp/core';
 import { parseSessionId } from '@zmcp/delivery';
 import { parseToolsets, type Toolset } from '@zmcp/tools';
 import { parseByteSize, parseUploadRoots, type UploadRootSpec } from '@zmcp/uploads';
-import { z } from 'zod';
 import { McpServerError } from './errors.js';
-import { type LogLevel, logLevels } from './logging.js';
+
+export type { LegacySetting, SettingInfo } from '@zmcp/cli';
 
 /** Zulip credentials as configured; resolving them against a zuliprc is `@zmcp/core`'s job. */
 export interface ZulipCredentialSettings {
@@ -108,215 +130,9 @@ export interface SessionSettings {
     | undefined;
 }
 
-/** What `--help`, the README and `.env.example` say about one setting. */
-export interface SettingInfo {
-  /** Environment variable, or the flag itself for flag-only settings. */
-  name: string;
-  /** The flag that overrides the variable, if any. */
-  flag: string | undefined;
-  /** Placeholder of the flag's value (`<port>`); unset for switches. */
-  flagArg: string | undefined;
-  /** Default, as a reader should see it. */
-  defaultText: string;
-  /** One line of behaviour. */
-  help: string;
-  group: string;
-  /** Secret: never echoed in an error, never accepted as a flag. */
-  secret: boolean;
-}
-
-type SettingMeta = Omit<SettingInfo, 'name' | 'flag' | 'flagArg' | 'secret'> & {
-  flag?: string;
-  flagArg?: string;
-  secret?: boolean;
-};
-
-/** A setting's help entry where the default can be derived from the fallback value. */
-type DerivedMeta = Omit<SettingMeta, 'defaultText'> & { defaultText?: string };
-
-const settingMeta = z.registry<SettingMeta>();
-
-type Raw = string | undefined;
-
-function expected<T>(ctx: z.core.$RefinementCtx<Raw>, message: string): T {
-  ctx.addIssue({ code: 'custom', message });
-  return z.NEVER as T;
-}
-
-/** Checks a raw value: `undefined` when it is acceptable, else what was expected. */
-type Check = (raw: string) => string | undefined;
-
-function matching(pattern: RegExp, expectedText: string): Check {
-  return (raw) => (pattern.test(raw) ? undefined : expectedText);
-}
-
-function text(meta: SettingMeta, check?: Check) {
-  const schema = z
-    .string()
-    .optional()
-    .transform((raw, ctx): string | undefined => {
-      if (raw === undefined) return undefined;
-      const problem = check?.(raw);
-      if (problem !== undefined) return expected(ctx, problem);
-      return raw;
-    });
-  return schema.register(settingMeta, meta);
-}
-
-function textWithDefault(meta: SettingMeta, fallback: string, check: Check) {
-  const schema = z
-    .string()
-    .optional()
-    .transform((raw, ctx): string => {
-      if (raw === undefined) return fallback;
-      const problem = check(raw);
-      if (problem !== undefined) return expected(ctx, problem);
-      return raw;
-    });
-  return schema.register(settingMeta, meta);
-}
-
-/**
- * A setting read by a library's own parser (the one rule for its kind of value): a throw is
- * reported as `expectedText(err)`.
- */
-function parsedBy<T>(
-  meta: SettingMeta,
-  parse: (raw: string) => T,
-  expectedText: (err: unknown) => string,
-): z.ZodType<T | undefined, string | undefined>;
-function parsedBy<T>(
-  meta: SettingMeta,
-  parse: (raw: string) => T,
-  expectedText: (err: unknown) => string,
-  fallback: T,
-): z.ZodType<T, string | undefined>;
-function parsedBy<T>(
-  meta: SettingMeta,
-  parse: (raw: string) => T,
-  expectedText: (err: unknown) => string,
-  fallback?: T,
-) {
-  const schema = z
-    .string()
-    .optional()
-    .transform((raw, ctx): T | undefined => {
-      if (raw === undefined) return fallback;
-      try {
-        return parse(raw);
-      } catch (err) {
-        return expected(ctx, expectedText(err));
-      }
-    });
-  return schema.register(settingMeta, meta);
-}
-
 /** A credential field checked by core's one rule for it. */
 function credential(field: CredentialField, expectedText: string): Check {
   return (raw) => (credentialProblem(field, raw.trim()) === undefined ? undefined : expectedText);
-}
-
-function strictBoolean(meta: DerivedMeta, fallback: boolean) {
-  const schema = z
-    .string()
-    .optional()
-    .transform((raw, ctx): boolean => {
-      if (raw === undefined) return fallback;
-      try {
-        return parseReadOnlyFlag(raw);
-      } catch {
-        return expected(ctx, 'expected one of 1/0, true/false, yes/no, on/off');
-      }
-    });
-  return schema.register(settingMeta, {
-    ...meta,
-    defaultText: meta.defaultText ?? (fallback ? 'on' : 'off'),
-  });
-}
-
-/** A switch whose absence means "the library's default" rather than on or off. */
-function optionalBoolean(meta: SettingMeta) {
-  return z
-    .string()
-    .optional()
-    .transform((raw, ctx): boolean | undefined => {
-      if (raw === undefined || raw.trim() === '') return undefined;
-      try {
-        return parseReadOnlyFlag(raw);
-      } catch {
-        return expected(ctx, 'expected one of 1/0, true/false, yes/no, on/off');
-      }
-    })
-    .register(settingMeta, meta);
-}
-
-function parseInteger(raw: string, min: number, max: number): number | undefined {
-  if (!/^\d+$/.test(raw.trim())) return undefined;
-  const value = Number(raw.trim());
-  return Number.isSafeInteger(value) && value >= min && value <= max ? value : undefined;
-}
-
-function integer(meta: DerivedMeta, min: number, max: number, fallback: number) {
-  const schema = z
-    .string()
-    .optional()
-    .transform((raw, ctx): number => {
-      if (raw === undefined) return fallback;
-      return parseInteger(raw, min, max) ?? expected(ctx, `expected a whole number from ${min} to ${max}`);
-    });
-  return schema.register(settingMeta, { ...meta, defaultText: meta.defaultText ?? String(fallback) });
-}
-
-function optionalInteger(meta: SettingMeta, min: number, max: number) {
-  const schema = z
-    .string()
-    .optional()
-    .transform((raw, ctx): number | undefined => {
-      if (raw === undefined) return undefined;
-      return parseInteger(raw, min, max) ?? expected(ctx, `expected a whole number from ${min} to ${max}`);
-    });
-  return schema.register(settingMeta, meta);
-}
-
-function oneOf<const T extends string>(
-  meta: DerivedMeta,
-  values: readonly T[],
-  fallback: T,
-  aliases: Readonly<Record<string, T>> = {},
-) {
-  const schema = z
-    .string()
-    .optional()
-    .transform((raw, ctx): T => {
-      if (raw === undefined) return fallback;
-      const word = raw.trim().toLowerCase();
-      if (Object.hasOwn(aliases, word)) return aliases[word] as T;
-      return (values as readonly string[]).includes(word)
-        ? (word as T)
-        : expected(ctx, `expected one of ${values.join(', ')}`);
-    });
-  return schema.register(settingMeta, { ...meta, defaultText: meta.defaultText ?? fallback });
-}
-
-function splitList(raw: string): string[] {
-  return raw
-    .split(',')
-    .map((item) => item.trim())
-    .filter((item) => item.length > 0);
-}
-
-function streamAllowlist(meta: SettingMeta) {
-  const schema = z
-    .string()
-    .optional()
-    .transform((raw, ctx): StreamAllowlist | undefined => {
-      try {
-        return parseStreamAllowlist(raw, 'it');
-      } catch (err) {
-        return expected(ctx, (err as Error).message.replace(/^it: /, ''));
-      }
-    });
-  return schema.register(settingMeta, meta);
 }
 
 const emojiName = (raw: string) => checkEmojiName(raw);
@@ -331,10 +147,10 @@ function inRange(value: number, min: number, max: number): number {
 }
 
 /**
- * The one schema of the server's configuration: every key is an environment variable
- * (or, for flag-only switches, the flag), every value the raw string as given.
+ * The server's settings, read by one schema: every key is an environment variable (or, for
+ * flag-only switches, the flag), every value the raw string as given.
  */
-const RawConfigSchema = z.object({
+const configShape = {
   ZULIP_REALM: text(
     {
       group: 'Zulip account',
@@ -402,24 +218,21 @@ const RawConfigSchema = z.object({
       `expected 1 to 128 characters of A-Z, a-z, 0-9, ".", "_" or "-" (${String((err as { details?: { reason?: unknown } }).details?.reason ?? 'invalid')})`,
     'default',
   ),
-  AGENT_TIMEZONE: z
-    .string()
-    .optional()
-    .transform((raw, ctx): string | undefined => {
-      if (raw === undefined) return undefined;
-      // Kept as written: ICU may canonicalise to an older name (Europe/Kyiv → Europe/Kiev).
-      const zone = raw.trim();
-      return isValidTimeZone(zone)
-        ? zone
-        : expected(ctx, 'expected an IANA time zone such as Europe/Kyiv or UTC');
-    })
-    .register(settingMeta, {
+  AGENT_TIMEZONE: setting<string | undefined>(
+    {
       group: 'Message lines',
       flag: '--timezone',
       flagArg: '<zone>',
       defaultText: 'system time zone',
       help: 'IANA time zone of the timestamps in message lines.',
-    }),
+    },
+    (raw) => {
+      // Kept as written: ICU may canonicalise to an older name (Europe/Kyiv → Europe/Kiev).
+      const zone = raw.trim();
+      return isValidTimeZone(zone) ? zone : problem('expected an IANA time zone such as Europe/Kyiv or UTC');
+    },
+    undefined,
+  ),
   AGENT_TIMESTAMP_STYLE: oneOf(
     {
       group: 'Message lines',
@@ -438,23 +251,18 @@ const RawConfigSchema = z.object({
     },
     false,
   ),
-  ZULIP_TOOLSETS: z
-    .string()
-    .optional()
-    .transform((raw, ctx): Toolset[] => {
-      try {
-        return parseToolsets(raw);
-      } catch (err) {
-        return expected(ctx, (err as Error).message);
-      }
-    })
-    .register(settingMeta, {
+  ZULIP_TOOLSETS: parsedBy<Toolset[]>(
+    {
       group: 'Access',
       flag: '--toolsets',
       flagArg: '<list>',
       defaultText: 'read,write,session',
       help: 'Toolsets to serve (comma list of read, write, session, browse, files, manage, monitor, attention), or all.',
-    }),
+    },
+    parseToolsets,
+    (err) => (err as Error).message,
+    parseToolsets(undefined),
+  ),
   ZULIP_PRIVATE_STREAMS: streamAllowlist({
     group: 'Access',
     defaultText: 'none',
@@ -470,24 +278,21 @@ const RawConfigSchema = z.object({
     defaultText: 'on; off when ZULIP_WRITE_STREAMS is a list',
     help: 'Whether the server may send DMs; with a write allowlist DMs need this set to true.',
   }),
-  ZULIP_UPLOAD_ROOTS: z
-    .string()
-    .optional()
-    .superRefine((raw, ctx) => {
-      try {
-        parseUploadRoots(raw, '/');
-      } catch (err) {
-        ctx.addIssue({
-          code: 'custom',
-          message: (err as Error).message.replace(/^ZULIP_UPLOAD_ROOTS: /, ''),
-        });
-      }
-    })
-    .register(settingMeta, {
+  ZULIP_UPLOAD_ROOTS: text(
+    {
       group: 'Uploads',
       defaultText: 'none',
       help: 'Directories local-file attachments may come from, as name=path pairs (comma list).',
-    }),
+    },
+    (raw) => {
+      try {
+        parseUploadRoots(raw, '/');
+        return undefined;
+      } catch (err) {
+        return (err as Error).message.replace(/^ZULIP_UPLOAD_ROOTS: /, '');
+      }
+    },
+  ),
   ZULIP_UPLOAD_MAX_BYTES: parsedBy(
     {
       group: 'Uploads',
@@ -597,16 +402,12 @@ const RawConfigSchema = z.object({
     logLevels,
     'info',
   ),
-  '--http': z
-    .string()
-    .optional()
-    .transform((raw) => raw !== undefined)
-    .register(settingMeta, {
-      group: 'HTTP transport',
-      flag: '--http',
-      defaultText: 'off (stdio)',
-      help: 'Serve Streamable HTTP at http://<host>:<port>/mcp instead of stdio.',
-    }),
+  '--http': flagSwitch({
+    group: 'HTTP transport',
+    flag: '--http',
+    defaultText: 'off (stdio)',
+    help: 'Serve Streamable HTTP at http://<host>:<port>/mcp instead of stdio.',
+  }),
   ZMCP_HTTP_HOST: textWithDefault(
     {
       group: 'HTTP transport',
@@ -638,11 +439,13 @@ const RawConfigSchema = z.object({
     },
     matching(/^[\x21-\x7e]{16,}$/, 'expected at least 16 printable characters without spaces'),
   ),
-  ZMCP_HTTP_ALLOWED_ORIGINS: z
-    .string()
-    .optional()
-    .transform((raw, ctx): readonly string[] | undefined => {
-      if (raw === undefined) return undefined;
+  ZMCP_HTTP_ALLOWED_ORIGINS: setting<readonly string[] | undefined>(
+    {
+      group: 'HTTP transport',
+      defaultText: 'loopback origins',
+      help: 'Browser origins allowed to call (comma list); requests without an Origin header are allowed.',
+    },
+    (raw) => {
       const origins: string[] = [];
       for (const item of splitList(raw)) {
         let origin: string | undefined;
@@ -657,16 +460,13 @@ const RawConfigSchema = z.object({
           origin = undefined;
         }
         if (origin === undefined)
-          return expected(ctx, 'expected origins such as http://localhost:6274, comma-separated');
+          return problem('expected origins such as http://localhost:6274, comma-separated');
         origins.push(origin);
       }
-      return origins.length > 0 ? origins : expected(ctx, 'expected at least one origin');
-    })
-    .register(settingMeta, {
-      group: 'HTTP transport',
-      defaultText: 'loopback origins',
-      help: 'Browser origins allowed to call (comma list); requests without an Origin header are allowed.',
-    }),
+      return origins.length > 0 ? origins : problem('expected at least one origin');
+    },
+    undefined,
+  ),
   ZMCP_HTTP_MAX_SESSIONS: integer(
     {
       group: 'HTTP transport',
@@ -693,20 +493,19 @@ const RawConfigSchema = z.object({
     },
     false,
   ),
-  ZULIP_CHANNEL_USERS: z
-    .string()
-    .optional()
-    .transform((raw, ctx): readonly string[] => {
-      if (raw === undefined) return [];
-      const entries = splitList(raw);
-      const bad = entries.find((e) => !/^[1-9][0-9]{0,15}$/.test(e) && !/^[^\s@,]+@[^\s@,]+$/.test(e));
-      return bad === undefined ? entries : expected(ctx, 'expected user ids or emails, comma-separated');
-    })
-    .register(settingMeta, {
+  ZULIP_CHANNEL_USERS: setting<readonly string[]>(
+    {
       group: 'Claude Code channels',
       defaultText: 'nobody',
       help: 'Who may reach the session through channel events (user ids or emails, comma list); everyone else is dropped.',
-    }),
+    },
+    (raw) => {
+      const entries = splitList(raw);
+      const bad = entries.find((e) => !/^[1-9][0-9]{0,15}$/.test(e) && !/^[^\s@,]+@[^\s@,]+$/.test(e));
+      return bad === undefined ? entries : problem('expected user ids or emails, comma-separated');
+    },
+    [],
+  ),
   ZULIP_CHANNEL_PERMISSION_RELAY: strictBoolean(
     {
       group: 'Claude Code channels',
@@ -714,39 +513,15 @@ const RawConfigSchema = z.object({
     },
     false,
   ),
-  '--demo': z
-    .string()
-    .optional()
-    .transform((raw) => raw !== undefined)
-    .register(settingMeta, {
-      group: 'Other',
-      flag: '--demo',
-      defaultText: 'off',
-      help: 'Start a simulated, seeded Zulip realm on loopback and serve it; no account needed.',
-    }),
-  '--help': z
-    .string()
-    .optional()
-    .transform((raw) => raw !== undefined)
-    .register(settingMeta, {
-      group: 'Other',
-      flag: '--help',
-      defaultText: '',
-      help: 'Print this help and exit.',
-    }),
-  '--version': z
-    .string()
-    .optional()
-    .transform((raw) => raw !== undefined)
-    .register(settingMeta, {
-      group: 'Other',
-      flag: '--version',
-      defaultText: '',
-      help: 'Print the version and exit.',
-    }),
-});
+  '--demo': flagSwitch({
+    group: 'Other',
+    flag: '--demo',
+    defaultText: 'off',
+    help: 'Start a simulated, seeded Zulip realm on loopback and serve it; no account needed.',
+  }),
+};
 
-type RawConfig = z.output<typeof RawConfigSchema>;
+type RawConfig = SettingValues<typeof configShape>;
 
 /** The site as core normalizes it, or the problem core's rule finds with it. */
 function normalizedSite(raw: string, allowInsecureHttp: boolean): { url: string } | { problem: string } {
@@ -767,77 +542,46 @@ function normalizedSite(raw: string, allowInsecureHttp: boolean): { url: string 
   return { url };
 }
 
-const ConfigSchema = RawConfigSchema.superRefine((raw, ctx) => {
+/** Checks across settings, made once every value is valid. */
+function refineConfig(raw: RawConfig, report: ReportProblem<typeof configShape>): void {
   const sites: { key: 'ZULIP_REALM' | 'ZULIP_SITE'; url: string }[] = [];
   for (const key of ['ZULIP_REALM', 'ZULIP_SITE'] as const) {
     const value = raw[key];
     if (value === undefined) continue;
     const site = normalizedSite(value, raw.ZULIP_ALLOW_INSECURE_HTTP);
-    if ('problem' in site) ctx.addIssue({ code: 'custom', path: [key], message: site.problem });
+    if ('problem' in site) report(key, site.problem);
     else sites.push({ key, url: site.url });
   }
   if (sites.length === 2 && sites[0]?.url !== sites[1]?.url) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['ZULIP_SITE'],
-      message: 'conflicts with ZULIP_REALM; set only one of the two',
-    });
+    report('ZULIP_SITE', 'conflicts with ZULIP_REALM; set only one of the two');
   }
   if ((raw.SESSION_STREAM === undefined) !== (raw.SESSION_TOPIC === undefined)) {
-    ctx.addIssue({
-      code: 'custom',
-      path: [raw.SESSION_STREAM === undefined ? 'SESSION_STREAM' : 'SESSION_TOPIC'],
-      message: 'SESSION_STREAM and SESSION_TOPIC are set together, or neither',
-    });
+    report(
+      raw.SESSION_STREAM === undefined ? 'SESSION_STREAM' : 'SESSION_TOPIC',
+      'SESSION_STREAM and SESSION_TOPIC are set together, or neither',
+    );
   }
   if (raw.ZULIP_CLAUDE_CHANNELS && raw['--http']) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['ZULIP_CLAUDE_CHANNELS'],
-      message: 'Claude Code channels run on stdio only; drop --http',
-    });
+    report('ZULIP_CLAUDE_CHANNELS', 'Claude Code channels run on stdio only; drop --http');
   }
   if (raw.ZULIP_CLAUDE_CHANNELS && raw.ZULIP_READ_ONLY) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['ZULIP_CLAUDE_CHANNELS'],
-      message: 'needs an event queue, which read-only mode refuses; unset ZULIP_READ_ONLY',
-    });
+    report(
+      'ZULIP_CLAUDE_CHANNELS',
+      'needs an event queue, which read-only mode refuses; unset ZULIP_READ_ONLY',
+    );
   }
   if (
     raw.ZULIP_CHANNEL_PERMISSION_RELAY &&
     (!raw.ZULIP_CLAUDE_CHANNELS || raw.ZULIP_PRIVATE_STREAMS !== '__ALL__')
   ) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['ZULIP_CHANNEL_PERMISSION_RELAY'],
-      message:
-        'needs ZULIP_CLAUDE_CHANNELS and ZULIP_PRIVATE_STREAMS=__ALL__ (its prompts and answers are DMs)',
-    });
+    report(
+      'ZULIP_CHANNEL_PERMISSION_RELAY',
+      'needs ZULIP_CLAUDE_CHANNELS and ZULIP_PRIVATE_STREAMS=__ALL__ (its prompts and answers are DMs)',
+    );
   }
   if (raw['--http'] && !isLoopbackHost(raw.ZMCP_HTTP_HOST) && raw.ZMCP_HTTP_TOKEN === undefined) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['ZMCP_HTTP_TOKEN'],
-      message: `is required when the HTTP host is not loopback (host ${raw.ZMCP_HTTP_HOST})`,
-    });
+    report('ZMCP_HTTP_TOKEN', `is required when the HTTP host is not loopback (host ${raw.ZMCP_HTTP_HOST})`);
   }
-});
-
-type SettingKey = keyof RawConfig & string;
-
-/** A variable of an earlier Zulip MCP server: read as its replacement here, or refused with a pointer. */
-export interface LegacySetting {
-  /** The earlier variable. */
-  name: string;
-  /** The server that used it. */
-  origin: string;
-  /** The variable that replaces it. */
-  replacement: string;
-  /** Read as `replacement` (`alias`), or a start-up error naming `replacement` (`refused`). */
-  handling: 'alias' | 'refused';
-  /** For a refused variable: what to do instead. */
-  instead?: string;
 }
 
 const zulipmcp = 'zulipmcp (the Python server)';
@@ -878,89 +622,22 @@ export function legacySettings(): LegacySetting[] {
   return legacySettingList.map((s) => ({ ...s }));
 }
 
+/** The bin name, as the help and error messages call it. */
+export const binName = 'zulip-mcp';
+
+const settings = defineSettings(configShape, {
+  bin: binName,
+  legacy: legacySettingList,
+  refine: refineConfig,
+  configError: (err) =>
+    new McpServerError('MCP_CONFIG_INVALID', err.message, { cause: err, details: { ...err.details } }),
+});
+
 /** Every setting in table order, as `--help`, the README and `.env.example` list them. */
-export function configSettings(): SettingInfo[] {
-  return Object.entries(RawConfigSchema.shape).map(([name, schema]) => {
-    const meta = settingMeta.get(schema);
-    if (!meta) throw new Error(`setting ${name} has no help entry`);
-    return {
-      name,
-      flag: meta.flag,
-      flagArg: meta.flagArg,
-      defaultText: meta.defaultText,
-      help: meta.help,
-      group: meta.group,
-      secret: meta.secret ?? false,
-    };
-  });
-}
+export const configSettings: () => SettingInfo[] = settings.list;
 
 /** Names of every environment variable the server reads. */
-export function configVariableNames(): string[] {
-  return configSettings()
-    .map((s) => s.name)
-    .filter((name) => !name.startsWith('-'));
-}
-
-function flagTable(): Map<string, { key: SettingKey; takesValue: boolean }> {
-  const flags = new Map<string, { key: SettingKey; takesValue: boolean }>();
-  for (const setting of configSettings()) {
-    if (setting.flag !== undefined) {
-      flags.set(setting.flag, { key: setting.name as SettingKey, takesValue: setting.flagArg !== undefined });
-    }
-  }
-  flags.set('-h', { key: '--help', takesValue: false });
-  flags.set('-V', { key: '--version', takesValue: false });
-  return flags;
-}
-
-function isSet(value: string | undefined): value is string {
-  return value !== undefined && value.trim() !== '';
-}
-
-/**
- * Reads the earlier servers' variables into `input` under their replacements. Both names set
- * to values that mean different things is a conflict; a refused name is a problem of its own.
- */
-function readLegacySettings(
-  env: Readonly<Record<string, string | undefined>>,
-  input: Record<string, string | undefined>,
-  source: Record<string, string>,
-  problems: string[],
-): void {
-  for (const legacy of legacySettingList) {
-    const value = env[legacy.name];
-    if (!isSet(value)) continue;
-    if (legacy.handling === 'refused') {
-      problems.push(`${legacy.name}: not supported (a setting of ${legacy.origin}); ${legacy.instead}`);
-      continue;
-    }
-    const key = legacy.replacement as SettingKey;
-    const current = input[key];
-    if (current === undefined) {
-      input[key] = value;
-      source[key] = legacy.name;
-      continue;
-    }
-    const field = RawConfigSchema.shape[key] as z.ZodType;
-    const ours = field.safeParse(current);
-    const theirs = field.safeParse(value);
-    if (!ours.success || !theirs.success || !isDeepStrictEqual(ours.data, theirs.data)) {
-      problems.push(
-        `${legacy.name}: conflicts with ${key} (${legacy.name} is the name ${legacy.origin} used for it); set only ${key}`,
-      );
-    }
-  }
-}
-
-function quoteForError(raw: string, secrets: readonly string[] = []): string {
-  let shown = raw;
-  // A secret may sit in the wrong variable, or in the user-info part of a URL.
-  for (const secret of secrets) shown = shown.split(secret).join('[REDACTED]');
-  shown = shown.replace(/\/\/[^/@\s]*@/g, '//[REDACTED]@');
-  if (shown.length > 60) shown = `${shown.slice(0, 57)}...`;
-  return JSON.stringify(shown);
-}
+export const configVariableNames: () => string[] = settings.variableNames;
 
 /**
  * Parses the process environment and command-line flags (a flag wins over its variable)
@@ -978,79 +655,9 @@ export function parseConfig(
   argv: readonly string[],
   options: { cwd?: string; exists?: (path: string) => boolean } = {},
 ): Config {
-  const settings = configSettings();
-  const secretKeys = new Set(settings.filter((s) => s.secret).map((s) => s.name));
-  const flags = flagTable();
-  const problems: string[] = [];
-  const input: Record<string, string | undefined> = {};
-  const source: Record<string, string> = {};
+  const raw = settings.parse(env, argv);
 
-  for (const name of configVariableNames()) {
-    const value = env[name];
-    if (isSet(value)) {
-      input[name] = value;
-      source[name] = name;
-    }
-  }
-
-  readLegacySettings(env, input, source, problems);
-
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] as string;
-    const eq = arg.indexOf('=');
-    const flagName = arg.startsWith('--') && eq > 0 ? arg.slice(0, eq) : arg;
-    const flag = flags.get(flagName);
-    if (!flag) {
-      if (arg.startsWith('-')) {
-        problems.push(`${flagName}: unknown option (zulip-mcp --help lists them)`);
-        // Its value is skipped unseen: it may be a secret someone tried to pass as a flag.
-        if (eq < 0 && argv[i + 1] !== undefined && !argv[i + 1]?.startsWith('-')) i++;
-      } else problems.push(`${quoteForError(arg)}: unexpected argument (zulip-mcp takes only options)`);
-      continue;
-    }
-    let value: string | undefined;
-    if (eq > 0 && arg.startsWith('--')) value = arg.slice(eq + 1);
-    else if (flag.takesValue) {
-      value = argv[i + 1];
-      if (value === undefined || value.startsWith('--')) {
-        problems.push(`${flagName}: expects a value`);
-        continue;
-      }
-      i++;
-    } else value = 'true';
-    if (!flag.takesValue && flag.key.startsWith('-') && value !== 'true') {
-      problems.push(`${flagName}: takes no value`);
-      continue;
-    }
-    input[flag.key] = value;
-    source[flag.key] = flagName;
-  }
-
-  const result = ConfigSchema.safeParse(input);
-  if (!result.success) {
-    const secretValues = [...secretKeys]
-      .map((key) => input[key]?.trim())
-      .filter((value): value is string => value !== undefined && value.length >= 16);
-    const reported = new Set<string>();
-    for (const issue of result.error.issues) {
-      const key = String(issue.path[0] ?? '');
-      const raw = input[key];
-      const shown =
-        raw !== undefined && !secretKeys.has(key) ? ` (got ${quoteForError(raw, secretValues)})` : '';
-      const line = `${source[key] ?? key}: ${issue.message}${shown}`;
-      if (reported.has(line)) continue;
-      reported.add(line);
-      problems.push(line);
-    }
-  }
-  if (problems.length > 0 || !result.success) {
-    throw new McpServerError('MCP_CONFIG_INVALID', `Invalid configuration:\n  ${problems.join('\n  ')}`, {
-      details: { problems },
-    });
-  }
-
-  const raw = result.data;
-  const home = env.HOME !== undefined && env.HOME !== '' ? env.HOME : homedir();
+  const home = homeDirectory(env);
   const state = stateDirectory(raw.ZULIP_STATE_DIR, home, options.exists ?? existsSync);
   return {
     command: raw['--help'] ? 'help' : raw['--version'] ? 'version' : 'serve',
@@ -1138,54 +745,13 @@ function withoutBrackets(host: string): string {
   return trimmed.startsWith('[') && trimmed.endsWith(']') ? trimmed.slice(1, -1) : trimmed;
 }
 
-function expandHome(path: string, home: string): string {
-  if (path === '~') return home;
-  return path.startsWith('~/') ? join(home, path.slice(2)) : path;
-}
-
-function settingLabel(setting: SettingInfo): string {
-  if (setting.name.startsWith('-'))
-    return setting.flagArg ? `${setting.name} ${setting.flagArg}` : setting.name;
-  const flag = setting.flag ? `, ${setting.flag}${setting.flagArg ? ` ${setting.flagArg}` : ''}` : '';
-  return `${setting.name}${flag}`;
-}
-
 /** The `--help` text: usage, then every setting with its flag, default and one line of help. */
 export function helpText(): string {
-  const settings = configSettings();
-  const width = Math.max(...settings.map((s) => settingLabel(s).length)) + 2;
-  const lines = [
-    'zulip-mcp: a Zulip realm for any MCP client (stdio by default, Streamable HTTP with --http).',
-    '',
-    'Usage: zulip-mcp [options]',
-    '',
-    'Settings are environment variables; where a flag is shown, it overrides the variable.',
-    'Boolean variables take 1/0, true/false, yes/no or on/off. Empty variables count as unset.',
-    `Earlier servers' names are read as their replacements: ${legacySettingList
-      .filter((s) => s.handling === 'alias')
-      .map((s) => `${s.name} as ${s.replacement}`)
-      .join(', ')}.`,
-  ];
-  let group = '';
-  for (const setting of settings) {
-    if (setting.group !== group) {
-      group = setting.group;
-      lines.push('', `${group}:`);
-    }
-    const fallback = setting.defaultText ? ` [default: ${setting.defaultText}]` : '';
-    lines.push(`  ${settingLabel(setting).padEnd(width)}${setting.help}${fallback}`);
-  }
-  lines.push('', 'The README of @zmcp/mcp-server explains each setting and shows client configurations.', '');
-  return lines.join('\n');
+  return settings.helpText({
+    about: ['zulip-mcp: a Zulip realm for any MCP client (stdio by default, Streamable HTTP with --http).'],
+    footer: ['The README of @zmcp/mcp-server explains each setting and shows client configurations.'],
+  });
 }
 
 /** The README's settings table, in markdown, generated from the same table as `--help`. */
-export function configMarkdownTable(): string {
-  const rows = configSettings().map((s) => {
-    const variable = s.name.startsWith('-') ? '' : `\`${s.name}\``;
-    const flag = s.flag ? `\`${s.flag}${s.flagArg ? ` ${s.flagArg}` : ''}\`` : '';
-    const fallback = s.defaultText ? s.defaultText : '';
-    return `| ${variable} | ${flag} | ${fallback} | ${s.help.replace(/\|/g, '\\|')} |`;
-  });
-  return ['| variable | flag | default | what it does |', '|---|---|---|---|', ...rows].join('\n');
-}
+export const configMarkdownTable: () => string = settings.markdownTable;

@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { type BinMain, defineMain, ExitCode, reportInvalidConfiguration, waitForAbort } from '@zmcp/cli';
 import type { CredentialSource, Credentials } from '@zmcp/core';
-import { type Config, helpText, parseConfig } from './config.js';
+import { binName, type Config, helpText, parseConfig } from './config.js';
 import { type DemoRealm, startDemoRealm } from './demo.js';
-import { McpServerError } from './errors.js';
 import { startHttpServer } from './http.js';
 import { createLogger, createRedactor, type Logger } from './logging.js';
 import { createMcpServer, type McpSession } from './register.js';
@@ -28,17 +28,6 @@ export interface MainIo {
   shutdown?: AbortSignal | undefined;
   /** Called once the server is serving; for HTTP, with the endpoint URL. */
   onReady?: ((info: { transport: 'stdio' } | { transport: 'http'; url: string }) => void) | undefined;
-}
-
-/** The bin name, as the help and error messages call it. */
-const binName = 'zulip-mcp';
-
-function waitForAbort(signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    if (!signal) return;
-    if (signal.aborted) resolve();
-    else signal.addEventListener('abort', () => resolve(), { once: true });
-  });
 }
 
 /** One MCP session's server: the shared catalog plus the tools, prompt and resources of its own agent session. */
@@ -144,34 +133,17 @@ async function serveHttp(config: Config, services: Services, logger: Logger, io:
  * a missing upload root).
  * Only help, the version and the JSON-RPC wire go to stdout; everything else to stderr.
  */
-export async function main(
-  argv: readonly string[],
-  env: Readonly<Record<string, string | undefined>>,
-  io: MainIo = {},
-): Promise<number> {
-  const stdout = io.stdout ?? process.stdout;
+export const main: BinMain<MainIo> = defineMain({
+  bin: binName,
+  help: helpText,
+  version: packageVersion,
+  configure: (env, argv) => parseConfig(env, argv),
+  run: serve,
+});
+
+/** Builds the services for a valid configuration and serves them until the end of the session. */
+async function serve(config: Config, io: MainIo): Promise<number> {
   const stderr = io.stderr ?? process.stderr;
-  // Help and the version never depend on the environment being valid.
-  if (argv.includes('--help') || argv.includes('-h')) {
-    stdout.write(helpText());
-    return 0;
-  }
-  if (argv.includes('--version') || argv.includes('-V')) {
-    stdout.write(`${packageVersion()}\n`);
-    return 0;
-  }
-
-  let config: Config;
-  try {
-    config = parseConfig(env, argv);
-  } catch (err) {
-    if (err instanceof McpServerError && err.code === 'MCP_CONFIG_INVALID') {
-      stderr.write(`${binName}: ${err.message}\nRun ${binName} --help for every setting.\n`);
-      return 2;
-    }
-    throw err;
-  }
-
   const writeLine = (line: string) => void stderr.write(line);
   let logger = createLogger({
     level: config.logLevel,
@@ -186,10 +158,7 @@ export async function main(
   ): number | undefined => {
     const problem = configurationProblem(err, source);
     if (problem === undefined) return undefined;
-    stderr.write(
-      `${binName}: Invalid configuration:\n  ${redact(problem)}\nRun ${binName} --help for every setting.\n`,
-    );
-    return 2;
+    return reportInvalidConfiguration(stderr, binName, [problem], redact);
   };
 
   let services: Services | undefined;
@@ -248,10 +217,10 @@ export async function main(
     }
     if (config.transport === 'http') await serveHttp(config, services, logger, io);
     else await serveStdio(config, services, logger, io);
-    return 0;
+    return ExitCode.ok;
   } catch (err) {
     logger.error('fatal', { err });
-    return 1;
+    return ExitCode.failure;
   } finally {
     await services?.close().catch((err: unknown) => logger.warn('error while closing services', { err }));
     await demo?.close().catch((err: unknown) => logger.warn('error while stopping the demo realm', { err }));

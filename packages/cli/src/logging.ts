@@ -1,0 +1,110 @@
+import type { Logger } from '@zmcp/core';
+
+/** How much a bin logs; `silent` logs nothing. */
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
+
+/** The log levels, most verbose first (the values of a log-level setting). */
+export const logLevels: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
+
+/** Extra `key=value` pairs of one log record. */
+export type LogFields = Readonly<Record<string, unknown>>;
+
+/** Options of {@link createLogger}. */
+export interface LoggerOptions {
+  /** Records below this level are dropped. */
+  level: LogLevel;
+  /** Values that must never appear in a log line (API key, bearer token); unset entries are ignored. */
+  secrets?: readonly (string | undefined)[];
+  /** Where each line goes, newline included. Defaults to `process.stderr`: stdout is the JSON-RPC wire on stdio. */
+  write?: (line: string) => void;
+  /** Clock for the timestamp; defaults to `new Date()`. */
+  now?: () => Date;
+}
+
+const rank: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
+
+const REDACTED = '[REDACTED]';
+// Authorization header values, whatever the secret they carry.
+const AUTH_HEADER = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/gi;
+
+// A field longer than this (say, base64 in logged tool arguments) is cut, keeping lines readable.
+const MAX_FIELD_LENGTH = 2000;
+
+/**
+ * A function that replaces every given secret (and its JSON-escaped form) and every
+ * Authorization-style credential (`Bearer ...`, `Basic ...`) in a text with `[REDACTED]`;
+ * unset and empty entries are ignored.
+ */
+export function createRedactor(secrets: readonly (string | undefined)[]): (text: string) => string {
+  const known = [
+    ...new Set(
+      secrets
+        .filter((s): s is string => typeof s === 'string' && s.length > 0)
+        // The JSON-escaped form too, in case a secret holds characters JSON escapes.
+        .flatMap((s) => [s, JSON.stringify(s).slice(1, -1)]),
+    ),
+  ]
+    // Longest first, so a secret containing another is replaced whole.
+    .sort((a, b) => b.length - a.length);
+  return (text) => {
+    let out = text.replace(AUTH_HEADER, (_, scheme: string) => `${scheme} ${REDACTED}`);
+    for (const secret of known) if (out.includes(secret)) out = out.split(secret).join(REDACTED);
+    return out;
+  };
+}
+
+function formatFull(value: unknown): string {
+  if (value === undefined) return 'undefined';
+  if (value === null) return 'null';
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint')
+    return String(value);
+  if (value instanceof Error) {
+    const code = (value as { code?: unknown }).code;
+    return JSON.stringify(typeof code === 'string' ? `${code}: ${value.message}` : value.message);
+  }
+  if (typeof value === 'string') return /^[A-Za-z0-9_.:/@+-]+$/.test(value) ? value : JSON.stringify(value);
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return '"[unserializable]"';
+  }
+}
+
+function formatValue(value: unknown, redact: (text: string) => string): string {
+  // Redacted before it is cut, so a cut cannot leave part of a secret behind.
+  const text = redact(formatFull(value));
+  return text.length > MAX_FIELD_LENGTH
+    ? `${text.slice(0, MAX_FIELD_LENGTH)}...[${text.length - MAX_FIELD_LENGTH} more chars]`
+    : text;
+}
+
+/**
+ * Builds a bin's logger, the one it hands to the libraries: one line per record
+ * (`ts level msg key=value`), written to stderr, each record on one line whatever its content,
+ * long fields cut, and every known secret and Authorization-style credential replaced by
+ * `[REDACTED]`. Message bodies and tool arguments belong at `debug` only.
+ */
+export function createLogger(options: LoggerOptions): Logger {
+  const threshold = rank[options.level];
+  const write = options.write ?? ((line: string) => void process.stderr.write(line));
+  const now = options.now ?? (() => new Date());
+  const redact = createRedactor(options.secrets ?? []);
+
+  const emit = (level: Exclude<LogLevel, 'silent'>, message: string, fields?: LogFields): void => {
+    if (rank[level] < threshold) return;
+    let line = `${now().toISOString()} ${level} ${message.replace(/\r/g, '\\r').replace(/\n/g, '\\n')}`;
+    if (fields) {
+      for (const [key, value] of Object.entries(fields)) {
+        if (value !== undefined) line += ` ${key}=${formatValue(value, redact)}`;
+      }
+    }
+    write(`${redact(line)}\n`);
+  };
+
+  return {
+    debug: (message, fields) => emit('debug', message, fields),
+    info: (message, fields) => emit('info', message, fields),
+    warn: (message, fields) => emit('warn', message, fields),
+    error: (message, fields) => emit('error', message, fields),
+  };
+}
