@@ -24,6 +24,11 @@ interface ErrorFamily {
 }
 
 const families: Record<string, ErrorFamily> = {
+  '@zmcp/cli': {
+    prefix: 'CLI_',
+    union: 'CliErrorCode',
+    classes: [{ name: 'CliError', make: plain, is: 'isCliError' }],
+  },
   '@zmcp/core': {
     prefix: 'CORE_',
     union: 'ZmcpErrorCode',
