@@ -46,10 +46,15 @@ function workspaces(): Workspace[] {
       const pkg = JSON.parse(readFileSync(manifest, 'utf8')) as {
         name: string;
         dependencies?: Record<string, string>;
+        optionalDependencies?: Record<string, string>;
         devDependencies?: Record<string, string>;
         peerDependencies?: Record<string, string>;
       };
-      const dependencies = Object.keys({ ...pkg.dependencies, ...pkg.peerDependencies });
+      const dependencies = Object.keys({
+        ...pkg.dependencies,
+        ...pkg.optionalDependencies,
+        ...pkg.peerDependencies,
+      });
       found.push({
         name: pkg.name,
         dir,

@@ -11,7 +11,8 @@ export const cliBuild: Options = packageBuild({
   dts: false,
   // The library build below cleans dist/; this one only overwrites its own files.
   clean: false,
-  // Everything but sharp, which must stay a package: it loads a native library.
+  // Everything but sharp, which must stay a package: it loads a native library (the base config
+  // keeps optional dependencies external).
   noExternal: [/^(?!sharp(?:\/|$))/],
   platform: 'node',
   splitting: false,

@@ -23,7 +23,12 @@ export interface LauncherErrorOptions {
   details?: Readonly<Record<string, unknown>> | undefined;
 }
 
-/** The one error class of `@zmcp/launcher`: a stable `code`, optional `details` and the original `cause`. */
+const BRAND = Symbol.for('@zmcp/launcher.LauncherError');
+
+/**
+ * The one error class of `@zmcp/launcher`: a stable `code`, optional `details` and the original
+ * `cause`. `instanceof` holds for an error from any copy of the package (a brand).
+ */
 export class LauncherError extends Error {
   override readonly name: string = 'LauncherError';
   readonly code: LauncherErrorCode;
@@ -33,13 +38,15 @@ export class LauncherError extends Error {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.details = options.details;
+    Object.defineProperty(this, BRAND, { value: true });
+  }
+
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
   }
 }
 
-/** True when `err` carries a launcher code (from any copy of this package): one of `codes`, or any when none are given. */
+/** True when `err` is a `LauncherError` (from any copy of this package) with one of `codes`, or any code when none are given. */
 export function isLauncherError(err: unknown, ...codes: LauncherErrorCode[]): err is LauncherError {
-  if (typeof err !== 'object' || err === null) return false;
-  const code = (err as { code?: unknown }).code;
-  if (typeof code !== 'string' || !code.startsWith('LAUNCHER_')) return false;
-  return codes.length === 0 || codes.includes(code as LauncherErrorCode);
+  return err instanceof LauncherError && (codes.length === 0 || codes.includes(err.code));
 }

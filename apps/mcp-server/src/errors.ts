@@ -7,7 +7,12 @@ export type McpServerErrorCode =
   /** The HTTP server could not listen on the configured host and port. */
   | 'MCP_HTTP_LISTEN_FAILED';
 
-/** The one error class of `@zmcp/mcp-server`; callers switch on `err.code`. */
+const BRAND = Symbol.for('@zmcp/mcp-server.McpServerError');
+
+/**
+ * The one error class of `@zmcp/mcp-server`; callers switch on `err.code`. `instanceof` holds
+ * for an error from any copy of the package (a brand).
+ */
 export class McpServerError extends Error {
   override readonly name: string = 'McpServerError';
   readonly code: McpServerErrorCode;
@@ -21,5 +26,10 @@ export class McpServerError extends Error {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.details = options.details;
+    Object.defineProperty(this, BRAND, { value: true });
+  }
+
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
   }
 }

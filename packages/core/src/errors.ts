@@ -1,7 +1,7 @@
 /**
  * Every failure `@zmcp/core` reports, as a stable string code. Callers switch on
- * `err.code`, never on `instanceof` or the message: two copies of the package can
- * coexist in one process.
+ * `err.code`, never on the message. `instanceof` holds across copies of the package (the
+ * classes carry a brand, as undici's do), but the code is the contract.
  */
 export type ZmcpErrorCode =
   /** A value handed to the library is malformed (bad option, bad id, bad narrow term). */
@@ -51,7 +51,17 @@ export interface ZmcpErrorOptions {
   details?: Readonly<Record<string, unknown>>;
 }
 
-/** The one error class of `@zmcp/core`; subclasses exist only where callers branch on extra fields. */
+const ZMCP_ERROR = Symbol.for('@zmcp/core.ZmcpError');
+const ZULIP_API_ERROR = Symbol.for('@zmcp/core.ZulipApiError');
+
+function branded(value: unknown, brand: symbol): boolean {
+  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[brand] === true;
+}
+
+/**
+ * The one error class of `@zmcp/core`; subclasses exist only where callers branch on extra
+ * fields. `instanceof` holds for an error from any copy of the package.
+ */
 export class ZmcpError extends Error {
   override readonly name: string = 'ZmcpError';
   readonly code: ZmcpErrorCode;
@@ -61,6 +71,11 @@ export class ZmcpError extends Error {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.details = options.details;
+    Object.defineProperty(this, ZMCP_ERROR, { value: true });
+  }
+
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return branded(value, ZMCP_ERROR);
   }
 }
 
@@ -90,13 +105,15 @@ export class ZulipApiError extends ZmcpError {
     this.zulipCode = init.zulipCode;
     this.retryAfter = init.retryAfter;
     this.body = init.body;
+    Object.defineProperty(this, ZULIP_API_ERROR, { value: true });
+  }
+
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return branded(value, ZULIP_API_ERROR);
   }
 }
 
-/** True when `err` is a `ZmcpError` (from any copy of this package) with one of `codes`. */
+/** True when `err` is a `ZmcpError` (from any copy of this package) with one of `codes`, or any code when none are given. */
 export function isZmcpError(err: unknown, ...codes: ZmcpErrorCode[]): err is ZmcpError {
-  if (typeof err !== 'object' || err === null) return false;
-  const code = (err as { code?: unknown }).code;
-  if (typeof code !== 'string' || !code.startsWith('CORE_')) return false;
-  return codes.length === 0 || codes.includes(code as ZmcpErrorCode);
+  return err instanceof ZmcpError && (codes.length === 0 || codes.includes(err.code));
 }

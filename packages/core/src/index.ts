@@ -10,7 +10,6 @@ export type {
   DeleteMessageEvent,
   HeartbeatEvent,
   MessageEvent,
-  ParsedEvent,
   ReactionEvent,
   RealmEmojiEvent,
   RealmUserEvent,
@@ -22,22 +21,6 @@ export type {
   UpdateMessageFlagsEvent,
   ZulipEvent,
   ZulipEventType,
-} from './api/events.js';
-export {
-  DeleteMessageEventSchema,
-  HeartbeatEventSchema,
-  MessageEventSchema,
-  parseZulipEvent,
-  ReactionEventSchema,
-  RealmEmojiEventSchema,
-  RealmUserEventSchema,
-  StreamEventSchema,
-  SubscriptionEventSchema,
-  TypingEventSchema,
-  UnknownEventSchema,
-  UpdateMessageEventSchema,
-  UpdateMessageFlagsEventSchema,
-  ZulipEventSchema,
 } from './api/events.js';
 export type {
   DownloadOptions,
@@ -62,56 +45,18 @@ export type {
   UploadFileParams,
 } from './api/params.js';
 export type {
-  EmptyResponse,
   GetEventsResponse,
   GetMessageResponse,
   GetMessagesResponse,
-  GetProfileFieldsResponse,
-  GetRealmEmojiResponse,
-  GetStreamIdResponse,
-  GetStreamMembersResponse,
-  GetStreamsResponse,
-  GetSubscriptionsResponse,
-  GetTopicsResponse,
-  GetUserResponse,
-  GetUsersResponse,
   OwnUser,
   RegisterResponse,
   SendMessageResponse,
   ServerSettings,
   SubscribeResponse,
-  TemporaryUploadUrlResponse,
   UnsubscribeResponse,
   UpdateFlagsForNarrowResponse,
   UpdateFlagsResponse,
   UpdateMessageResponse,
-  UploadResponse,
-} from './api/responses.js';
-export {
-  EmptyResponseSchema,
-  GetEventsResponseSchema,
-  GetMessageResponseSchema,
-  GetMessagesResponseSchema,
-  GetProfileFieldsResponseSchema,
-  GetRealmEmojiResponseSchema,
-  GetStreamIdResponseSchema,
-  GetStreamMembersResponseSchema,
-  GetStreamsResponseSchema,
-  GetSubscriptionsResponseSchema,
-  GetTopicsResponseSchema,
-  GetUserResponseSchema,
-  GetUsersResponseSchema,
-  OwnUserSchema,
-  RegisterResponseSchema,
-  SendMessageResponseSchema,
-  ServerSettingsSchema,
-  SubscribeResponseSchema,
-  TemporaryUploadUrlResponseSchema,
-  UnsubscribeResponseSchema,
-  UpdateFlagsForNarrowResponseSchema,
-  UpdateFlagsResponseSchema,
-  UpdateMessageResponseSchema,
-  UploadResponseSchema,
 } from './api/responses.js';
 export type {
   Message,
@@ -145,7 +90,7 @@ export type { ParseSiteOptions, ZulipSite } from './client/site.js';
 export { parseSite } from './client/site.js';
 export type { CallOptions } from './client/transport.js';
 export type { DownloadedFile, UploadedFile, ZulipClientOptions } from './client/zulip-client.js';
-export { DEFAULT_LONG_POLL_TIMEOUT_MS, ZulipClient } from './client/zulip-client.js';
+export { ZulipClient } from './client/zulip-client.js';
 export type {
   CredentialField,
   CredentialSource,
@@ -164,7 +109,7 @@ export {
   validateNarrow,
 } from './history/narrow.js';
 export type { AroundResult, HistoryPagerOptions, HistoryResult } from './history/pager.js';
-export { DATE_ANCHOR_FEATURE_LEVEL, HistoryPager, MAX_MESSAGES_PER_REQUEST } from './history/pager.js';
+export { HistoryPager, MAX_MESSAGES_PER_REQUEST } from './history/pager.js';
 export type { ReadMessageOptions, ReadNarrowQuery, ReadNarrowResult, ReadRange } from './read/read-gate.js';
 export { readMessage, readNarrow } from './read/read-gate.js';
 

@@ -31,7 +31,12 @@ export interface DeliveryErrorOptions {
   details?: Readonly<Record<string, unknown>> | undefined;
 }
 
-/** The one error class of `@zmcp/delivery`: a stable `code`, optional `details` and the original `cause`. */
+const BRAND = Symbol.for('@zmcp/delivery.DeliveryError');
+
+/**
+ * The one error class of `@zmcp/delivery`: a stable `code`, optional `details` and the original
+ * `cause`. `instanceof` holds for an error from any copy of the package (a brand).
+ */
 export class DeliveryError extends Error {
   override readonly name: string = 'DeliveryError';
   readonly code: DeliveryErrorCode;
@@ -41,15 +46,17 @@ export class DeliveryError extends Error {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.details = options.details;
+    Object.defineProperty(this, BRAND, { value: true });
+  }
+
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
   }
 }
 
 /** True when `err` is a `DeliveryError` (from any copy of this package) with one of `codes`, or any code when none are given. */
 export function isDeliveryError(err: unknown, ...codes: DeliveryErrorCode[]): err is DeliveryError {
-  if (typeof err !== 'object' || err === null) return false;
-  const code = (err as { code?: unknown }).code;
-  if (typeof code !== 'string' || !code.startsWith('DELIVERY_')) return false;
-  return codes.length === 0 || codes.includes(code as DeliveryErrorCode);
+  return err instanceof DeliveryError && (codes.length === 0 || codes.includes(err.code));
 }
 
 /** The errno code of a Node.js system error, if it has one. */

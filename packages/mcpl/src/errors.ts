@@ -40,7 +40,7 @@ export interface McplErrorOptions {
   details?: Readonly<Record<string, unknown>>;
 }
 
-const brand = Symbol.for('@zmcp/mcpl/McplError');
+const brand = Symbol.for('@zmcp/mcpl.McplError');
 
 /** The one local error class of `@zmcp/mcpl`; wire errors go out as JSON-RPC error objects instead. */
 export class McplError extends Error {

@@ -22,7 +22,7 @@ import { isPlainObject, type JsonObject, type JsonValue } from './json.js';
 import { type McplLogger, silentMcplLogger } from './logger.js';
 import { changedDomains, type ManifestDomain, MCPL_VERSION, type McplCapabilities } from './manifest.js';
 import type { DegradationReceipt, PolicyUpdate } from './policy.js';
-import { PolicyMalformed, parsePolicyUpdate } from './policy.js';
+import { parsePolicyUpdate } from './policy.js';
 import { RecentSet } from './recent.js';
 import { MethodTable, notify, request } from './rpc.js';
 import type { BeforeInferenceParams, ContextInjection } from './server-types.js';
@@ -309,12 +309,7 @@ export class McplHost {
    */
   async setPolicy(policy: PolicyUpdate): Promise<DegradationReceipt> {
     this.#requireMcpl();
-    try {
-      parsePolicyUpdate(policy);
-    } catch (err) {
-      if (err instanceof PolicyMalformed) throw new McplError('MCPL_INVALID_ARGUMENT', err.message);
-      throw err;
-    }
+    parsePolicyUpdate(policy);
     const next = CapabilityGrant.of(policy.effectiveCapabilities ?? []);
     const selection: FeatureSetSelection = { enabled: policy.enabled, disabled: policy.disabled ?? [] };
     // Revocation first: in force now is what both the old and the new grant allow.

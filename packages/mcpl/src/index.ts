@@ -15,7 +15,6 @@ export { detectHostDialect } from './dialects.js';
 export {
   canonicalizeManifest,
   canonicalJson,
-  compareUtf8,
   isIdentifier,
   manifestRevision,
   sortSet,
@@ -53,7 +52,7 @@ export type {
   PolicyUpdate,
   UnavailableFeature,
 } from './policy.js';
-export { PolicyMalformed, parsePolicyUpdate } from './policy.js';
+export { parsePolicyUpdate } from './policy.js';
 export { McplServer } from './server.js';
 export type {
   BeforeInferenceAnswer,

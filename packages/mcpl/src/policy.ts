@@ -1,4 +1,5 @@
 import { CapabilityGrant, isGrantPattern } from './capabilities.js';
+import { McplError } from './errors.js';
 import type { FeatureSetSelection, FeatureSetStatus } from './feature-sets.js';
 import { isPlainObject } from './json.js';
 
@@ -15,8 +16,8 @@ export interface PolicyUpdate {
 }
 
 /** Why a policy message is malformed; the Request form is answered with `-32602` and this text. */
-export class PolicyMalformed extends Error {
-  override readonly name = 'PolicyMalformed';
+function malformed(message: string): McplError {
+  return new McplError('MCPL_INVALID_ARGUMENT', message);
 }
 
 function stringList(
@@ -27,12 +28,12 @@ function stringList(
   const value = params[field];
   if (value === undefined) return undefined;
   if (!Array.isArray(value) || !value.every((item) => typeof item === 'string')) {
-    throw new PolicyMalformed(`featureSets/update: ${field} must be an array of strings`);
+    throw malformed(`featureSets/update: ${field} must be an array of strings`);
   }
   if (patterns) {
     const bad = value.find((item) => !isGrantPattern(item));
     if (bad !== undefined) {
-      throw new PolicyMalformed(
+      throw malformed(
         `featureSets/update: ${field} entry ${JSON.stringify(bad.slice(0, 80))} is not a capability path`,
       );
     }
@@ -44,11 +45,11 @@ function stringList(
  * Reads `featureSets/update` params, failing closed: a wrong-typed field, or a path in both
  * `effectiveCapabilities` and `deniedCapabilities`, makes the whole message malformed (§5.4).
  *
- * @throws PolicyMalformed naming the field.
+ * @throws McplError `MCPL_INVALID_ARGUMENT` naming the field.
  */
 export function parsePolicyUpdate(params: unknown): PolicyUpdate {
   if (params === undefined || params === null) return {};
-  if (!isPlainObject(params)) throw new PolicyMalformed('featureSets/update: params must be an object');
+  if (!isPlainObject(params)) throw malformed('featureSets/update: params must be an object');
   const update: PolicyUpdate = {};
   const effective = stringList(params, 'effectiveCapabilities', true);
   const denied = stringList(params, 'deniedCapabilities', true);
@@ -60,9 +61,7 @@ export function parsePolicyUpdate(params: unknown): PolicyUpdate {
   if (disabled !== undefined) update.disabled = disabled;
   const both = (effective ?? []).find((path) => (denied ?? []).includes(path));
   if (both !== undefined) {
-    throw new PolicyMalformed(
-      `featureSets/update: ${both} is in both effectiveCapabilities and deniedCapabilities`,
-    );
+    throw malformed(`featureSets/update: ${both} is in both effectiveCapabilities and deniedCapabilities`);
   }
   return update;
 }

@@ -24,7 +24,6 @@ import {
   acceptingReceipt,
   type DegradationReceipt,
   NO_POLICY,
-  PolicyMalformed,
   type PolicyState,
   parsePolicyUpdate,
   policyFromNotification,
@@ -473,7 +472,7 @@ export class McplSession {
     try {
       update = parsePolicyUpdate(params);
     } catch (err) {
-      if (err instanceof PolicyMalformed) throw invalidParams(err.message);
+      if (err instanceof McplError && err.code === 'MCPL_INVALID_ARGUMENT') throw invalidParams(err.message);
       throw err;
     }
     const next = policyFromRequest(update);

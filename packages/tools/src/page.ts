@@ -7,23 +7,40 @@ export const DEFAULT_PAGE_BUDGET_BYTES = 16_384;
 const encoder = new TextEncoder();
 
 function byteLength(text: string): number {
-  return encoder.encode(text).length;
+  return Buffer.byteLength(text, 'utf8');
 }
 
-// Characters JSON.stringify writes as two bytes (`\"`, `\\`, `\n`, …) or six (`\u001b`, a lone surrogate).
-const JSON_SHORT_ESCAPE = /["\\\n\r\t\b\f]/g;
-const JSON_LONG_ESCAPE =
-  /[\u0000-\u0007\u000B\u000E-\u001F]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+/**
+ * The JSON bytes of the code unit at `i` (without quotes): `"`, `\\` and the short escapes
+ * (`\n`, …) take two, other C0 controls and lone surrogates six (`\u001b`), a surrogate pair
+ * four (counted on its first unit, its second counts zero).
+ */
+function unitJsonBytes(text: string, i: number): number {
+  const c = text.charCodeAt(i);
+  if (c < 0x80) {
+    if (c >= 0x20) return c === 0x22 || c === 0x5c ? 2 : 1;
+    return c === 0x0a || c === 0x0d || c === 0x09 || c === 0x08 || c === 0x0c ? 2 : 6;
+  }
+  if (c < 0x800) return 2;
+  if (c >= 0xd800 && c <= 0xdbff) {
+    const next = text.charCodeAt(i + 1);
+    return next >= 0xdc00 && next <= 0xdfff ? 4 : 6;
+  }
+  if (c >= 0xdc00 && c <= 0xdfff) {
+    const previous = text.charCodeAt(i - 1);
+    return previous >= 0xd800 && previous <= 0xdbff ? 0 : 6;
+  }
+  return 3;
+}
 
 /**
  * The bytes `text` takes inside a JSON string (without the quotes), whichever way a client shows a
- * result: never less than its UTF-8 length, so a page that fits by this measure fits as plain text
- * and as `JSON.stringify(structuredContent)` alike.
+ * result: exactly what `JSON.stringify` writes, and never less than the text's UTF-8 length, so a
+ * page that fits by this measure fits as plain text and as `JSON.stringify(structuredContent)`.
  */
 export function jsonBytes(text: string): number {
-  let n = byteLength(text);
-  n += text.match(JSON_SHORT_ESCAPE)?.length ?? 0;
-  n += 5 * (text.match(JSON_LONG_ESCAPE)?.length ?? 0);
+  let n = 0;
+  for (let i = 0; i < text.length; i++) n += unitJsonBytes(text, i);
   return n;
 }
 
@@ -38,13 +55,17 @@ export function truncateToBytes(text: string, maxBytes: number): string {
   return new TextDecoder().decode(bytes.subarray(0, end));
 }
 
-/** Cuts `text` so that its JSON size ({@link jsonBytes}) is at most `maxBytes`, on a code point boundary. */
+/** The longest prefix of `text` whose JSON size ({@link jsonBytes}) is at most `maxBytes`; never splits a surrogate pair. */
 export function truncateToJsonBytes(text: string, maxBytes: number): string {
-  let cut = truncateToBytes(text, maxBytes);
-  while (cut.length > 0 && jsonBytes(cut) > maxBytes) {
-    cut = truncateToBytes(cut, Math.max(0, byteLength(cut) - Math.max(1, jsonBytes(cut) - maxBytes)));
+  let n = 0;
+  for (let i = 0; i < text.length; i++) {
+    const size = unitJsonBytes(text, i);
+    const pair = size === 4;
+    if (n + size > maxBytes) return text.slice(0, i);
+    n += size;
+    if (pair) i++;
   }
-  return cut;
+  return text;
 }
 
 /** One page of rendered items that fit a byte budget. */

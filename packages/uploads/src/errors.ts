@@ -60,7 +60,12 @@ export interface UploadErrorOptions {
   details?: Readonly<Record<string, unknown>>;
 }
 
-/** The one error class of `@zmcp/uploads`: a stable `code`, optional `details`, and the `cause`. */
+const BRAND = Symbol.for('@zmcp/uploads.UploadError');
+
+/**
+ * The one error class of `@zmcp/uploads`: a stable `code`, optional `details`, and the `cause`.
+ * `instanceof` holds for an error from any copy of the package (a brand).
+ */
 export class UploadError extends Error {
   override readonly name: string = 'UploadError';
   readonly code: UploadErrorCode;
@@ -70,15 +75,17 @@ export class UploadError extends Error {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.details = options.details;
+    Object.defineProperty(this, BRAND, { value: true });
+  }
+
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
   }
 }
 
 /** True when `err` is an `UploadError` (from any copy of this package) with one of `codes`. */
 export function isUploadError(err: unknown, ...codes: UploadErrorCode[]): err is UploadError {
-  if (typeof err !== 'object' || err === null) return false;
-  const code = (err as { code?: unknown }).code;
-  if (typeof code !== 'string' || !code.startsWith('UPLOAD_')) return false;
-  return codes.length === 0 || codes.includes(code as UploadErrorCode);
+  return err instanceof UploadError && (codes.length === 0 || codes.includes(err.code));
 }
 
 /** The error for a fired AbortSignal, carrying its reason as `cause`. */

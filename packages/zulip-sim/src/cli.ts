@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { seedDemoRealm } from './demo.js';
@@ -11,6 +12,7 @@ Usage: zulip-sim [--port N] [--host ADDR] [--zuliprc PATH]
   --host ADDR      interface to listen on (default 127.0.0.1)
   --zuliprc PATH   also write the demo bot's zuliprc to PATH
   --help           show this help
+  --version        print the version
 
 Prints a zuliprc for the demo bot on stdout; everything else goes to stderr.
 Stop it with Ctrl-C.
@@ -22,7 +24,7 @@ function fail(message: string): never {
 }
 
 async function main(): Promise<void> {
-  let values: { port?: string; host?: string; zuliprc?: string; help?: boolean };
+  let values: { port?: string; host?: string; zuliprc?: string; help?: boolean; version?: boolean };
   try {
     ({ values } = parseArgs({
       options: {
@@ -30,6 +32,7 @@ async function main(): Promise<void> {
         host: { type: 'string' },
         zuliprc: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean', short: 'V' },
       },
       strict: true,
     }));
@@ -38,6 +41,12 @@ async function main(): Promise<void> {
   }
   if (values.help) {
     process.stdout.write(HELP);
+    return;
+  }
+  if (values.version) {
+    // package.json is one level above both src/ and dist/.
+    const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+    process.stdout.write(`${(manifest as { version: string }).version}\n`);
     return;
   }
   const port = values.port === undefined ? 0 : Number(values.port);

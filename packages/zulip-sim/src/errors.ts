@@ -20,7 +20,12 @@ export interface SimErrorOptions {
   details?: Readonly<Record<string, unknown>>;
 }
 
-/** An error thrown by the simulator's programmatic API; switch on `code`. */
+const BRAND = Symbol.for('@zmcp/zulip-sim.SimError');
+
+/**
+ * An error thrown by the simulator's programmatic API; switch on `code`. `instanceof` holds for
+ * an error from any copy of the package (a brand).
+ */
 export class SimError extends Error {
   override readonly name: string = 'SimError';
   readonly code: SimErrorCode;
@@ -30,6 +35,11 @@ export class SimError extends Error {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.details = options.details;
+    Object.defineProperty(this, BRAND, { value: true });
+  }
+
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
   }
 }
 
