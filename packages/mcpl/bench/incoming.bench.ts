@@ -1,6 +1,7 @@
 // channels/incoming round trips per second, server → host → server, one message per batch:
 // over an in-memory pair and over stdio between two processes, each against a bare NDJSON echo
-// of the same bytes measured in the same run. Prints the rates and their ratios (target ≥ 0.5×).
+// of the same bytes measured in the same run. Prints the rates and their ratios (target ≥ 0.5×),
+// and the floor under each: the SDK's Protocol alone, same request and answer, no MCPL.
 // `BENCH_ROUNDS` sets the measured rounds (default 5000, after as many to warm up), `BENCH_PAIRS`
 // how many alternating runs the medians are taken over (default 3).
 import { spawn } from 'node:child_process';
@@ -155,6 +156,31 @@ async function sdkInMemory(rounds: number): Promise<number> {
   return ms;
 }
 
+/** The SDK alone between two processes, over the same NDJSON transport MCPL uses: the stdio floor. */
+async function sdkStdio(rounds: number): Promise<number> {
+  const transport = await spawnStdioTransport({
+    command: process.execPath,
+    args: ['--import', 'tsx', here('./sdk-floor-peer.ts')],
+  });
+  const client = new Client({ name: 'floor', version: '1' }, { capabilities: {} });
+  client.fallbackRequestHandler = async (request) => {
+    const messages = (request.params as { messages: { messageId: string }[] }).messages;
+    return { results: messages.map((m) => ({ messageId: m.messageId, accepted: true })) };
+  };
+  await client.connect(transport);
+  const answer = z.object({ ms: z.number() });
+  const timed = async (count: number) =>
+    (
+      await client.request({ method: 'run', params: { rounds: count } } as never, answer, {
+        timeout: 120_000,
+      })
+    ).ms;
+  await timed(WARMUP);
+  const ms = await timed(rounds);
+  await client.close();
+  return ms;
+}
+
 function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)] as number;
@@ -196,7 +222,14 @@ async function main(): Promise<void> {
       () => mcplStdio(ROUNDS),
     ),
   ];
-  const floor = await compare('sdk floor', echoMemory, () => sdkInMemory(ROUNDS));
+  const floors = [
+    await compare('in-memory', echoMemory, () => sdkInMemory(ROUNDS)),
+    await compare(
+      'stdio',
+      () => echoStdio(ROUNDS),
+      () => sdkStdio(ROUNDS),
+    ),
+  ];
   console.log(
     `channels/incoming round trips per second: ${ROUNDS} rounds of one message after ${WARMUP} to warm up, median of ${PAIRS} alternating runs`,
   );
@@ -206,10 +239,12 @@ async function main(): Promise<void> {
       `${row.name.padEnd(10)} mcpl ${fmt(row.ours)}/s   bare NDJSON echo ${fmt(row.base)}/s   ratio ${row.ratio.toFixed(2)}x (${verdict})`,
     );
   }
-  const memory = rows[0] as { ours: number };
-  console.log(
-    `${'sdk floor'.padEnd(10)} the SDK alone, same request, no MCPL: ${fmt(floor.ours)}/s = ${floor.ratio.toFixed(2)}x the in-memory echo; MCPL runs at ${(memory.ours / floor.ours).toFixed(2)}x of it`,
-  );
+  for (const [index, floor] of floors.entries()) {
+    const row = rows[index] as { ratio: number };
+    console.log(
+      `sdk floor  ${floor.name.padEnd(9)} the SDK alone, same request, no MCPL: ${fmt(floor.ours)}/s = ${floor.ratio.toFixed(2)}x its echo; MCPL runs at ${(row.ratio / floor.ratio).toFixed(2)}x of it`,
+    );
+  }
 }
 
 await main();

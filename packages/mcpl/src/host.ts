@@ -26,7 +26,7 @@ import { PolicyMalformed, parsePolicyUpdate } from './policy.js';
 import { RecentSet } from './recent.js';
 import { MethodTable, notify, request } from './rpc.js';
 import type { BeforeInferenceParams, ContextInjection } from './server-types.js';
-import { closeTags, isTag } from './tags.js';
+import { closeTagsLeniently } from './tags.js';
 import {
   type ChannelDescriptor,
   type ChannelHistoryRequest,
@@ -872,12 +872,6 @@ export class McplHost {
       );
     });
   }
-}
-
-/** The closure of §16.3 over tags a producer sent; un-namespaced ones are dropped, not fatal. */
-function closeTagsLeniently(tags: unknown[]): string[] {
-  // A producer must namespace its tags; a bare one is ignored rather than fatal.
-  return closeTags(tags.filter(isTag));
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

@@ -39,10 +39,23 @@ function addClosed(out: string[], seen: Set<string> | undefined, tag: string): S
  * @throws McplError `MCPL_INVALID_ARGUMENT` for an un-namespaced or malformed tag.
  */
 export function closeTags(tags: Iterable<string>): string[] {
+  return close(tags, true);
+}
+
+/**
+ * The same closure over tags a peer sent: a producer must namespace its tags, and a bare or
+ * malformed one is ignored rather than fatal.
+ */
+export function closeTagsLeniently(tags: Iterable<unknown>): string[] {
+  return close(tags, false);
+}
+
+function close(tags: Iterable<unknown>, strict: boolean): string[] {
   const out: string[] = [];
   let seen: Set<string> | undefined;
   for (const tag of tags) {
     if (!isTag(tag)) {
+      if (!strict) continue;
       throw new McplError(
         'MCPL_INVALID_ARGUMENT',
         `tag ${JSON.stringify(String(tag).slice(0, 80))} is not namespace:value`,
