@@ -1,9 +1,13 @@
 // channels/incoming round trips per second, server → host → server, one message per batch:
 // over an in-memory pair and over stdio between two processes, each against a bare NDJSON echo
-// of the same bytes measured in the same run. Prints the rates and their ratios (target ≥ 0.5×).
-// `BENCH_ROUNDS` sets the measured rounds (default 5000, after as many to warm up), `BENCH_PAIRS`
-// how many alternating runs the medians are taken over (default 3).
-import { spawn } from 'node:child_process';
+// of the same bytes measured in the same run. Prints the rates and their ratios (target ≥ 0.5×),
+// and the floor under each: the SDK's Protocol alone, same request and answer, no MCPL.
+//
+// Each contender is connected once and warmed up, then the baseline and the measured side take
+// turns in short blocks and the ratio is the median over the blocks: the machine is shared, and
+// two blocks run a few hundred milliseconds apart see the same load. `BENCH_ROUNDS` sets the
+// rounds per block (default 2000), `BENCH_BLOCKS` how many blocks each side runs (default 15).
+import { type ChildProcess, spawn } from 'node:child_process';
 import { PassThrough, type Readable, type Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -13,32 +17,33 @@ import { z } from 'zod';
 import { McplHost, spawnStdioTransport } from '../src/index.js';
 import { benchMessage, benchServer, channel, GRANT } from './shared.js';
 
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5000);
-const WARMUP = Math.max(1000, ROUNDS);
-const PAIRS = Number(process.env.BENCH_PAIRS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2000);
+const BLOCKS = Number(process.env.BENCH_BLOCKS ?? 15);
+const WARMUP = 5000;
 
 const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
 
-/** The request and answer lines the echo exchanges: what MCPL puts on the wire for one round. */
+/** One side of a comparison, connected once: runs `count` rounds and says how long they took. */
+interface Contender {
+  rounds(count: number): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** The request line the echo is sent: what MCPL puts on the wire for one round. */
 function requestLine(id: number): string {
   return `${JSON.stringify({ jsonrpc: '2.0', id, method: 'channels/incoming', params: { messages: [benchMessage(id)] } })}\n`;
 }
 
-/** Round trips of the bare echo: write a request line, read the answer line, parse it. */
-async function echoRounds(
-  toPeer: Writable,
-  fromPeer: Readable,
-  rounds: number,
-  firstId = 0,
-): Promise<number> {
+/** The bare echo's client: write a request line, read the answer line, parse and check it. */
+function echoClient(toPeer: Writable, fromPeer: Readable, close: () => Promise<void>): Contender {
   let buffer = '';
   let waiting: (() => void) | undefined;
+  let nextId = 0;
   fromPeer.setEncoding('utf8');
-  const onData = (chunk: string) => {
+  fromPeer.on('data', (chunk: string) => {
     buffer += chunk;
     if (buffer.includes('\n')) waiting?.();
-  };
-  fromPeer.on('data', onData);
+  });
   const round = async (id: number) => {
     toPeer.write(requestLine(id));
     while (!buffer.includes('\n')) await new Promise<void>((resolve) => (waiting = resolve));
@@ -50,16 +55,18 @@ async function echoRounds(
     buffer = buffer.slice(end + 1);
     if (answer.id !== id || answer.result.results[0]?.accepted !== true) throw new Error('echo mismatch');
   };
-  for (let i = 0; i < WARMUP; i += 1) await round(firstId + i);
-  const started = performance.now();
-  for (let i = 0; i < rounds; i += 1) await round(firstId + WARMUP + i);
-  const ms = performance.now() - started;
-  fromPeer.off('data', onData);
-  return ms;
+  return {
+    async rounds(count) {
+      const started = performance.now();
+      for (let i = 0; i < count; i += 1) await round(nextId++);
+      return performance.now() - started;
+    },
+    close,
+  };
 }
 
-/** An in-process NDJSON echo over a pair of streams, doing what echo-peer.ts does. */
-function inProcessEcho(): { toPeer: PassThrough; fromPeer: PassThrough } {
+/** The echo in this process, over a pair of streams, doing what echo-peer.ts does. */
+async function echoInMemory(): Promise<Contender> {
   const toPeer = new PassThrough();
   const fromPeer = new PassThrough();
   let buffer = '';
@@ -78,10 +85,25 @@ function inProcessEcho(): { toPeer: PassThrough; fromPeer: PassThrough } {
       end = buffer.indexOf('\n');
     }
   });
-  return { toPeer, fromPeer };
+  return echoClient(toPeer, fromPeer, async () => {
+    toPeer.end();
+  });
 }
 
-async function mcplInMemory(rounds: number): Promise<number> {
+/** The echo as its own process (echo-peer.ts) over its stdio. */
+async function echoStdio(): Promise<Contender> {
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', here('./echo-peer.ts')], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const { stdin, stdout } = child as ChildProcess & { stdin: Writable; stdout: Readable };
+  return echoClient(stdin, stdout, async () => {
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    stdin.end();
+    await exited;
+  });
+}
+
+async function mcplInMemory(): Promise<Contender> {
   const { server, run } = benchServer();
   const [hostSide, serverSide] = InMemoryTransport.createLinkedPair();
   const sessionPromise = server.connect(serverSide);
@@ -90,13 +112,10 @@ async function mcplInMemory(rounds: number): Promise<number> {
   await host.setPolicy({ effectiveCapabilities: GRANT });
   await session.whenReady();
   await session.registerChannels([channel]);
-  await run(session, WARMUP);
-  const ms = await run(session, rounds);
-  await host.close();
-  return ms;
+  return { rounds: (count) => run(session, count), close: () => host.close() };
 }
 
-async function mcplStdio(rounds: number): Promise<number> {
+async function mcplStdio(): Promise<Contender> {
   const transport = await spawnStdioTransport({
     command: process.execPath,
     args: ['--import', 'tsx', here('./server-peer.ts')],
@@ -109,50 +128,68 @@ async function mcplStdio(rounds: number): Promise<number> {
   const registered = new Promise<void>((resolve) => host.on('channels', () => resolve()));
   await host.setPolicy({ effectiveCapabilities: GRANT });
   await registered;
-  const timed = async (count: number) => {
-    const result = await host.callTool('run', { rounds: count });
-    const text = result.content[0]?.type === 'text' ? result.content[0].text : '{}';
-    return (JSON.parse(text) as { ms: number }).ms;
+  return {
+    async rounds(count) {
+      const result = await host.callTool('run', { rounds: count });
+      const text = result.content[0]?.type === 'text' ? result.content[0].text : '{}';
+      return (JSON.parse(text) as { ms: number }).ms;
+    },
+    close: () => host.close(),
   };
-  await timed(WARMUP);
-  const ms = await timed(rounds);
-  await host.close();
-  return ms;
 }
 
-async function echoStdio(rounds: number): Promise<number> {
-  const child = spawn(process.execPath, ['--import', 'tsx', here('./echo-peer.ts')], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
-  const ms = await echoRounds(child.stdin, child.stdout, rounds);
-  child.stdin.end();
-  await new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  return ms;
-}
-
-/** The SDK alone, same params and answer, no MCPL: the floor under the in-memory figure. */
-async function sdkInMemory(rounds: number): Promise<number> {
-  const server = new Server({ name: 'floor', version: '1' }, { capabilities: {} });
+/** Answers `channels/incoming` the way the MCPL host does, on the SDK's client alone. */
+function floorClient(): Client {
   const client = new Client({ name: 'floor', version: '1' }, { capabilities: {} });
   client.fallbackRequestHandler = async (request) => {
     const messages = (request.params as { messages: { messageId: string }[] }).messages;
     return { results: messages.map((m) => ({ messageId: m.messageId, accepted: true })) };
   };
+  return client;
+}
+
+/** The SDK alone over the same in-memory pair, same request and answer, no MCPL. */
+async function sdkInMemory(): Promise<Contender> {
+  const server = new Server({ name: 'floor', version: '1' }, { capabilities: {} });
+  const client = floorClient();
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   await server.connect(serverSide);
   await client.connect(clientSide);
   const anyResult = z.unknown();
-  const round = (i: number) =>
-    server.request(
-      { method: 'channels/incoming', params: { messages: [benchMessage(i)] } } as never,
-      anyResult,
-    );
-  for (let i = 0; i < WARMUP; i += 1) await round(i);
-  const started = performance.now();
-  for (let i = 0; i < rounds; i += 1) await round(i);
-  const ms = performance.now() - started;
-  await client.close();
-  return ms;
+  let nextId = 0;
+  return {
+    async rounds(count) {
+      const started = performance.now();
+      for (let i = 0; i < count; i += 1) {
+        await server.request(
+          { method: 'channels/incoming', params: { messages: [benchMessage(nextId++)] } } as never,
+          anyResult,
+        );
+      }
+      return performance.now() - started;
+    },
+    close: () => client.close(),
+  };
+}
+
+/** The SDK alone between two processes (sdk-floor-peer.ts), over the NDJSON transport MCPL uses. */
+async function sdkStdio(): Promise<Contender> {
+  const transport = await spawnStdioTransport({
+    command: process.execPath,
+    args: ['--import', 'tsx', here('./sdk-floor-peer.ts')],
+  });
+  const client = floorClient();
+  await client.connect(transport);
+  const answer = z.object({ ms: z.number() });
+  return {
+    async rounds(count) {
+      const result = await client.request({ method: 'run', params: { rounds: count } } as never, answer, {
+        timeout: 120_000,
+      });
+      return result.ms;
+    },
+    close: () => client.close(),
+  };
 }
 
 function median(values: readonly number[]): number {
@@ -163,42 +200,44 @@ function median(values: readonly number[]): number {
 const perSecond = (ms: number) => ROUNDS / (ms / 1000);
 const fmt = (value: number) => Math.round(value).toLocaleString('en').padStart(8);
 
-/**
- * Alternates the baseline and the measured side `PAIRS` times and reports medians: the
- * machine is shared, and a ratio from adjacent runs survives load that drifts between them.
- */
-async function compare(name: string, baseline: () => Promise<number>, measured: () => Promise<number>) {
+type Row = { name: string; base: number; ours: number; ratio: number };
+
+/** Warms both sides up, then alternates blocks of rounds and takes the medians over the blocks. */
+async function compare(
+  name: string,
+  baseline: () => Promise<Contender>,
+  measured: () => Promise<Contender>,
+): Promise<Row> {
+  const base = await baseline();
+  const ours = await measured();
+  await base.rounds(WARMUP);
+  await ours.rounds(WARMUP);
   const ratios: number[] = [];
-  const base: number[] = [];
-  const ours: number[] = [];
-  for (let pair = 0; pair < PAIRS; pair += 1) {
-    const b = perSecond(await baseline());
-    const m = perSecond(await measured());
-    base.push(b);
-    ours.push(m);
+  const baseRates: number[] = [];
+  const ourRates: number[] = [];
+  for (let block = 0; block < BLOCKS; block += 1) {
+    const b = perSecond(await base.rounds(ROUNDS));
+    const m = perSecond(await ours.rounds(ROUNDS));
+    baseRates.push(b);
+    ourRates.push(m);
     ratios.push(m / b);
   }
-  return { name, base: median(base), ours: median(ours), ratio: median(ratios) };
+  await ours.close();
+  await base.close();
+  return { name, base: median(baseRates), ours: median(ourRates), ratio: median(ratios) };
 }
 
 async function main(): Promise<void> {
-  const memoryEcho = inProcessEcho();
-  let echoId = 0;
-  const echoMemory = async () => {
-    echoId += 1;
-    return echoRounds(memoryEcho.toPeer, memoryEcho.fromPeer, ROUNDS, echoId * 1_000_000);
-  };
   const rows = [
-    await compare('in-memory', echoMemory, () => mcplInMemory(ROUNDS)),
-    await compare(
-      'stdio',
-      () => echoStdio(ROUNDS),
-      () => mcplStdio(ROUNDS),
-    ),
+    await compare('in-memory', echoInMemory, mcplInMemory),
+    await compare('stdio', echoStdio, mcplStdio),
   ];
-  const floor = await compare('sdk floor', echoMemory, () => sdkInMemory(ROUNDS));
+  const floors = [
+    await compare('in-memory', echoInMemory, sdkInMemory),
+    await compare('stdio', echoStdio, sdkStdio),
+  ];
   console.log(
-    `channels/incoming round trips per second: ${ROUNDS} rounds of one message after ${WARMUP} to warm up, median of ${PAIRS} alternating runs`,
+    `channels/incoming round trips per second: ${BLOCKS} alternating blocks of ${ROUNDS} rounds of one message a side, after ${WARMUP} to warm up; medians over the blocks`,
   );
   for (const row of rows) {
     const verdict = row.ratio >= 0.5 ? 'meets the 0.5x target' : 'BELOW the 0.5x target';
@@ -206,10 +245,12 @@ async function main(): Promise<void> {
       `${row.name.padEnd(10)} mcpl ${fmt(row.ours)}/s   bare NDJSON echo ${fmt(row.base)}/s   ratio ${row.ratio.toFixed(2)}x (${verdict})`,
     );
   }
-  const memory = rows[0] as { ours: number };
-  console.log(
-    `${'sdk floor'.padEnd(10)} the SDK alone, same request, no MCPL: ${fmt(floor.ours)}/s = ${floor.ratio.toFixed(2)}x the in-memory echo; MCPL runs at ${(memory.ours / floor.ours).toFixed(2)}x of it`,
-  );
+  for (const [index, floor] of floors.entries()) {
+    const row = rows[index] as Row;
+    console.log(
+      `sdk floor  ${floor.name.padEnd(9)} the SDK alone, same request, no MCPL: ${fmt(floor.ours)}/s = ${floor.ratio.toFixed(2)}x its echo; MCPL runs at ${(row.ratio / floor.ratio).toFixed(2)}x of it`,
+    );
+  }
 }
 
 await main();

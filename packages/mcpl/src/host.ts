@@ -26,13 +26,14 @@ import { parsePolicyUpdate } from './policy.js';
 import { RecentSet } from './recent.js';
 import { MethodTable, notify, request } from './rpc.js';
 import type { BeforeInferenceParams, ContextInjection } from './server-types.js';
-import { closeTags, isTag } from './tags.js';
+import { closeTagsLeniently } from './tags.js';
 import {
   type ChannelDescriptor,
   type ChannelHistoryRequest,
   type ChannelMessage,
   type ContentBlock,
   isContentBlock,
+  messageProblem,
 } from './wire.js';
 
 /** A `push/event` as the host received it. */
@@ -133,6 +134,8 @@ const DEFAULT_HOST_CAPABILITIES: McplCapabilities = {
   featureSets: true,
 };
 
+const ACCEPTED: IncomingVerdict = Object.freeze({ accepted: true });
+
 const grantOf = (a: GrantLike, b?: GrantLike): GrantLike => ({
   has: (path: string) => a.has(path) && (b === undefined || b.has(path)),
 });
@@ -158,6 +161,8 @@ export class McplHost {
   #established = false;
   readonly #channels = new Map<string, ChannelDescriptor>();
   readonly #seenEvents = new RecentSet(4096);
+  /** `openChannel` calls whose answer is in and whose promise has not settled yet. */
+  readonly #opening = new Set<Promise<unknown>>();
   #closed = false;
   readonly #listeners: { [K in keyof McplHostEvents]: Set<Listener<McplHostEvents[K]>> } = {
     push: new Set(),
@@ -405,18 +410,33 @@ export class McplHost {
 
   /**
    * Opens a channel (`channels/open`) by id or by `{type, address}`, optionally with history.
+   * A live message read after the answer reaches `incoming` only once the returned promise has
+   * settled, so its callers see the answer (and history) first.
    *
    * @throws McplError gating codes (`channels.lifecycle`), `MCPL_PEER_ERROR` (`-32023`, `-32024`).
    */
-  async openChannel(
+  openChannel(
     target: { channelId: string } | { type: string; address?: JsonValue },
     options: { history?: ChannelHistoryRequest; metadata?: JsonObject } = {},
+  ): Promise<{ channel: ChannelDescriptor; history?: ChannelMessage[]; historyTruncated?: boolean }> {
+    // The caller's reactions go on this very promise, ahead of any live message's delivery,
+    // which waits on it once the answer is in (see `#afterOpens`).
+    const call = this.#openChannel(target, options, () => this.#opening.add(call));
+    const settled = () => this.#opening.delete(call);
+    call.then(settled, settled);
+    return call;
+  }
+
+  async #openChannel(
+    target: { channelId: string } | { type: string; address?: JsonValue },
+    options: { history?: ChannelHistoryRequest; metadata?: JsonObject },
+    answered: () => void,
   ): Promise<{ channel: ChannelDescriptor; history?: ChannelMessage[]; historyTruncated?: boolean }> {
     this.#requireGrant('channels.lifecycle');
     const params: Record<string, unknown> = { ...target };
     if (options.history !== undefined) params.history = options.history;
     if (options.metadata !== undefined) params.metadata = options.metadata;
-    const result = await request(this.client, 'channels/open', params, this.#timeout());
+    const result = await request(this.client, 'channels/open', params, this.#timeout(), answered);
     if (!isPlainObject(result.channel) || typeof result.channel.id !== 'string') {
       throw new McplError('MCPL_BAD_RESPONSE', 'channels/open: the result has no channel');
     }
@@ -616,21 +636,89 @@ export class McplHost {
   // ---- server → host -----------------------------------------------------------------------
 
   #serve(method: string, capability: string, handler: (params: Record<string, unknown>) => unknown): void {
-    this.#methods.request(method, async (raw) => {
+    const failed = (err: unknown): never => {
+      if (err instanceof McpError) throw err;
+      this.#logger.error('a host handler failed', { method, error: errorCode(err) });
+      throw rpcError(McplRpcCode.InternalError, `${method} failed`);
+    };
+    this.#methods.request(method, (raw) => {
       if (this.#manifest === undefined) throw rpcError(McplRpcCode.MethodNotFound, 'Method not found');
       // Before the policy, and outside it, privileged methods are refused (§5.3, §5.4).
       if (!this.#established || !this.#grant.has(capability)) throw capabilityDenied(capability);
       const params = raw === undefined ? {} : raw;
       if (!isPlainObject(params))
         throw rpcError(McplRpcCode.InvalidParams, `${method}: params must be an object`);
+      // Synchronous answers stay synchronous: no promise is made for them here.
+      let answer: unknown;
       try {
-        return (await handler(params)) as Record<string, unknown>;
+        answer = handler(params);
       } catch (err) {
-        if (err instanceof McpError) throw err;
-        this.#logger.error('a host handler failed', { method, error: errorCode(err) });
-        throw rpcError(McplRpcCode.InternalError, `${method} failed`);
+        return failed(err);
       }
+      return isThenable(answer) ? Promise.resolve(answer).catch(failed) : answer;
     });
+  }
+
+  /** Admits a `channels/incoming` batch item by item and answers one verdict each. */
+  #receiveIncoming(params: Record<string, unknown>): unknown {
+    const messages = Array.isArray(params.messages) ? params.messages : [];
+    const results: Record<string, unknown>[] = new Array(messages.length);
+    const admitted: ChannelMessage[] = [];
+    const slots: number[] = [];
+    for (let index = 0; index < messages.length; index += 1) {
+      const message: unknown = messages[index];
+      const messageId =
+        isPlainObject(message) && typeof message.messageId === 'string' ? message.messageId : '';
+      // Validated at receipt against the registered channel, not the id the message claims alone.
+      if (
+        !isPlainObject(message) ||
+        typeof message.channelId !== 'string' ||
+        !this.#channels.has(message.channelId)
+      ) {
+        results[index] = { messageId, accepted: false, reason: 'unknown_channel' };
+        continue;
+      }
+      const problem = messageProblem(message);
+      if (problem !== undefined) {
+        this.#logger.warn('refused a malformed channels/incoming message', {
+          messageId: messageId.slice(0, 80),
+          problem,
+        });
+        results[index] = { messageId, accepted: false, reason: 'malformed' };
+        continue;
+      }
+      const tags = Array.isArray(message.tags) ? closeTagsLeniently(message.tags) : undefined;
+      const copy = { ...message } as unknown as ChannelMessage;
+      if (tags !== undefined) copy.tags = tags;
+      admitted.push(copy);
+      slots.push(index);
+    }
+    if (admitted.length === 0) return { results };
+    const handler = this.#options.handlers?.incoming;
+    if (handler === undefined) return this.#answerIncoming(results, admitted, slots, undefined);
+    const verdicts = handler(admitted);
+    return isThenable(verdicts)
+      ? Promise.resolve(verdicts).then((given) => this.#answerIncoming(results, admitted, slots, given))
+      : this.#answerIncoming(results, admitted, slots, verdicts);
+  }
+
+  /** Fills the admitted slots with the handler's verdicts (all accepted without a handler). */
+  #answerIncoming(
+    results: Record<string, unknown>[],
+    admitted: readonly ChannelMessage[],
+    slots: readonly number[],
+    verdicts: readonly IncomingVerdict[] | null | undefined,
+  ): { results: Record<string, unknown>[] } {
+    const accepted: ChannelMessage[] = [];
+    for (let position = 0; position < admitted.length; position += 1) {
+      const message = admitted[position] as ChannelMessage;
+      const verdict =
+        verdicts == null ? ACCEPTED : (verdicts[position] ?? { accepted: false, reason: 'no verdict' });
+      results[slots[position] as number] = { messageId: message.messageId, ...verdict };
+      if (verdict.accepted === true) accepted.push(message);
+    }
+    if (accepted.length > 0 && this.#listeners.incoming.size > 0) this.#emit('incoming', accepted);
+    return { results };
   }
 
   #authorize(descriptor: unknown): { id: string; accepted: boolean; reason?: string } {
@@ -746,40 +834,12 @@ export class McplHost {
 
     this.#serve('channels/list', 'channels.register', () => ({ channels: this.channels }));
 
-    this.#serve('channels/incoming', 'channels.incoming', async (params) => {
-      const messages = Array.isArray(params.messages) ? params.messages : [];
-      const results: Record<string, unknown>[] = new Array(messages.length);
-      const admitted: ChannelMessage[] = [];
-      const slots: number[] = [];
-      messages.forEach((message, index) => {
-        const messageId =
-          isPlainObject(message) && typeof message.messageId === 'string' ? message.messageId : '';
-        // Validated at receipt against the registered channel, not the id the message claims alone.
-        if (
-          !isPlainObject(message) ||
-          typeof message.channelId !== 'string' ||
-          !this.#channels.has(message.channelId)
-        ) {
-          results[index] = { messageId, accepted: false, reason: 'unknown_channel' };
-          return;
-        }
-        const tags = Array.isArray(message.tags) ? closeTagsLeniently(message.tags) : undefined;
-        admitted.push({ ...(message as unknown as ChannelMessage), ...(tags === undefined ? {} : { tags }) });
-        slots.push(index);
-      });
-      const verdicts =
-        admitted.length === 0
-          ? []
-          : ((await this.#options.handlers?.incoming?.(admitted)) ??
-            admitted.map(() => ({ accepted: true })));
-      slots.forEach((slot, position) => {
-        const verdict = verdicts[position] ?? { accepted: false, reason: 'no verdict' };
-        results[slot] = { messageId: (admitted[position] as ChannelMessage).messageId, ...verdict };
-      });
-      const accepted = admitted.filter((_message, position) => verdicts[position]?.accepted === true);
-      if (accepted.length > 0) this.#emit('incoming', accepted);
-      return { results };
-    });
+    this.#serve('channels/incoming', 'channels.incoming', (params) =>
+      // An open answered just before stays ahead of these messages: history before live.
+      this.#opening.size === 0
+        ? this.#receiveIncoming(params)
+        : Promise.allSettled([...this.#opening]).then(() => this.#receiveIncoming(params)),
+    );
 
     this.#serve('model/info', 'modelInfo', () => {
       const info = this.#options.handlers?.modelInfo;
@@ -809,8 +869,10 @@ export class McplHost {
   }
 }
 
-/** The closure of §16.3 over tags a producer sent; un-namespaced ones are dropped, not fatal. */
-function closeTagsLeniently(tags: unknown[]): string[] {
-  // A producer must namespace its tags; a bare one is ignored rather than fatal.
-  return closeTags(tags.filter(isTag));
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    (typeof value === 'object' || typeof value === 'function') &&
+    value !== null &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
 }

@@ -59,6 +59,18 @@ export class MethodTable {
   }
 }
 
+// The SDK only reads its request options: one frozen object per timeout serves every request.
+const optionsByTimeout = new Map<number, Readonly<{ timeout: number }>>();
+
+function timeoutOptions(timeout: number): { timeout: number } {
+  let options = optionsByTimeout.get(timeout);
+  if (options === undefined) {
+    options = Object.freeze({ timeout });
+    if (optionsByTimeout.size < 64) optionsByTimeout.set(timeout, options);
+  }
+  return options;
+}
+
 function rpcMessage(err: McpError): string {
   const prefix = `MCP error ${err.code}: `;
   return err.message.startsWith(prefix) ? err.message.slice(prefix.length) : err.message;
@@ -68,18 +80,24 @@ function rpcMessage(err: McpError): string {
  * Sends a request through the SDK and maps every way it can fail onto one {@link McplError}:
  * the timeout (`MCPL_TIMEOUT`, after which the SDK sends `notifications/cancelled`), a closed
  * connection (`MCPL_CLOSED`), an error object from the peer (`MCPL_PEER_ERROR`, with its
- * `rpcCode`), a result that is not an object (`MCPL_BAD_RESPONSE`).
+ * `rpcCode`), a result that is not an object (`MCPL_BAD_RESPONSE`). `onAnswer` runs as soon as
+ * the answer (or the failure) is in, before anything read after it is handled.
  */
 export async function request(
   protocol: AnyProtocol,
   method: string,
   params: Record<string, unknown> | undefined,
   timeoutMs: number,
+  onAnswer?: () => void,
 ): Promise<Record<string, unknown>> {
   const started = performance.now();
   try {
     const message: Request = params === undefined ? { method } : { method, params };
-    const result: unknown = await protocol.request(message, anyResult, { timeout: timeoutMs });
+    const pending = protocol.request(message, anyResult, timeoutOptions(timeoutMs));
+    // The SDK settles `pending` as the answer is read, so this runs one microtask later: before
+    // the handler of any message read after the answer, which the SDK starts later still.
+    if (onAnswer !== undefined) pending.then(onAnswer, onAnswer);
+    const result: unknown = await pending;
     if (!isPlainObject(result))
       throw new McplError('MCPL_BAD_RESPONSE', `${method}: the result is not an object`);
     return result;
@@ -184,6 +202,7 @@ export class SequencedTransport implements Transport {
   send(outgoing: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
     const message = this.rewrite === undefined ? outgoing : this.rewrite(outgoing);
     const sent = this.#inner.send(message, options);
+    if (this.#afterAnswer.size === 0) return sent;
     if ('id' in message && ('result' in message || 'error' in message) && message.id !== undefined) {
       const action = this.#afterAnswer.get(message.id);
       if (action !== undefined) {

@@ -41,7 +41,7 @@ import type {
   RequestExtra,
   ToolCallParams,
 } from './server-types.js';
-import { closeTags } from './tags.js';
+import { closeTags, sameTags } from './tags.js';
 import {
   addressKey,
   type ChannelDescriptor,
@@ -1245,7 +1245,9 @@ export class McplSession {
   #outgoingMessage(message: ChannelMessage): ChannelMessage {
     checkMessage(message);
     if (message.tags === undefined) return message;
-    return { ...message, tags: closeTags(message.tags) };
+    const tags = closeTags(message.tags);
+    // Already closed (the usual case): sent as given, not copied.
+    return sameTags(tags, message.tags) ? message : { ...message, tags };
   }
 
   /**
@@ -1258,65 +1260,56 @@ export class McplSession {
    */
   async incoming(messages: readonly ChannelMessage[]): Promise<IncomingOutcome[]> {
     this.#require('channels.incoming');
-    const outcomes = new Map<ChannelMessage, IncomingOutcome>();
+    const outcomes: IncomingOutcome[] = new Array(messages.length);
     const sent: ChannelMessage[] = [];
-    for (const message of messages) {
+    for (let index = 0; index < messages.length; index += 1) {
+      const message = messages[index] as ChannelMessage;
       const wire = this.#outgoingMessage(message);
       const record = this.#channels.get(message.channelId);
       if (record === undefined || record.registration === 'refused') {
-        outcomes.set(message, {
+        outcomes[index] = {
           messageId: message.messageId,
           channelId: message.channelId,
           status: 'refused',
           reason: 'unknown_channel',
-        });
+        };
         continue;
       }
       sent.push(wire);
-      outcomes.set(message, {
-        messageId: message.messageId,
-        channelId: message.channelId,
-        status: 'unanswered',
-      });
+      outcomes[index] = { messageId: message.messageId, channelId: message.channelId, status: 'unanswered' };
     }
-    if (sent.length > 0) {
-      let result: Record<string, unknown> | undefined;
-      let failure: McplError | undefined;
-      try {
-        result = await request(this.#sdk, 'channels/incoming', { messages: sent }, this.#timeout());
-      } catch (err) {
-        if (!(err instanceof McplError)) throw err;
-        failure = err;
-      }
-      const byId = new Map<string, Record<string, unknown>>();
-      if (result !== undefined && Array.isArray(result.results)) {
-        for (const item of result.results) {
-          if (isPlainObject(item) && typeof item.messageId === 'string') byId.set(item.messageId, item);
-        }
-      }
-      for (const message of messages) {
-        const outcome = outcomes.get(message) as IncomingOutcome;
+    if (sent.length === 0) return outcomes;
+    let result: Record<string, unknown>;
+    try {
+      result = await request(this.#sdk, 'channels/incoming', { messages: sent }, this.#timeout());
+    } catch (err) {
+      if (!(err instanceof McplError)) throw err;
+      for (const outcome of outcomes) {
         if (outcome.status === 'refused') continue;
-        if (failure !== undefined) {
-          if (failure.code === 'MCPL_PEER_ERROR') {
-            outcome.status = 'refused';
-            outcome.reason = `rpc ${String(failure.details?.rpcCode)}`;
-          } else {
-            outcome.reason = failure.code;
-          }
-          continue;
+        if (err.code === 'MCPL_PEER_ERROR') {
+          outcome.status = 'refused';
+          outcome.reason = `rpc ${String(err.details?.rpcCode)}`;
+        } else {
+          outcome.reason = err.code;
         }
-        const item = byId.get(message.messageId);
-        if (item === undefined || typeof item.accepted !== 'boolean') {
-          outcome.reason = 'no verdict';
-          continue;
-        }
-        outcome.status = item.accepted ? 'accepted' : 'refused';
-        if (typeof item.conversationId === 'string') outcome.conversationId = item.conversationId;
-        if (typeof item.reason === 'string') outcome.reason = item.reason;
       }
+      return outcomes;
     }
-    return messages.map((message) => outcomes.get(message) as IncomingOutcome);
+    const verdicts = Array.isArray(result.results) ? result.results : [];
+    const byId = verdicts.length > 8 ? verdictIndex(verdicts) : undefined;
+    for (const outcome of outcomes) {
+      if (outcome.status === 'refused') continue;
+      const item =
+        byId === undefined ? lastVerdict(verdicts, outcome.messageId) : byId.get(outcome.messageId);
+      if (item === undefined || typeof item.accepted !== 'boolean') {
+        outcome.reason = 'no verdict';
+        continue;
+      }
+      outcome.status = item.accepted ? 'accepted' : 'refused';
+      if (typeof item.conversationId === 'string') outcome.conversationId = item.conversationId;
+      if (typeof item.reason === 'string') outcome.reason = item.reason;
+    }
+    return outcomes;
   }
 
   /**
@@ -1425,4 +1418,22 @@ export class McplSession {
 function describe(err: unknown): string {
   if (err instanceof McpError) return `rpc ${err.code}`;
   return errorCode(err);
+}
+
+/** The host's verdicts by message id; a later item for the same id wins. */
+function verdictIndex(items: readonly unknown[]): Map<string, Record<string, unknown>> {
+  const byId = new Map<string, Record<string, unknown>>();
+  for (const item of items) {
+    if (isPlainObject(item) && typeof item.messageId === 'string') byId.set(item.messageId, item);
+  }
+  return byId;
+}
+
+/** The last verdict for `messageId` in a short list, as {@link verdictIndex} would find it. */
+function lastVerdict(items: readonly unknown[], messageId: string): Record<string, unknown> | undefined {
+  for (let index = items.length - 1; index >= 0; index -= 1) {
+    const item = items[index];
+    if (isPlainObject(item) && item.messageId === messageId) return item;
+  }
+  return undefined;
 }

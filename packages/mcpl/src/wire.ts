@@ -92,28 +92,36 @@ export function checkDescriptor(value: ChannelDescriptor): ChannelDescriptor {
 }
 
 /**
+ * What is wrong with an inbound message (§14.3), or undefined when it is well formed: the
+ * one rule both ends apply, the server to what the app hands it and the host at receipt.
+ */
+export function messageProblem(value: unknown): string | undefined {
+  if (!isPlainObject(value)) return 'not an object';
+  if (typeof value.channelId !== 'string') return 'channelId must be a string';
+  if (typeof value.messageId !== 'string' || value.messageId === '')
+    return 'messageId must be a non-empty string';
+  const author = value.author;
+  if (!isPlainObject(author) || typeof author.id !== 'string' || typeof author.name !== 'string') {
+    return 'author must be { id, name } strings';
+  }
+  if (typeof value.timestamp !== 'string') return 'timestamp must be an ISO 8601 string';
+  const content = value.content;
+  if (!Array.isArray(content)) return 'content must be an array of content blocks';
+  for (const block of content)
+    if (!isContentBlock(block)) return 'content must be an array of content blocks';
+  return undefined;
+}
+
+/**
  * Checks an inbound message the app hands the library.
  *
  * @throws McplError `MCPL_INVALID_ARGUMENT` naming the field.
  */
 export function checkMessage(value: ChannelMessage): ChannelMessage {
-  const what = `message ${JSON.stringify(String(value?.messageId).slice(0, 80))}`;
-  if (!isPlainObject(value)) fail('channel message', 'not an object');
-  if (typeof value.channelId !== 'string') fail(what, 'channelId must be a string');
-  if (typeof value.messageId !== 'string' || value.messageId === '')
-    fail(what, 'messageId must be a non-empty string');
-  if (
-    !isPlainObject(value.author) ||
-    typeof value.author.id !== 'string' ||
-    typeof value.author.name !== 'string'
-  ) {
-    fail(what, 'author must be { id, name } strings');
-  }
-  if (typeof value.timestamp !== 'string') fail(what, 'timestamp must be an ISO 8601 string');
-  if (!Array.isArray(value.content) || !value.content.every(isContentBlock)) {
-    fail(what, 'content must be an array of content blocks');
-  }
-  return value;
+  const problem = messageProblem(value);
+  if (problem === undefined) return value;
+  if (!isPlainObject(value)) fail('channel message', problem);
+  fail(`message ${JSON.stringify(String(value.messageId).slice(0, 80))}`, problem);
 }
 
 /** Canonical key of an address for matching `channels/open` by `{type, address}`. */

@@ -129,6 +129,18 @@ describe('tags (§16)', () => {
     expect(closeTags(['chat:ambient', 'urgency:level=high'])).toEqual(['chat:ambient', 'urgency:level=high']);
   });
 
+  it('closes a long list the same way, each tag once, in first-seen order', () => {
+    const many = Array.from({ length: 40 }, (_, i) => `topic:t${i % 30}`);
+    const closed = closeTags(['chat:ambient', ...many, 'chat:reply', 'topic:t3', 'chat:dm']);
+    expect(closed).toEqual([
+      ...Array.from({ length: 30 }, (_, i) => `topic:t${i}`),
+      'chat:reply',
+      'chat:addressed',
+      'chat:dm',
+      'chat:private',
+    ]);
+  });
+
   it('refuses un-namespaced tags', () => {
     expect(() => closeTags(['mention'])).toThrow(/namespace:value/);
     expect(() => closeTags(['chat: mention'])).toThrow(/namespace:value/);

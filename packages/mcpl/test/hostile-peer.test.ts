@@ -3,10 +3,10 @@
 import { once } from 'node:events';
 import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { connectTcp, listenTcp, McplHost } from '../src/index.js';
+import { connectTcp, listenTcp, McplHost, NdjsonTransport } from '../src/index.js';
 import { createToyServer, general } from './fixtures/toy.js';
 import { FULL_GRANT, recordingLogger } from './helpers.js';
-import { RawPeer } from './raw-peer.js';
+import { RawPeer, result } from './raw-peer.js';
 
 async function readyPeer(options: { requestMs?: number; maxLineBytes?: number } = {}) {
   const { lines, logger } = recordingLogger();
@@ -120,6 +120,65 @@ describe('a hostile peer', () => {
     await expect(session.pushEvent({ featureSet: 'toy.messaging', content: [] })).rejects.toMatchObject({
       code: 'MCPL_CLOSED',
     });
+  });
+});
+
+describe('a hostile server', () => {
+  it('gets each malformed channels/incoming item refused on its own, with a log line', async () => {
+    const { lines, logger } = recordingLogger();
+    // The raw peer plays a server written from the spec, on the far side of the host's streams.
+    const server = new RawPeer();
+    const connecting = McplHost.connect(new NdjsonTransport(server.toServer, server.fromServer), {
+      name: 'strict-host',
+      version: '1',
+      logger,
+    });
+    const initialize = await server.nextCall('initialize');
+    server.respond(initialize.id, {
+      protocolVersion: initialize.params?.protocolVersion,
+      capabilities: {
+        experimental: { mcpl: { version: '0.5', channels: { register: true, incoming: true } } },
+      },
+      serverInfo: { name: 'raw-server', version: '0' },
+    });
+    const host = await connecting;
+    const policy = host.setPolicy({ effectiveCapabilities: ['channels.register', 'channels.incoming'] });
+    server.respond((await server.nextCall('featureSets/update')).id, { accepted: true });
+    await policy;
+    const channel = { id: 'raw:a', type: 'raw', label: 'a', direction: 'inbound' };
+    const registered = await server.request(1, 'channels/register', { channels: [channel] });
+    expect(result(registered).results).toEqual([{ id: 'raw:a', accepted: true }]);
+
+    const good = {
+      channelId: 'raw:a',
+      messageId: 'm1',
+      author: { id: 'u1', name: 'Ann' },
+      timestamp: '2026-09-14T11:42:52Z',
+      content: [{ type: 'text', text: 'hi' }],
+    };
+    const delivered = new Promise<string[]>((resolve) =>
+      host.on('incoming', (messages) => resolve(messages.map((m) => m.messageId))),
+    );
+    const answer = await server.request(2, 'channels/incoming', {
+      messages: [
+        good,
+        { ...good, messageId: 'm2', author: 'Ann' },
+        { ...good, messageId: 'm3', content: 'hi' },
+        { ...good, messageId: 'm4', channelId: 'raw:elsewhere' },
+        7,
+      ],
+    });
+    expect(result(answer).results).toEqual([
+      { messageId: 'm1', accepted: true },
+      { messageId: 'm2', accepted: false, reason: 'malformed' },
+      { messageId: 'm3', accepted: false, reason: 'malformed' },
+      { messageId: 'm4', accepted: false, reason: 'unknown_channel' },
+      { messageId: '', accepted: false, reason: 'unknown_channel' },
+    ]);
+    expect(await delivered).toEqual(['m1']);
+    const refusals = lines.filter((line) => line.message === 'refused a malformed channels/incoming message');
+    expect(refusals.map((line) => line.fields?.messageId)).toEqual(['m2', 'm3']);
+    await host.close();
   });
 });
 

@@ -20,6 +20,9 @@ export interface NdjsonTransportOptions {
 
 const NEWLINE = 0x0a;
 
+// What `send` returns when the stream took the line at once: no promise is made per line.
+const SENT: Promise<void> = Promise.resolve();
+
 type Id = string | number;
 
 function isId(value: unknown): value is Id {
@@ -230,11 +233,8 @@ export class NdjsonTransport implements Transport {
     if (this.#closed || this.#writable.destroyed || this.#writable.writableEnded) {
       return Promise.reject(new McplError('MCPL_CLOSED', 'the transport is closed'));
     }
-    const line = `${JSON.stringify(message)}\n`;
-    return new Promise<void>((resolve) => {
-      if (this.#writable.write(line)) resolve();
-      else this.#writable.once('drain', resolve);
-    });
+    if (this.#writable.write(`${JSON.stringify(message)}\n`)) return SENT;
+    return new Promise<void>((resolve) => this.#writable.once('drain', resolve));
   }
 
   /** Stops reading, ends the writable (unless told not to) and reports the close once. */
