@@ -1,152 +1,125 @@
-// The 0.4 hosts INTEROP.md records, played by a raw host (the library's host role enforces the
-// 0.5 grant, which these hosts never send): mcpl-harness and agent-framework 0.1.0.
+// The 0.4 hosts INTEROP.md records, played by @zmcp/mcpl's host role in their dialects:
+// mcpl-harness 0.1.1 and agent-framework 0.1.0. Neither sends a policy; both hold the grant
+// the server assumes for them at initialized.
+import type { ChannelDescriptor, McplSession } from '@zmcp/mcpl';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { parseConfig } from '../src/config.js';
-import { createZulipMcpl, type ZulipMcpl } from '../src/runtime.js';
-import { RawHost, type Wire } from './raw-host.js';
-import { type Realm, startRealm } from './world.js';
+import { type Realm, type Served, serve, startRealm, textOf } from './world.js';
 
 let realm: Realm;
-let app: ZulipMcpl | undefined;
-let host: RawHost | undefined;
+let served: Served | undefined;
 
 beforeEach(async () => {
   realm = await startRealm();
 });
 
 afterEach(async () => {
-  await host?.close();
-  await app?.close();
-  app = undefined;
-  host = undefined;
+  await served?.close();
+  served = undefined;
   await realm.close();
 });
 
-async function connect(): Promise<RawHost> {
-  app = await createZulipMcpl({ config: parseConfig(realm.env, []) });
-  host = new RawHost();
-  await app.serve(host.server);
-  await host.start();
-  return host;
-}
-
-function initialize(name: string, version: string, mcpl: Record<string, unknown>) {
-  return {
-    protocolVersion: '2025-06-18',
-    capabilities: { experimental: { mcpl } },
-    clientInfo: { name, version },
-  };
-}
-
-const result = (m: Wire): Record<string, unknown> => m.result ?? {};
-const params = (m: Wire): Record<string, unknown> => m.params ?? {};
-
-const isIncoming = (text: string) => (m: Wire) =>
-  m.method === 'channels/incoming' && JSON.stringify(m.params).includes(text);
+const ids = (channels: readonly ChannelDescriptor[]) => channels.map((c) => c.id).sort();
 
 describe('mcpl-harness 0.1.1 (0.4, never sends a policy)', () => {
   it('gets array-form feature sets, the assumed grant at initialized, pending channels after {}, and delivery', async () => {
-    const h = await connect();
-    h.answer('channels/register', () => ({}));
-    h.answer('channels/incoming', (params) => ({
-      results: (params.messages as { messageId: string }[]).map((m) => ({
-        messageId: m.messageId,
-        accepted: true,
-      })),
-    }));
-    h.answer('push/event', () => ({ accepted: true }));
-    const init = await h.request(
-      1,
-      'initialize',
-      initialize('mcpl-harness', '0.1.1', { version: '0.4', pushEvents: true, channels: true }),
-    );
-    const mcpl = (result(init).capabilities as { experimental: { mcpl: { featureSets: unknown } } })
-      .experimental.mcpl;
-    expect(Array.isArray(mcpl.featureSets)).toBe(true);
-    expect((mcpl.featureSets as { name: string }[]).map((f) => f.name).sort()).toEqual([
+    served = await serve(realm, {
+      host: { name: 'mcpl-harness', version: '0.1.1', dialect: 'mcpl-harness' },
+      grant: null,
+    });
+    const { app, host, session } = served;
+    const featureSets = host.manifest?.featureSets as { name: string }[];
+    expect(Array.isArray(featureSets)).toBe(true);
+    expect(featureSets.map((f) => f.name).sort()).toEqual([
       'zulip.context',
       'zulip.history',
       'zulip.messaging',
     ]);
-    await h.notify('notifications/initialized');
-    const register = await h.waitFor((m) => m.method === 'channels/register');
-    expect((params(register).channels as { id: string }[]).map((c) => c.id).sort()).toEqual([
-      'zulip:general',
-      'zulip:random',
-    ]);
+    expect(session.policySource).toBe('legacy');
+    expect(host.policyEstablished).toBe(true);
+    expect(host.isGranted('channels.lifecycle')).toBe(true);
+    // Its channels/list right after the handshake was answered, not refused for want of a policy.
+    expect(host.handshakeChannels).toBeInstanceOf(Array);
+    await app.connection(session)?.started;
+    await served.registrations.until((n) => n.length > 0);
+    expect(ids(host.channels)).toEqual(['zulip:general', 'zulip:random']);
     // {} itemizes nothing: the channels stay usable, listed and openable.
-    const list = await h.request(2, 'channels/list');
-    expect((result(list).channels as { id: string }[]).map((c) => c.id).sort()).toEqual([
-      'zulip:general',
-      'zulip:random',
-    ]);
-    const opened = await h.request(3, 'channels/open', {
-      type: 'zulip',
-      address: { streamId: realm.streams.general },
-    });
-    expect((result(opened).channel as { id: string }).id).toBe('zulip:general');
+    expect(ids(await host.listChannels())).toEqual(['zulip:general', 'zulip:random']);
+    const opened = await host.openChannel({ channelId: 'zulip:general' });
+    expect(opened.channel.id).toBe('zulip:general');
+
     realm.say('general', 'harness hears this');
-    const incoming = await h.waitFor(isIncoming('harness hears this'));
-    expect((params(incoming).messages as { channelId: string }[])[0]?.channelId).toBe('zulip:general');
+    const heard = await served.incoming.first((m) => textOf(m).includes('harness hears this'));
+    expect(heard.channelId).toBe('zulip:general');
     const mention = realm.say('random', 'hi @**Helper Bot**');
-    const push = await h.waitFor((m) => m.method === 'push/event');
-    expect(push.params).toMatchObject({ featureSet: 'zulip.messaging', eventId: `msg:${mention}` });
-    // Tools work without a policy; a removed 0.4 method is answered.
-    const tool = await h.request(4, 'tools/call', { name: 'list_streams', arguments: {} });
-    expect(tool.error).toBeUndefined();
-    const after = await h.request(5, 'context/afterInference', { inferenceId: 'x' });
-    expect(after.result).toEqual({});
+    const push = await served.pushes.first((e) => e.eventId === `msg:${mention}`);
+    expect(push.featureSet).toBe('zulip.messaging');
+    // Tools work without a policy; a method 0.5 removed is still answered.
+    expect((await host.callTool('list_streams')).isError).not.toBe(true);
+    expect(await host.afterInference({ inferenceId: 'x' })).toEqual({});
   });
 });
 
 describe('agent-framework 0.1.0 (0.4)', () => {
-  it('reads {registered}, takes a Notification policy, opens by address and counts a duplicate as delivered', async () => {
-    const h = await connect();
-    h.answer('channels/register', (params) => ({
-      registered: (params.channels as { id: string }[]).map((c) => c.id),
-    }));
-    const incomingCalls: Wire[] = [];
-    h.answer('channels/incoming', (params) => {
-      incomingCalls.push({ jsonrpc: '2.0', params });
-      return {
-        results: (params.messages as { messageId: string }[]).map((m) => ({
-          messageId: m.messageId,
-          accepted: true,
-        })),
-      };
+  it('reads {registered}, takes a Notification policy, auto-opens by address and counts a duplicate as delivered', async () => {
+    const pushed: string[] = [];
+    let firstPush: () => void = () => undefined;
+    const pushedOnce = new Promise<void>((resolve) => {
+      firstPush = resolve;
     });
-    let pushes = 0;
-    h.answer('push/event', () => {
-      pushes += 1;
-      return { accepted: false, reason: 'duplicate' };
+    served = await serve(realm, {
+      host: { name: 'agent-framework', version: '0.1.0', dialect: 'agent-framework' },
+      grant: null,
+      // agent-framework answers a push it has seen with a refusal-shaped result.
+      pushEvent: (event) => {
+        pushed.push(event.eventId);
+        firstPush();
+        return { accepted: false, reason: 'duplicate' };
+      },
     });
-    const init = await h.request(
-      0,
-      'initialize',
-      initialize('agent-framework', '0.1.0', { version: '0.4', pushEvents: true, channels: true }),
-    );
-    expect(init.error).toBeUndefined();
-    const mcpl = (result(init).capabilities as { experimental: { mcpl: { featureSets: unknown } } })
-      .experimental.mcpl;
-    expect(Array.isArray(mcpl.featureSets)).toBe(false);
-    await h.notify('notifications/initialized');
-    await h.notify('featureSets/update', { disabled: ['zulip.context'] });
-    await h.waitFor((m) => m.method === 'channels/register');
-    // It auto-opens every registered channel by {type, address}.
-    for (const [n, streamId] of [realm.streams.general, realm.streams.random].entries()) {
-      const opened = await h.request(10 + n, 'channels/open', { type: 'zulip', address: { streamId } });
-      expect(opened.error).toBeUndefined();
-    }
+    const { app, host, session } = served;
+    expect(Array.isArray(host.manifest?.featureSets)).toBe(false);
+    expect(session.policySource).toBe('legacy');
+    await host.notifyPolicy({ disabled: ['zulip.context'] });
+    await app.connection(session)?.started;
+    // It auto-opens every registered channel, by {type, address}, with nothing asked of it.
+    await opened(session, ['zulip:general', 'zulip:random']);
+    expect(ids(host.channels)).toEqual(['zulip:general', 'zulip:random']);
+
+    // A first DM announces its channel; the host opens that too, and the DM arrives on it.
     const dm = realm.dm('are you there?');
-    await h.waitFor((m) => m.method === 'push/event');
-    // A DM on a closed channel was pushed once and read as delivered: never offered again.
+    const heard = await served.incoming.first((m) => m.messageId === String(dm));
+    expect(heard.channelId).toBe(`zulip:dm:${realm.ann}`);
+    expect(session.isChannelOpen(`zulip:dm:${realm.ann}`)).toBe(true);
+
+    // A mention on a channel it closed is pushed; the duplicate-shaped answer counts as delivered.
+    await host.closeChannel('zulip:random');
+    const mention = realm.say('random', 'hi @**Helper Bot**');
+    await pushedOnce;
+    await served.settled('zulip:random');
     const next = realm.say('general', 'and now the stream');
-    await h.waitFor(isIncoming('and now the stream'));
-    expect(pushes).toBe(1);
-    expect(JSON.stringify(incomingCalls)).not.toContain(`"messageId":"${dm}"`);
-    expect(JSON.stringify(incomingCalls)).toContain(`"messageId":"${next}"`);
+    await served.incoming.first((m) => m.messageId === String(next));
+    expect(pushed).toEqual([`msg:${mention}`]);
+    // Delivered: the channel's watermark moved past it, so it is never offered again.
+    const random = app
+      .connection(session)
+      ?.engine.channels()
+      .find((c) => c.channel.id === 'zulip:random');
+    expect(random?.watermark).toBe(mention);
+    expect(served.incoming.items.map((m) => m.messageId)).not.toContain(String(mention));
     // The Notification narrowed the assumed grant: no context is injected.
-    const context = await h.request(20, 'context/beforeInference', { inferenceId: 'i', userMessage: null });
-    expect(result(context).contextInjections).toEqual([]);
+    expect((await host.beforeInference({ inferenceId: 'i', userMessage: null })).accepted).toEqual([]);
   });
 });
+
+/** Resolves once the server counts every one of `channelIds` open. */
+function opened(session: McplSession, channelIds: readonly string[]): Promise<void> {
+  return new Promise((resolve) => {
+    const check = () => {
+      if (!channelIds.every((id) => session.isChannelOpen(id))) return;
+      off();
+      resolve();
+    };
+    const off = session.on('channelOpened', check);
+    check();
+  });
+}

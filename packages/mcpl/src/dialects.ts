@@ -1,3 +1,4 @@
+import { advertisedPaths, CapabilityGrant, INJECT } from './capabilities.js';
 import type { FeatureSetsForm } from './manifest.js';
 
 /**
@@ -14,6 +15,13 @@ export interface HostDialect {
   /** The `featureSets` form it reads. */
   featureSetsForm: FeatureSetsForm;
 }
+
+/**
+ * The dialect an `McplHost` speaks: `spec` (SPEC 0.5, the default), or one of the 0.4 hosts
+ * INTEROP.md records, `mcpl-harness` (0.1.1) and `agent-framework` (0.1.0). The names are the
+ * ones {@link detectHostDialect} gives the same hosts on the server side.
+ */
+export type McplHostDialect = HostDialect['name'];
 
 /** True for a `major.minor[...]` version below 0.5; anything unreadable is not legacy (fail closed). */
 function predatesGrants(version: string | undefined): boolean {
@@ -38,4 +46,21 @@ export function detectHostDialect(clientName: string | undefined, mcplVersion: u
   if (clientName === 'agent-framework')
     return { name: 'agent-framework', version, legacy, featureSetsForm: 'object' };
   return { name: 'spec', version, legacy, featureSetsForm: 'object' };
+}
+
+/**
+ * The grant both ends assume for a host that predates grants and never sends a policy
+ * (`legacyHosts: 'advertised'` on the server, the 0.4 dialects of `McplHost`): what the server
+ * advertises (`serverPaths`, `tools` included when it serves tools) and the host advertises,
+ * plus `tools`, minus `contextHooks.beforeInference.inject.system`, which §13.4 denies by default.
+ */
+export function assumedLegacyGrant(
+  serverPaths: Iterable<string>,
+  hostAdvertisement: unknown,
+): CapabilityGrant {
+  const theirs = advertisedPaths(hostAdvertisement);
+  theirs.add('tools');
+  return CapabilityGrant.of(
+    [...serverPaths].filter((path) => theirs.has(path) && path !== `${INJECT}system`),
+  );
 }

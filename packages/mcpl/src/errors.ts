@@ -27,6 +27,8 @@ export type McplErrorCode =
   | 'MCPL_PEER_ERROR'
   /** The peer's result does not have the shape the method defines. */
   | 'MCPL_BAD_RESPONSE'
+  /** The host's dialect does not do this: a 0.4 host asked to send a policy Request, a 0.5 host a removed method. */
+  | 'MCPL_DIALECT_UNSUPPORTED'
   /** The peer did not answer within the request's timeout; `details.timeoutMs`. */
   | 'MCPL_TIMEOUT'
   /** The connection is closed, or closed while the request was in flight. */

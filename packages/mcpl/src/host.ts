@@ -9,6 +9,7 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { advertisedPaths, CapabilityGrant, INJECT } from './capabilities.js';
+import { assumedLegacyGrant, detectHostDialect, type McplHostDialect } from './dialects.js';
 import { manifestRevision } from './digest.js';
 import { capabilityDenied, errorCode, McplError, McplRpcCode, rpcError } from './errors.js';
 import {
@@ -24,7 +25,7 @@ import { changedDomains, type ManifestDomain, MCPL_VERSION, type McplCapabilitie
 import type { DegradationReceipt, PolicyUpdate } from './policy.js';
 import { parsePolicyUpdate } from './policy.js';
 import { RecentSet } from './recent.js';
-import { MethodTable, notify, request } from './rpc.js';
+import { MethodTable, notify, request, SequencedTransport } from './rpc.js';
 import type { BeforeInferenceParams, ContextInjection } from './server-types.js';
 import { closeTagsLeniently } from './tags.js';
 import {
@@ -70,14 +71,27 @@ export interface McplHostHandlers {
 
 /** Options of {@link McplHost.connect}. */
 export interface McplHostOptions {
-  /** `clientInfo`. */
+  /**
+   * `clientInfo`. Servers recognise the 0.4 dialects by this name, so with `dialect`
+   * `mcpl-harness` it is `mcpl-harness` or `mcpl-harness-web`, with `agent-framework` it is
+   * `agent-framework`.
+   */
   name: string;
   version: string;
   /**
    * `experimental.mcpl` as the host advertises it. Default: version 0.5 with push events,
-   * context hooks, lifecycle, channels and feature sets. `null` connects as a plain MCP client.
+   * context hooks, lifecycle, channels and feature sets; for a 0.4 dialect, version `0.4` with
+   * push events, context hooks, `channels: true` and feature sets. `null` connects as a plain
+   * MCP client (not with a 0.4 dialect). A 0.4 dialect advertises a version below 0.5.
    */
   capabilities?: McplCapabilities | null;
+  /**
+   * How the host speaks MCPL (default `spec`, SPEC 0.5). `mcpl-harness` and `agent-framework`
+   * act as the 0.4 hosts INTEROP.md records: no policy Request, a grant assumed at
+   * `notifications/initialized`, their answer shapes, opening by `{type, address}` (the
+   * README's dialect table lists each difference).
+   */
+  dialect?: McplHostDialect;
   handlers?: McplHostHandlers;
   /** Requests to the server (default 30 s). */
   requestTimeoutMs?: number;
@@ -118,11 +132,23 @@ export interface McplHostEvents {
   channels: [];
   /** `mcpl/manifestChanged` arrived: fetch with {@link McplHost.fetchManifest} (the host decides when). */
   manifestChanged: [revision: string, domains: string[]];
+  /** The host opened a channel on its own: agent-framework's auto-open and `channels/changed` reconciliation. */
+  opened: [result: ChannelOpenResult];
+  /** A channel the host tried to open on its own did not open. */
+  openFailed: [channelId: string, error: McplError];
   /** The connection closed. */
   close: [];
 }
 
 type Listener<A extends unknown[]> = (...args: A) => void;
+
+type ChannelOpenResult = {
+  channel: ChannelDescriptor;
+  history?: ChannelMessage[];
+  historyTruncated?: boolean;
+};
+
+type RequestExtra = Parameters<Parameters<MethodTable['request']>[1]>[1];
 
 const DEFAULT_HOST_CAPABILITIES: McplCapabilities = {
   version: MCPL_VERSION,
@@ -134,7 +160,81 @@ const DEFAULT_HOST_CAPABILITIES: McplCapabilities = {
   featureSets: true,
 };
 
+/** What the 0.4 dialects advertise unless told otherwise (INTEROP.md records only the version). */
+const LEGACY_HOST_CAPABILITIES: McplCapabilities = {
+  version: '0.4',
+  pushEvents: true,
+  contextHooks: { beforeInference: true },
+  channels: true,
+  featureSets: true,
+};
+
+const DIALECTS: readonly McplHostDialect[] = ['spec', 'mcpl-harness', 'agent-framework'];
+
 const ACCEPTED: IncomingVerdict = Object.freeze({ accepted: true });
+
+function invalidOption(message: string): McplError {
+  return new McplError('MCPL_INVALID_ARGUMENT', message);
+}
+
+/**
+ * The dialect and the advertisement of a host, checked: a known dialect, and for a 0.4 one an
+ * advertisement below 0.5 under a name servers recognise as that dialect.
+ *
+ * @throws McplError `MCPL_INVALID_ARGUMENT` naming the option.
+ */
+function hostProfile(options: McplHostOptions): {
+  dialect: McplHostDialect;
+  advertised: McplCapabilities | null;
+} {
+  const dialect = options.dialect ?? 'spec';
+  if (!DIALECTS.includes(dialect)) {
+    throw invalidOption(
+      `dialect ${JSON.stringify(String(dialect)).slice(0, 80)} is not one of ${DIALECTS.join(', ')}`,
+    );
+  }
+  if (dialect === 'spec') {
+    return {
+      dialect,
+      advertised: options.capabilities === undefined ? DEFAULT_HOST_CAPABILITIES : options.capabilities,
+    };
+  }
+  if (options.capabilities === null) {
+    throw invalidOption(`the ${dialect} dialect speaks MCPL: capabilities cannot be null with it`);
+  }
+  const advertised = options.capabilities ?? LEGACY_HOST_CAPABILITIES;
+  const seen = detectHostDialect(options.name, advertised.version);
+  if (!seen.legacy) {
+    throw invalidOption(
+      `the ${dialect} dialect is a 0.4 host: capabilities.version must be below 0.5, not ${JSON.stringify(
+        advertised.version ?? null,
+      )}`,
+    );
+  }
+  if (seen.name !== dialect) {
+    const names = dialect === 'mcpl-harness' ? 'mcpl-harness or mcpl-harness-web' : 'agent-framework';
+    throw invalidOption(
+      `servers recognise the ${dialect} dialect by clientInfo.name: name must be ${names}, not ${JSON.stringify(
+        String(options.name).slice(0, 80),
+      )}`,
+    );
+  }
+  if (dialect === 'agent-framework' && options.handlers?.modelInfo !== undefined) {
+    throw invalidOption(
+      'agent-framework 0.1.0 never answers model/info: handlers.modelInfo cannot be given with it',
+    );
+  }
+  return { dialect, advertised };
+}
+
+function unsupported(message: string, dialect: McplHostDialect): McplError {
+  return new McplError('MCPL_DIALECT_UNSUPPORTED', message, { details: { dialect } });
+}
+
+/** A request handler that never answers: the SDK sends nothing for a request aborted by cancel or close. */
+function neverAnswered(_params: unknown, extra: RequestExtra): Promise<Record<string, unknown>> {
+  return new Promise((resolve) => extra.signal.addEventListener('abort', () => resolve({}), { once: true }));
+}
 
 const grantOf = (a: GrantLike, b?: GrantLike): GrantLike => ({
   has: (path: string) => a.has(path) && (b === undefined || b.has(path)),
@@ -154,6 +254,14 @@ export class McplHost {
   readonly #methods: MethodTable;
   readonly #options: McplHostOptions;
   readonly #logger: McplLogger;
+  readonly #dialect: McplHostDialect;
+  /** The host's own `experimental.mcpl` (null for a plain MCP client). */
+  readonly #advertisement: McplCapabilities | null;
+  /** The transport decorator of the 0.4 dialects: it acts at `initialized` and after given answers. */
+  #wire: SequencedTransport | undefined;
+  #handshakeChannels: ChannelDescriptor[] | undefined;
+  /** Channels this host opened and has not closed (agent-framework reconciles against it). */
+  readonly #open = new Set<string>();
   #manifest: JsonObject | undefined;
   #declarations: Record<string, { uses?: unknown; rollback?: unknown }> = {};
   #grant: GrantLike = CapabilityGrant.empty();
@@ -169,13 +277,17 @@ export class McplHost {
     incoming: new Set(),
     channels: new Set(),
     manifestChanged: new Set(),
+    opened: new Set(),
+    openFailed: new Set(),
     close: new Set(),
   };
 
   private constructor(options: McplHostOptions) {
+    const { dialect, advertised } = hostProfile(options);
     this.#options = options;
+    this.#dialect = dialect;
+    this.#advertisement = advertised;
     this.#logger = options.logger ?? silentMcplLogger;
-    const advertised = options.capabilities === undefined ? DEFAULT_HOST_CAPABILITIES : options.capabilities;
     this.client = new Client(
       { name: options.name, version: options.version },
       { capabilities: advertised === null ? {} : { experimental: { mcpl: advertised as JsonObject } } },
@@ -185,15 +297,22 @@ export class McplHost {
   }
 
   /**
-   * Connects to a server over `transport` and reads its manifest.
+   * Connects to a server over `transport` and reads its manifest. In a 0.4 dialect the grant
+   * is assumed just before `notifications/initialized` goes out, and `mcpl-harness` then calls
+   * `channels/list` (its answer is {@link handshakeChannels}).
    *
-   * @throws McplError `MCPL_TRANSPORT` or `MCPL_CLOSED` when the handshake fails.
+   * @throws McplError `MCPL_INVALID_ARGUMENT` for a bad option, `MCPL_BAD_RESPONSE` when the
+   * manifest's `featureSets` is not in the form the dialect reads (the handshake stops before
+   * `initialized`), `MCPL_TRANSPORT` or `MCPL_CLOSED` when the handshake fails.
    */
   static async connect(transport: Transport, options: McplHostOptions): Promise<McplHost> {
     const host = new McplHost(options);
     try {
-      await host.client.connect(transport, { timeout: options.requestTimeoutMs ?? 30_000 });
+      await host.client.connect(host.#dialect === 'spec' ? transport : host.#sequence(transport), {
+        timeout: options.requestTimeoutMs ?? 30_000,
+      });
     } catch (err) {
+      if (err instanceof McplError) throw err;
       throw new McplError(
         'MCPL_TRANSPORT',
         `the handshake failed: ${err instanceof Error ? err.message : String(err)}`,
@@ -202,10 +321,80 @@ export class McplHost {
         },
       );
     }
-    const mcpl = (host.client.getServerCapabilities()?.experimental as Record<string, unknown> | undefined)
-      ?.mcpl;
-    if (isPlainObject(mcpl)) host.#adopt(mcpl as JsonObject);
+    if (host.#dialect === 'spec') {
+      const mcpl = host.#serverMcpl();
+      if (mcpl !== undefined) host.#adopt(mcpl);
+    }
+    if (host.#dialect === 'mcpl-harness' && host.#manifest !== undefined) await host.#listAtHandshake();
     return host;
+  }
+
+  #serverMcpl(): JsonObject | undefined {
+    const mcpl = (this.client.getServerCapabilities()?.experimental as Record<string, unknown> | undefined)
+      ?.mcpl;
+    return isPlainObject(mcpl) ? (mcpl as JsonObject) : undefined;
+  }
+
+  /** Wraps the transport of a 0.4 dialect, to assume its grant at `initialized`. */
+  #sequence(transport: Transport): SequencedTransport {
+    const wire = new SequencedTransport(transport);
+    wire.rewrite = (message) => {
+      if ('method' in message && message.method === 'notifications/initialized' && !('id' in message)) {
+        wire.rewrite = undefined;
+        this.#assumeLegacyGrant();
+      }
+      return message;
+    };
+    this.#wire = wire;
+    return wire;
+  }
+
+  /**
+   * A 0.4 host never sends a policy: once it has read the manifest it holds the grant the
+   * server assumes for it (`legacyHosts: 'advertised'`), before anything can ask for one.
+   */
+  #assumeLegacyGrant(): void {
+    const mcpl = this.#serverMcpl();
+    if (mcpl === undefined) return;
+    const sets = mcpl.featureSets;
+    const wantsArray = this.#dialect === 'mcpl-harness';
+    if (sets !== undefined && (wantsArray ? !Array.isArray(sets) : !isPlainObject(sets))) {
+      throw new McplError(
+        'MCPL_BAD_RESPONSE',
+        wantsArray
+          ? 'mcpl-harness iterates featureSets as an array: the form the server sent ends its handshake'
+          : 'agent-framework 0.1.0 reads featureSets keyed by name: the form the server sent is not one it reads',
+        { details: { dialect: this.#dialect, featureSets: Array.isArray(sets) ? 'array' : typeof sets } },
+      );
+    }
+    this.#adopt(mcpl);
+    this.#grant = assumedLegacyGrant(this.#advertised(), this.#advertisement);
+    this.#established = true;
+  }
+
+  /** mcpl-harness calls `channels/list` right after the handshake; a failure is logged, not fatal. */
+  async #listAtHandshake(): Promise<void> {
+    try {
+      const result = await request(this.client, 'channels/list', {}, this.#timeout());
+      this.#handshakeChannels = Array.isArray(result.channels)
+        ? (result.channels as unknown as ChannelDescriptor[])
+        : [];
+    } catch (err) {
+      this.#logger.warn('the channels/list after the handshake failed', { error: errorCode(err) });
+    }
+  }
+
+  /** The dialect this host speaks. */
+  get dialect(): McplHostDialect {
+    return this.#dialect;
+  }
+
+  /**
+   * The answer to the `channels/list` an `mcpl-harness` host sends right after the handshake;
+   * undefined in the other dialects, or when that request failed.
+   */
+  get handshakeChannels(): ChannelDescriptor[] | undefined {
+    return this.#handshakeChannels;
   }
 
   /** The server's manifest in force (undefined for a plain MCP server). */
@@ -218,7 +407,10 @@ export class McplHost {
     return this.client.getServerVersion();
   }
 
-  /** True once a policy Request was answered with an accepting receipt. */
+  /**
+   * True once a policy Request was answered with an accepting receipt, or, in a 0.4 dialect,
+   * once the grant was assumed at `initialized`.
+   */
   get policyEstablished(): boolean {
     return this.#established;
   }
@@ -310,9 +502,13 @@ export class McplHost {
    * returned, never acted on: the host does not widen anything because of a receipt.
    *
    * @throws McplError `MCPL_INVALID_ARGUMENT` for a malformed policy, `MCPL_TIMEOUT`,
-   * `MCPL_PEER_ERROR`, `MCPL_BAD_RESPONSE` (a receipt that is not one).
+   * `MCPL_PEER_ERROR`, `MCPL_BAD_RESPONSE` (a receipt that is not one),
+   * `MCPL_DIALECT_UNSUPPORTED` in a 0.4 dialect (those hosts never send the Request).
    */
   async setPolicy(policy: PolicyUpdate): Promise<DegradationReceipt> {
+    if (this.#dialect !== 'spec') {
+      throw unsupported(`${this.#dialect} never sends a featureSets/update Request`, this.#dialect);
+    }
     this.#requireMcpl();
     parsePolicyUpdate(policy);
     const next = CapabilityGrant.of(policy.effectiveCapabilities ?? []);
@@ -334,9 +530,40 @@ export class McplHost {
     return result as unknown as DegradationReceipt;
   }
 
-  /** Sends `featureSets/update` as a Notification: a server applies only its `disabled` list. */
+  /**
+   * Sends `featureSets/update` as a Notification: a server applies only its `disabled` list.
+   * As agent-framework 0.1.0 it carries only `enabled` and `disabled`, applies them to this
+   * host's own feature sets first, and is sent only when one of them is non-empty.
+   *
+   * @throws McplError `MCPL_INVALID_ARGUMENT` for a malformed policy (or, as agent-framework,
+   * one with capabilities), `MCPL_DIALECT_UNSUPPORTED` as mcpl-harness (it never sends a policy).
+   */
   async notifyPolicy(policy: PolicyUpdate): Promise<void> {
+    if (this.#dialect === 'mcpl-harness') {
+      throw unsupported('mcpl-harness never sends featureSets/update', this.#dialect);
+    }
     this.#requireMcpl();
+    if (this.#dialect === 'agent-framework') {
+      const update = parsePolicyUpdate(policy);
+      if (update.effectiveCapabilities !== undefined || update.deniedCapabilities !== undefined) {
+        throw new McplError(
+          'MCPL_INVALID_ARGUMENT',
+          'agent-framework 0.1.0 predates capability grants: its featureSets/update carries enabled and disabled only',
+        );
+      }
+      const enabled = update.enabled ?? [];
+      const disabled = update.disabled ?? [];
+      this.#selection = {
+        enabled: update.enabled ?? this.#selection.enabled,
+        disabled: [...new Set([...this.#selection.disabled, ...disabled])],
+      };
+      if (enabled.length === 0 && disabled.length === 0) return;
+      const params: Record<string, unknown> = {};
+      if (update.enabled !== undefined) params.enabled = enabled;
+      if (update.disabled !== undefined) params.disabled = disabled;
+      await notify(this.client, 'featureSets/update', params);
+      return;
+    }
     await notify(this.client, 'featureSets/update', { ...policy });
   }
 
@@ -409,11 +636,39 @@ export class McplHost {
   }
 
   /**
+   * Sends `context/afterInference` as a Request, as the 0.4 hosts still do (0.5 removed it) and
+   * returns the server's answer as is.
+   *
+   * @throws McplError `MCPL_DIALECT_UNSUPPORTED` in the spec dialect, `MCPL_INVALID_ARGUMENT`
+   * without a string `inferenceId`, `MCPL_PEER_ERROR`, `MCPL_TIMEOUT`.
+   */
+  async afterInference(params: JsonObject & { inferenceId: string }): Promise<JsonObject> {
+    if (this.#dialect === 'spec') {
+      throw unsupported(
+        'context/afterInference was removed in MCPL 0.5; only the 0.4 dialects send it',
+        'spec',
+      );
+    }
+    this.#requireMcpl();
+    if (!isPlainObject(params) || typeof params.inferenceId !== 'string') {
+      throw new McplError('MCPL_INVALID_ARGUMENT', 'afterInference: inferenceId must be a string');
+    }
+    return (await request(
+      this.client,
+      'context/afterInference',
+      { ...params },
+      this.#timeout(),
+    )) as JsonObject;
+  }
+
+  /**
    * Opens a channel (`channels/open`) by id or by `{type, address}`, optionally with history.
    * A live message read after the answer reaches `incoming` only once the returned promise has
-   * settled, so its callers see the answer (and history) first.
+   * settled, so its callers see the answer (and history) first. The 0.4 dialects open by
+   * `{type, address}` only: a `channelId` is sent as its registered descriptor's type and address.
    *
-   * @throws McplError gating codes (`channels.lifecycle`), `MCPL_PEER_ERROR` (`-32023`, `-32024`).
+   * @throws McplError gating codes (`channels.lifecycle`), `MCPL_PEER_ERROR` (`-32023`, `-32024`),
+   * `MCPL_UNKNOWN_CHANNEL` in a 0.4 dialect for an id not registered here.
    */
   openChannel(
     target: { channelId: string } | { type: string; address?: JsonValue },
@@ -433,7 +688,7 @@ export class McplHost {
     answered: () => void,
   ): Promise<{ channel: ChannelDescriptor; history?: ChannelMessage[]; historyTruncated?: boolean }> {
     this.#requireGrant('channels.lifecycle');
-    const params: Record<string, unknown> = { ...target };
+    const params: Record<string, unknown> = { ...this.#openTarget(target) };
     if (options.history !== undefined) params.history = options.history;
     if (options.metadata !== undefined) params.metadata = options.metadata;
     const result = await request(this.client, 'channels/open', params, this.#timeout(), answered);
@@ -442,11 +697,45 @@ export class McplHost {
     }
     const channel = result.channel as unknown as ChannelDescriptor;
     this.#channels.set(channel.id, channel);
-    return result as unknown as {
-      channel: ChannelDescriptor;
-      history?: ChannelMessage[];
-      historyTruncated?: boolean;
-    };
+    this.#open.add(channel.id);
+    return result as unknown as ChannelOpenResult;
+  }
+
+  /** What `channels/open` names: as given, or for a 0.4 dialect the descriptor's `{type, address}`. */
+  #openTarget(
+    target: { channelId: string } | { type: string; address?: JsonValue },
+  ): { channelId: string } | { type: string; address?: JsonValue } {
+    if (this.#dialect === 'spec' || !('channelId' in target)) return target;
+    const descriptor = this.#channels.get(target.channelId);
+    if (descriptor === undefined) {
+      throw new McplError(
+        'MCPL_UNKNOWN_CHANNEL',
+        `${this.#dialect} opens channels by {type, address}, and ${target.channelId} is not registered here`,
+      );
+    }
+    return descriptor.address === undefined
+      ? { type: descriptor.type }
+      : { type: descriptor.type, address: descriptor.address };
+  }
+
+  /** Opens, one after another, each of these registered channels this host has not open yet. */
+  async #autoOpen(ids: readonly string[]): Promise<void> {
+    for (const id of ids) {
+      if (this.#open.has(id) || !this.#channels.has(id) || this.#closed) continue;
+      try {
+        this.#emit('opened', await this.openChannel({ channelId: id }));
+      } catch (err) {
+        const error =
+          err instanceof McplError
+            ? err
+            : new McplError('MCPL_TRANSPORT', 'channels/open failed', { cause: err });
+        this.#logger.warn('a channel the host opened on its own did not open', {
+          channelId: id.slice(0, 120),
+          error: errorCode(err),
+        });
+        this.#emit('openFailed', id, error);
+      }
+    }
   }
 
   /**
@@ -457,6 +746,7 @@ export class McplHost {
   async closeChannel(channelId: string): Promise<{ closed: boolean }> {
     this.#requireGrant('channels.lifecycle');
     const result = await request(this.client, 'channels/close', { channelId }, this.#timeout());
+    this.#open.delete(channelId);
     return { closed: result.closed === true };
   }
 
@@ -635,13 +925,17 @@ export class McplHost {
 
   // ---- server → host -----------------------------------------------------------------------
 
-  #serve(method: string, capability: string, handler: (params: Record<string, unknown>) => unknown): void {
+  #serve(
+    method: string,
+    capability: string,
+    handler: (params: Record<string, unknown>, extra: RequestExtra) => unknown,
+  ): void {
     const failed = (err: unknown): never => {
       if (err instanceof McpError) throw err;
       this.#logger.error('a host handler failed', { method, error: errorCode(err) });
       throw rpcError(McplRpcCode.InternalError, `${method} failed`);
     };
-    this.#methods.request(method, (raw) => {
+    this.#methods.request(method, (raw, extra) => {
       if (this.#manifest === undefined) throw rpcError(McplRpcCode.MethodNotFound, 'Method not found');
       // Before the policy, and outside it, privileged methods are refused (§5.3, §5.4).
       if (!this.#established || !this.#grant.has(capability)) throw capabilityDenied(capability);
@@ -651,7 +945,7 @@ export class McplHost {
       // Synchronous answers stay synchronous: no promise is made for them here.
       let answer: unknown;
       try {
-        answer = handler(params);
+        answer = handler(params, extra);
       } catch (err) {
         return failed(err);
       }
@@ -753,7 +1047,11 @@ export class McplHost {
       if (Array.isArray(list)) for (const descriptor of list) results.push(this.#authorize(descriptor));
     }
     if (Array.isArray(params.removed)) {
-      for (const id of params.removed) if (typeof id === 'string') this.#channels.delete(id);
+      for (const id of params.removed) {
+        if (typeof id !== 'string') continue;
+        this.#channels.delete(id);
+        this.#open.delete(id);
+      }
     }
     return results;
   }
@@ -790,7 +1088,12 @@ export class McplHost {
       ) {
         throw rpcError(McplRpcCode.InvalidParams, 'push/event: payload.content must be content blocks');
       }
-      if (this.#seenEvents.has(params.eventId)) return { accepted: true };
+      if (this.#seenEvents.has(params.eventId)) {
+        // agent-framework 0.1.0 answers a duplicate with a refusal-shaped result.
+        return this.#dialect === 'agent-framework'
+          ? { accepted: false, reason: 'duplicate' }
+          : { accepted: true };
+      }
       this.#seenEvents.add(params.eventId);
       const tags = Array.isArray(params.tags) ? closeTagsLeniently(params.tags) : [];
       const event: ReceivedPushEvent = {
@@ -806,33 +1109,55 @@ export class McplHost {
       return { ...verdict };
     });
 
-    this.#serve('channels/register', 'channels.register', (params) => {
+    this.#serve('channels/register', 'channels.register', (params, extra) => {
       const channels = Array.isArray(params.channels) ? params.channels : [];
       const results = channels.map((descriptor) => this.#authorize(descriptor));
       this.#emit('channels');
+      if (this.#dialect === 'mcpl-harness') return {};
+      if (this.#dialect === 'agent-framework') {
+        const registered = acceptedIds(results);
+        // It answers first, then opens every channel it registered.
+        this.#wire?.afterAnswer(extra.requestId, () => {
+          queueMicrotask(() => void this.#autoOpen(registered));
+        });
+        return { registered };
+      }
       return { results };
     });
 
-    this.#serve('channels/changed', 'channels.register', (params) => {
-      const results = this.#applyChange(params);
-      this.#emit('channels');
-      return { results };
-    });
+    if (this.#dialect === 'mcpl-harness') {
+      // The harness knows channels/changed only as a Notification.
+      this.#methods.request('channels/changed', () => {
+        throw rpcError(McplRpcCode.MethodNotFound, 'Method not found');
+      });
+    } else {
+      this.#serve('channels/changed', 'channels.register', async (params) => {
+        const results = this.#applyChange(params);
+        this.#emit('channels');
+        // agent-framework reconciles (a blocking channels/open per descriptor) before it answers.
+        if (this.#dialect === 'agent-framework') await this.#autoOpen(acceptedIds(results));
+        return { results };
+      });
+    }
     this.#methods.notification('channels/changed', (params) => {
       if (!this.#established || !this.#grant.has('channels.register') || !isPlainObject(params)) {
         this.#logger.warn('dropped channels/changed: channels.register is not granted');
         return;
       }
-      const refused = this.#applyChange(params).filter((result) => !result.accepted);
+      const results = this.#applyChange(params);
+      const refused = results.filter((result) => !result.accepted);
       if (refused.length > 0) {
         this.#logger.warn('filtered descriptors from a channels/changed notification', {
           refused: refused.map((result) => result.id).join(','),
         });
       }
       this.#emit('channels');
+      if (this.#dialect === 'agent-framework') void this.#autoOpen(acceptedIds(results));
     });
 
-    this.#serve('channels/list', 'channels.register', () => ({ channels: this.channels }));
+    // agent-framework 0.1.0 never answers an inbound channels/list or model/info.
+    if (this.#dialect === 'agent-framework') this.#methods.request('channels/list', neverAnswered);
+    else this.#serve('channels/list', 'channels.register', () => ({ channels: this.channels }));
 
     this.#serve('channels/incoming', 'channels.incoming', (params) =>
       // An open answered just before stays ahead of these messages: history before live.
@@ -841,12 +1166,15 @@ export class McplHost {
         : Promise.allSettled([...this.#opening]).then(() => this.#receiveIncoming(params)),
     );
 
-    this.#serve('model/info', 'modelInfo', () => {
-      const info = this.#options.handlers?.modelInfo;
-      if (info === undefined)
-        throw rpcError(McplRpcCode.MethodNotFound, 'model/info is not offered by this host');
-      return info;
-    });
+    if (this.#dialect === 'agent-framework') this.#methods.request('model/info', neverAnswered);
+    else {
+      this.#serve('model/info', 'modelInfo', () => {
+        const info = this.#options.handlers?.modelInfo;
+        if (info === undefined)
+          throw rpcError(McplRpcCode.MethodNotFound, 'model/info is not offered by this host');
+        return info;
+      });
+    }
 
     this.#serve('inference/request', 'inferenceRequest', (params) => {
       const handler = this.#options.handlers?.inferenceRequest;
@@ -867,6 +1195,10 @@ export class McplHost {
       );
     });
   }
+}
+
+function acceptedIds(results: readonly { id: string; accepted: boolean }[]): string[] {
+  return results.filter((result) => result.accepted).map((result) => result.id);
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

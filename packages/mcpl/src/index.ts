@@ -10,7 +10,7 @@ export {
 } from './capabilities.js';
 export type { CheckpointRecord, CheckpointState } from './checkpoints.js';
 export { CheckpointLog, withCheckpoint } from './checkpoints.js';
-export type { HostDialect } from './dialects.js';
+export type { HostDialect, McplHostDialect } from './dialects.js';
 export { detectHostDialect } from './dialects.js';
 export {
   canonicalizeManifest,

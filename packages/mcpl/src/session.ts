@@ -13,7 +13,7 @@ import {
 import { z } from 'zod';
 import { advertisedPaths, CapabilityGrant, INJECT, OBSERVE } from './capabilities.js';
 import type { CheckpointState } from './checkpoints.js';
-import { detectHostDialect, type HostDialect } from './dialects.js';
+import { assumedLegacyGrant, detectHostDialect, type HostDialect } from './dialects.js';
 import { canonicalJson } from './digest.js';
 import { capabilityDenied, errorCode, McplError, McplRpcCode, rpcError } from './errors.js';
 import { deriveFeatureSets, type FeatureSetStatus } from './feature-sets.js';
@@ -386,11 +386,8 @@ export class McplSession {
       return;
     }
     if (policy === 'inert') return;
-    const ours = this.#advertised();
-    const theirs = advertisedPaths(this.#hostAdvertisement);
-    theirs.add('tools');
-    const grant = [...ours].filter((path) => theirs.has(path) && path !== `${INJECT}system`);
-    this.#setPolicy({ source: 'legacy', grant: CapabilityGrant.of(grant), selection: { disabled: [] } });
+    const grant = assumedLegacyGrant(this.#advertised(), this.#hostAdvertisement);
+    this.#setPolicy({ source: 'legacy', grant, selection: { disabled: [] } });
     this.#becomeReady();
   }
 
