@@ -17,19 +17,8 @@ export interface DemoRealm {
  * @throws SimError `SIM_LISTEN_FAILED` when no loopback port can be opened.
  */
 export async function startDemoRealm(): Promise<DemoRealm> {
-  const { seedDemoRealm, startZulipSim } = await import('@zmcp/zulip-sim');
-  let info: ReturnType<typeof seedDemoRealm> | undefined;
-  const sim = await startZulipSim({
-    realmName: 'zulip-agent demo',
-    seed(realm) {
-      info = seedDemoRealm(realm);
-    },
-  });
-  if (info === undefined) {
-    await sim.close();
-    throw new Error('the demo realm was not seeded');
-  }
-  const seeded = info;
+  const { startDemoSim } = await import('@zmcp/zulip-sim');
+  const { sim, demo: seeded } = await startDemoSim({ realmName: 'zulip-agent demo' });
   const botUser = sim.realm.user(seeded.botId);
   if (botUser === undefined) {
     await sim.close();

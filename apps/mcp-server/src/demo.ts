@@ -20,21 +20,8 @@ export interface DemoRealm {
  * @throws SimError `SIM_LISTEN_FAILED` when no loopback port can be opened.
  */
 export async function startDemoRealm(): Promise<DemoRealm> {
-  const { seedDemoRealm, startZulipSim } = await import('@zmcp/zulip-sim');
-  let botId: number | undefined;
-  let messageCount = 0;
-  const sim = await startZulipSim({
-    realmName: 'zulip-mcp demo',
-    seed(realm) {
-      const info = seedDemoRealm(realm);
-      botId = info.botId;
-      messageCount = info.messageCount;
-    },
-  });
-  if (botId === undefined) {
-    await sim.close();
-    throw new Error('the demo realm was not seeded');
-  }
-  const { site, email, apiKey } = sim.credentials(botId);
-  return { site, email, apiKey, messageCount, close: () => sim.close() };
+  const { startDemoSim } = await import('@zmcp/zulip-sim');
+  const { sim, demo } = await startDemoSim({ realmName: 'zulip-mcp demo' });
+  const { site, email, apiKey } = sim.credentials(demo.botId);
+  return { site, email, apiKey, messageCount: demo.messageCount, close: () => sim.close() };
 }

@@ -1,8 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { seedDemoRealm } from './demo.js';
-import { startZulipSim } from './sim.js';
+import { startDemoSim } from './demo.js';
 
 const HELP = `zulip-sim: a seeded demo Zulip realm on loopback
 
@@ -58,23 +57,12 @@ async function main(): Promise<void> {
       `zulip-sim: warning: listening on ${host}, beyond loopback; the demo keys are not secret\n`,
     );
   }
-  let botId = 0;
-  let count = 0;
-  const sim = await startZulipSim({
-    host,
-    port,
-    realmName: 'Zulip Simulator demo',
-    seed(realm) {
-      const info = seedDemoRealm(realm);
-      botId = info.botId;
-      count = info.messageCount;
-    },
-  });
-  const rc = sim.zuliprc(botId);
+  const { sim, demo } = await startDemoSim({ host, port, realmName: 'Zulip Simulator demo' });
+  const rc = sim.zuliprc(demo.botId);
   if (values.zuliprc) await writeFile(values.zuliprc, rc, { mode: 0o600 });
   process.stdout.write(rc);
   process.stderr.write(
-    `zulip-sim: demo realm at ${sim.url} (API ${sim.url}/api/v1), ${count} messages` +
+    `zulip-sim: demo realm at ${sim.url} (API ${sim.url}/api/v1), ${demo.messageCount} messages` +
       `${values.zuliprc ? `, zuliprc written to ${values.zuliprc}` : ''}; Ctrl-C to stop\n`,
   );
   const stop = () => {

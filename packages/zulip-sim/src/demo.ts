@@ -1,5 +1,6 @@
 import { encodePng } from './png.js';
-import type { SimRealm, SimUser } from './types.js';
+import { startZulipSim } from './sim.js';
+import type { SimRealm, SimUser, ZulipSim, ZulipSimOptions } from './types.js';
 
 /** What {@link seedDemoRealm} created, for callers that want to point at it. */
 export interface DemoRealmInfo {
@@ -206,4 +207,28 @@ export function seedDemoRealm(realm: SimRealm): DemoRealmInfo {
     imageUrl: image.url,
     messageCount: ids.length,
   };
+}
+
+/** A simulator started by {@link startDemoSim}, and what its demo seed created. */
+export interface DemoSim {
+  sim: ZulipSim;
+  demo: DemoRealmInfo;
+}
+
+/**
+ * Starts the simulator seeded with {@link seedDemoRealm}: what the CLI and the apps' `--demo`
+ * run. Every option of `startZulipSim` but `seed` applies (`port` 0 by default).
+ *
+ * @throws SimError `SIM_LISTEN_FAILED` when the port cannot be opened.
+ */
+export async function startDemoSim(options: Omit<ZulipSimOptions, 'seed'> = {}): Promise<DemoSim> {
+  let demo: DemoRealmInfo | undefined;
+  const sim = await startZulipSim({
+    ...options,
+    seed(realm) {
+      demo = seedDemoRealm(realm);
+    },
+  });
+  // startZulipSim runs the seed before it resolves.
+  return { sim, demo: demo as DemoRealmInfo };
 }

@@ -2,8 +2,8 @@
 // test against the simulator: adding a line is an API decision. Internal modules stay
 // unexported.
 
-export type { DemoRealmInfo } from './demo.js';
-export { seedDemoRealm } from './demo.js';
+export type { DemoRealmInfo, DemoSim } from './demo.js';
+export { seedDemoRealm, startDemoSim } from './demo.js';
 export type { SimErrorCode, SimErrorOptions } from './errors.js';
 export { SimError } from './errors.js';
 export { startZulipSim } from './sim.js';

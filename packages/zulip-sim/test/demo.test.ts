@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { seedDemoRealm, startZulipSim, type ZulipSim } from '../src/index.js';
+import { seedDemoRealm, startDemoSim, startZulipSim, type ZulipSim } from '../src/index.js';
 import { Client, json } from './helpers.js';
 
 let sim: ZulipSim | undefined;
@@ -99,5 +99,18 @@ describe('zulip-sim CLI', () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('startDemoSim', () => {
+  it('starts the seeded realm and hands back what the seed created', async () => {
+    const started = await startDemoSim({ realmName: 'a demo' });
+    sim = started.sim;
+    const { demo } = started;
+    expect(sim.realm.user(demo.botId)?.isBot).toBe(true);
+    expect(sim.realm.messageCount()).toBeGreaterThanOrEqual(demo.messageCount);
+    const bot = Client.of(sim, demo.botId);
+    const settings = await bot.get('/server_settings');
+    expect(settings.body.realm_name).toBe('a demo');
   });
 });
