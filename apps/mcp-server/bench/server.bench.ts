@@ -219,7 +219,7 @@ await writeFile(pageFile, JSON.stringify(page));
 const floor = rpcClient([floorServer, pageFile]);
 await floor.ready;
 const floorCall = () => floor.rpc('tools/call', { name: 'page', arguments: {} });
-for (let i = 0; i < 10; i++) {
+for (let i = 0; i < 50; i++) {
   await call();
   await raw();
   await floorCall();
@@ -227,7 +227,7 @@ for (let i = 0; i < 10; i++) {
 const toolMs: number[] = [];
 const rawMs: number[] = [];
 const floorMs: number[] = [];
-for (let i = 0; i < 60; i++) {
+for (let i = 0; i < 300; i++) {
   let t = performance.now();
   await call();
   toolMs.push(performance.now() - t);
@@ -249,7 +249,7 @@ const host = new ToolHost(services.tools, { deadlineMs: 10_000 });
 const inProcess = () => host.call('fetch_history', { stream: 'bench', topic: 'load', limit: 100 });
 for (let i = 0; i < 10; i++) await inProcess();
 const inProcessMs: number[] = [];
-for (let i = 0; i < 60; i++) {
+for (let i = 0; i < 300; i++) {
   const t = performance.now();
   await inProcess();
   inProcessMs.push(performance.now() - t);

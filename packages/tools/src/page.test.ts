@@ -26,8 +26,11 @@ const PALETTE = [
   '<',
 ];
 
+// Characters JSON writes as they are: their JSON size is their UTF-8 size.
+const PLAIN = ['a', ' ', '<', '~', '\u007f', '\u0085', 'é', '€', '\u2028', '\uffff'];
+
 /** A deterministic stream of hostile strings (a linear congruential generator, fixed seed). */
-function* samples(count: number): Generator<string> {
+function* samples(count: number, palette: readonly string[] = PALETTE): Generator<string> {
   let state = 12345;
   const next = () => {
     state = (state * 1103515245 + 12345) % 2 ** 31;
@@ -36,7 +39,7 @@ function* samples(count: number): Generator<string> {
   for (let i = 0; i < count; i++) {
     let s = '';
     const length = next() % 40;
-    for (let j = 0; j < length; j++) s += PALETTE[next() % PALETTE.length];
+    for (let j = 0; j < length; j++) s += palette[next() % palette.length];
     yield s;
   }
 }
@@ -46,6 +49,16 @@ const stringifiedBytes = (s: string) => Buffer.byteLength(JSON.stringify(s), 'ut
 describe('jsonBytes', () => {
   it('is exactly the size JSON.stringify gives a string, without its quotes', () => {
     for (const s of samples(2000)) expect(jsonBytes(s)).toBe(stringifiedBytes(s));
+  });
+
+  it('is the UTF-8 size for text JSON does not escape, and exact again once one escaped unit is in it', () => {
+    for (const s of samples(500, PLAIN)) {
+      expect(jsonBytes(s)).toBe(Buffer.byteLength(s, 'utf8'));
+      for (const special of ['"', '\\', '\n', '\u0000', '\u001f', '\ud800', '\udfff', '\ud83d\ude00']) {
+        const mixed = `${s}${special}${s}`;
+        expect(jsonBytes(mixed)).toBe(stringifiedBytes(mixed));
+      }
+    }
   });
 
   it('is never less than the UTF-8 size of the text', () => {

@@ -10,6 +10,9 @@ function byteLength(text: string): number {
   return Buffer.byteLength(text, 'utf8');
 }
 
+/** The code units JSON takes more bytes for than UTF-8 does: `"`, `\\`, C0 controls, surrogates. */
+const JSON_GROWS = /["\\\u0000-\u001f\ud800-\udfff]/;
+
 /**
  * The JSON bytes of the code unit at `i` (without quotes): `"`, `\\` and the short escapes
  * (`\n`, …) take two, other C0 controls and lone surrogates six (`\u001b`), a surrogate pair
@@ -39,6 +42,8 @@ function unitJsonBytes(text: string, i: number): number {
  * page that fits by this measure fits as plain text and as `JSON.stringify(structuredContent)`.
  */
 export function jsonBytes(text: string): number {
+  // Without these, JSON.stringify writes every code unit as is: the size is the UTF-8 length.
+  if (!JSON_GROWS.test(text)) return byteLength(text);
   let n = 0;
   for (let i = 0; i < text.length; i++) n += unitJsonBytes(text, i);
   return n;

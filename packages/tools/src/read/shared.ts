@@ -15,7 +15,7 @@ import {
 } from '@zmcp/core';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
-import { type CursorPosition, decodeCursor, encodeCursor, fitToBudget } from '../page.js';
+import { type CursorPosition, decodeCursor, encodeCursor, fitToBudget, jsonBytes } from '../page.js';
 import type { ToolServices } from '../services.js';
 import type { ToolAnnotations, ToolCallContext } from '../tool.js';
 
@@ -231,16 +231,17 @@ export function fitFromEnd(
   lines: readonly string[],
   budget: number,
 ): { text: string; shown: number; truncated: boolean } {
-  const reversed = fitToBudget([...lines].reverse(), budget, ID_BYTES);
-  const last = lines[lines.length - 1];
-  if (reversed.shown === 1 && reversed.truncated && reversed.text !== last) {
-    return { text: reversed.text, shown: 1, truncated: true };
+  let used = 0;
+  let shown = 0;
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const size = jsonBytes(lines[i] as string) + ID_BYTES + (shown > 0 ? 2 : 0);
+    if (used + size > budget) break;
+    used += size;
+    shown++;
   }
-  return {
-    text: lines.slice(lines.length - reversed.shown).join('\n'),
-    shown: reversed.shown,
-    truncated: reversed.truncated,
-  };
+  // Not even the newest line fits: it is shown cut, as fitToBudget cuts a lone item.
+  if (shown === 0 && lines.length > 0) return fitToBudget(lines.slice(-1), budget, ID_BYTES);
+  return { text: lines.slice(lines.length - shown).join('\n'), shown, truncated: shown < lines.length };
 }
 
 /** How a message list is read and which way it continues. */

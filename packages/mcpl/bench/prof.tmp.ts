@@ -1,0 +1,15 @@
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { McplHost } from '../src/index.js';
+import { benchServer, channel, GRANT } from './shared.js';
+const { server, run } = benchServer();
+const [hostSide, serverSide] = InMemoryTransport.createLinkedPair();
+const sessionPromise = server.connect(serverSide);
+const host = await McplHost.connect(hostSide, { name: 'bench-host', version: '1' });
+const session = await sessionPromise;
+await host.setPolicy({ effectiveCapabilities: GRANT });
+await session.whenReady();
+await session.registerChannels([channel]);
+await run(session, 20000);
+const ms = await run(session, 100000);
+console.log('rate', Math.round(100000 / ms * 1000));
+await host.close();
