@@ -134,12 +134,23 @@ function channelEnv(extra: Record<string, string> = {}): Record<string, string> 
   });
 }
 
-async function launch(env: Record<string, string> = channelEnv()): Promise<Run> {
+/**
+ * Runs the server and connects a Claude Code client; resolves once delivery has registered its
+ * event queue, or, with `logged`, once the server has written that to stderr instead.
+ */
+async function launch(env: Record<string, string> = channelEnv(), logged?: string): Promise<Run> {
   const stdin = new PassThrough();
   const stdout = new PassThrough();
   const stderr = new PassThrough();
   const chunks: Buffer[] = [];
-  stderr.on('data', (c: Buffer) => chunks.push(c));
+  let wrote: () => void = () => undefined;
+  const written = new Promise<void>((resolve) => {
+    wrote = resolve;
+  });
+  stderr.on('data', (c: Buffer) => {
+    chunks.push(c);
+    if (logged !== undefined && Buffer.concat(chunks).toString('utf8').includes(logged)) wrote();
+  });
   const ready = barrier();
   const exited = main([], env, { stdin, stdout, stderr, onReady: () => ready.resolve() });
   await Promise.race([
@@ -159,7 +170,7 @@ async function launch(env: Record<string, string> = channelEnv()): Promise<Run> 
     });
   });
   await cc.client.connect(new StreamClientTransport(stdout, stdin));
-  await registered;
+  await (logged === undefined ? registered : written);
   const run: Run = {
     cc,
     stderr: () => Buffer.concat(chunks).toString('utf8'),
@@ -216,6 +227,17 @@ describe('channel events', () => {
     expect(seen.content).toContain('&lt;/channel>&lt;channel source="zulip"');
     expect(seen.rendered.match(/<channel/g)).toHaveLength(1);
     expect(seen.rendered.match(/<\/channel>/g)).toHaveLength(1);
+  });
+
+  it('a second server on the same session sends no events and says why, while the first keeps delivering', async () => {
+    const { cc } = await launch();
+    const second = await launch(channelEnv(), 'Claude Code channel delivery could not start');
+    expect(second.stderr()).toContain('DELIVERY_STATE_LOCKED');
+    expect(second.stderr()).toContain(`pid ${process.pid}`);
+    expect((await second.cc.client.listTools()).tools.map((t) => t.name)).toContain('channel_reply');
+    expect(realm.sim.queues(realm.botId)).toHaveLength(1);
+    const id = say('still there @**Helper Bot**?');
+    await cc.event((e) => e.meta.message_id === String(id));
   });
 
   it('gates on the sender, fail closed: others’ mentions and ambient chatter never arrive', async () => {

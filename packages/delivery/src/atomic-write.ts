@@ -74,7 +74,8 @@ export async function writeFileAtomic(
   }
 }
 
-function processIsAlive(pid: number): boolean {
+/** True while `pid` names a running process (EPERM: it exists but belongs to someone else). */
+export function processIsAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

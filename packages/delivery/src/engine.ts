@@ -66,6 +66,7 @@ import type {
   PushOutcome,
 } from './sink.js';
 import { parseSessionId, type StateKey } from './state-key.js';
+import type { StateLock } from './state-lock.js';
 import type { StateStore } from './state-store.js';
 import { sweepHistory } from './sweep.js';
 import { addressingOf, changeTags, isAddressed, messageTags, reactionTags, TAGS } from './tags.js';
@@ -257,6 +258,8 @@ export class DeliveryEngine {
   readonly #logger: Logger;
   readonly #key: StateKey;
   readonly #writer: StateWriter;
+  /** The store's lock on this session's delivery state, held from start to close. */
+  #lock: StateLock | undefined;
   readonly #stop = new AbortController();
   readonly #missedLimits: MissedLimits;
   readonly #collect: CollectLimits;
@@ -359,6 +362,13 @@ export class DeliveryEngine {
     });
     this.#ready.catch(() => undefined);
     try {
+      // Two engines on one delivery state would both deliver and overwrite each other's watermarks.
+      this.#lock = await this.#o.store.lock?.(this.#key);
+      if ((this.#state as EngineState) === 'closed') {
+        throw new DeliveryError('DELIVERY_NOT_RUNNING', 'the delivery engine was closed while it started', {
+          details: { state: 'closed' },
+        });
+      }
       return await this.#startUp(release, options.open ?? []);
     } catch (err) {
       fail(err);
@@ -366,6 +376,7 @@ export class DeliveryEngine {
       if ((this.#state as EngineState) !== 'closed') this.#state = 'failed';
       this.#failure = codeOf(err);
       await this.#queue?.close();
+      await this.#releaseLock();
       throw err;
     }
   }
@@ -497,7 +508,19 @@ export class DeliveryEngine {
     await this.#queue?.close();
     await this.#loop;
     await Promise.allSettled([...this.#background]);
-    await this.#writer.flush();
+    try {
+      await this.#writer.flush();
+    } finally {
+      await this.#releaseLock();
+    }
+  }
+
+  async #releaseLock(): Promise<void> {
+    const lock = this.#lock;
+    this.#lock = undefined;
+    await lock?.release().catch((err: unknown) => {
+      this.#logger.warn('the delivery state lock was not released', { code: codeOf(err) });
+    });
   }
 
   /** Resolves once everything accepted so far is in the store. @throws the store's error. */

@@ -23,7 +23,9 @@ export type DeliveryErrorCode =
   /** A channel id names no channel the engine knows, even after enumerating again; `details.channelId`. */
   | 'DELIVERY_UNKNOWN_CHANNEL'
   /** The delivery engine is not running (not started yet, or closed); `details.state`. */
-  | 'DELIVERY_NOT_RUNNING';
+  | 'DELIVERY_NOT_RUNNING'
+  /** Another live process (or engine) delivers for this state: `details.file`, `pid`, `host`, `since`. */
+  | 'DELIVERY_STATE_LOCKED';
 
 /** Options accepted by every `DeliveryError`. */
 export interface DeliveryErrorOptions {

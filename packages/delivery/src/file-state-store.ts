@@ -5,6 +5,7 @@ import { DeliveryError, errnoCode, ioError } from './errors.js';
 import { type DeliveryFileSystem, resolveFileSystem } from './file-system.js';
 import { KeyedMutex } from './keyed-mutex.js';
 import { type StateKey, stateFileName } from './state-key.js';
+import { acquireStateLock, type StateLock } from './state-lock.js';
 import { checkNewState, decodeState, encodeState, type StateStore } from './state-store.js';
 
 /** Options of `FileStateStore`. */
@@ -105,6 +106,18 @@ export class FileStateStore implements StateStore {
       await writeFileAtomic(this.#fs, file, bytes, FILE_MODE);
       return next;
     });
+  }
+
+  /**
+   * Takes `<session>.<kind>.lock` beside the key's file: created whole with this process's pid
+   * and host, refused while a live process holds it, taken over from a dead pid on this host.
+   * A lock left by another host always counts as held (remove the file once that host is gone).
+   *
+   * @throws DeliveryError `DELIVERY_STATE_LOCKED` naming the holder; `DELIVERY_IO_FAILED`;
+   *   `DELIVERY_INVALID_SESSION_ID`.
+   */
+  lock(key: StateKey): Promise<StateLock> {
+    return acquireStateLock(this.pathOf(key).replace(/\.json$/, '.lock'));
   }
 
   /**

@@ -2,6 +2,7 @@ import type { ZodType, z } from 'zod';
 import { DeliveryError } from './errors.js';
 import { KeyedMutex } from './keyed-mutex.js';
 import { type StateKey, stateFileName } from './state-key.js';
+import type { StateLock } from './state-lock.js';
 
 /**
  * Durable per-session state, keyed by session and kind. JSON files are the embedded default
@@ -44,6 +45,15 @@ export interface StateStore {
    * @throws DeliveryError `DELIVERY_IO_FAILED`; `DELIVERY_INVALID_SESSION_ID`.
    */
   delete(key: StateKey): Promise<void>;
+  /**
+   * Takes exclusive use of `key` across processes, until the lock is released: what a
+   * `DeliveryEngine` does for its delivery state, so two servers never deliver for one
+   * session. A store without it (one that lives in a single process) is not locked.
+   *
+   * @throws DeliveryError `DELIVERY_STATE_LOCKED` while another holder has it;
+   *   `DELIVERY_IO_FAILED`; `DELIVERY_INVALID_SESSION_ID`.
+   */
+  lock?(key: StateKey): Promise<StateLock>;
 }
 
 /** Serializes a state value as the stores keep it: pretty JSON with a trailing newline. */

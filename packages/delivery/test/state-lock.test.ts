@@ -1,0 +1,157 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { FileStateStore } from '@zmcp/delivery';
+import { afterEach, describe, expect, it } from 'vitest';
+import { closeFixtures, startFixture } from './helpers/engine-fixture.js';
+
+const packageDir = fileURLToPath(new URL('..', import.meta.url));
+const holderScript = fileURLToPath(new URL('./fixtures/lock-holder.ts', import.meta.url));
+const KEY = { session: 'agent', kind: 'delivery' } as const;
+
+const running = new Set<ChildProcess>();
+const dirs: string[] = [];
+
+afterEach(async () => {
+  for (const child of running) child.kill('SIGKILL');
+  running.clear();
+  await closeFixtures();
+  await Promise.all(dirs.splice(0).map((dir) => rm(dir, { recursive: true, force: true })));
+});
+
+async function stateDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'zmcp-lock-'));
+  dirs.push(dir);
+  return dir;
+}
+
+/** A child that tries the lock: resolves with its first line (`held <pid>` or `locked <pid>`). */
+function holder(dir: string): { child: ChildProcess; said: Promise<string>; exited: Promise<void> } {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', '--conditions', '@zmcp/source', holderScript, dir, KEY.session],
+    { cwd: packageDir, stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  running.add(child);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const lines = createInterface({ input: child.stdout as NonNullable<typeof child.stdout> });
+  const said = new Promise<string>((resolve, reject) => {
+    lines.once('line', resolve);
+    child.once('exit', (code) =>
+      reject(new Error(`the lock holder exited (${code}) before saying anything`)),
+    );
+  });
+  return { child, said, exited };
+}
+
+describe('FileStateStore.lock', () => {
+  it('holds a session against a second taker until released, then lets it go', async () => {
+    const store = new FileStateStore({ dir: await stateDir() });
+    const lock = await store.lock(KEY);
+    expect(lock.file).toBe(join(store.dir, 'agent.delivery.lock'));
+    expect(JSON.parse(await readFile(lock.file, 'utf8'))).toMatchObject({
+      pid: process.pid,
+      host: hostname(),
+    });
+    await expect(store.lock(KEY)).rejects.toMatchObject({
+      name: 'DeliveryError',
+      code: 'DELIVERY_STATE_LOCKED',
+      details: { file: lock.file, pid: process.pid, host: hostname() },
+    });
+    // Another session, or another kind, is another lock.
+    const other = await store.lock({ session: 'other', kind: 'delivery' });
+    await other.release();
+    await lock.release();
+    await lock.release();
+    const again = await store.lock(KEY);
+    await again.release();
+  });
+
+  it('gives one of many simultaneous takers the lock', async () => {
+    const store = new FileStateStore({ dir: await stateDir() });
+    const results = await Promise.allSettled(Array.from({ length: 8 }, () => store.lock(KEY)));
+    const held = results.filter((r) => r.status === 'fulfilled');
+    expect(held).toHaveLength(1);
+    for (const r of results) {
+      if (r.status === 'rejected') expect(r.reason).toMatchObject({ code: 'DELIVERY_STATE_LOCKED' });
+    }
+    await (held[0] as PromiseFulfilledResult<{ release(): Promise<void> }>).value.release();
+  });
+
+  it('refuses while another process holds it, and takes it over once that process is killed', async () => {
+    const dir = await stateDir();
+    const store = new FileStateStore({ dir });
+    const first = holder(dir);
+    expect(await first.said).toBe(`held ${first.child.pid}`);
+    await expect(store.lock(KEY)).rejects.toMatchObject({
+      code: 'DELIVERY_STATE_LOCKED',
+      details: { pid: first.child.pid },
+    });
+    first.child.kill('SIGKILL');
+    await first.exited;
+    const lock = await store.lock(KEY);
+    expect(JSON.parse(await readFile(lock.file, 'utf8'))).toMatchObject({ pid: process.pid });
+    await lock.release();
+  });
+
+  it('lets exactly one of several processes take over a dead holder’s lock', async () => {
+    const dir = await stateDir();
+    const dead = holder(dir);
+    await dead.said;
+    dead.child.kill('SIGKILL');
+    await dead.exited;
+    const takers = Array.from({ length: 4 }, () => holder(dir));
+    const said = await Promise.all(takers.map((t) => t.said));
+    const winners = takers.filter((t, i) => said[i] === `held ${t.child.pid}`);
+    expect(winners).toHaveLength(1);
+    const winner = winners[0]?.child.pid;
+    for (const line of said) expect([`held ${winner}`, `locked ${winner}`]).toContain(line);
+    // The winner lets go when its stdin closes; the lock is free again.
+    winners[0]?.child.stdin?.end();
+    await winners[0]?.exited;
+    const store = new FileStateStore({ dir });
+    await (await store.lock(KEY)).release();
+  });
+
+  it('counts a lock from another host, or one it cannot read, as held', async () => {
+    const dir = await stateDir();
+    const store = new FileStateStore({ dir });
+    const file = join(dir, 'agent.delivery.lock');
+    const elsewhere = { pid: 1, host: `not-${hostname()}`, nonce: 'n', since: '2026-11-30T10:00:00.000Z' };
+    await writeFile(file, JSON.stringify(elsewhere));
+    await expect(store.lock(KEY)).rejects.toMatchObject({
+      code: 'DELIVERY_STATE_LOCKED',
+      message: expect.stringContaining(`on not-${hostname()}`),
+      details: { host: elsewhere.host, since: elsewhere.since },
+    });
+    await writeFile(file, 'not a lock');
+    await expect(store.lock(KEY)).rejects.toMatchObject({
+      code: 'DELIVERY_STATE_LOCKED',
+      message: expect.stringContaining('not a lock this library wrote'),
+    });
+  });
+});
+
+describe('DeliveryEngine and the state lock', () => {
+  it('a second engine on the same state refuses to start, registers no queue, and starts once the first closes', async () => {
+    const f = await startFixture();
+    const files = new FileStateStore({ dir: await stateDir() });
+    const first = f.engine({ store: files });
+    await first.start();
+    const queues = f.sim.queues(f.bot).length;
+    const second = f.engine({ store: files });
+    await expect(second.start()).rejects.toMatchObject({ code: 'DELIVERY_STATE_LOCKED' });
+    expect(second.status().state).toBe('failed');
+    expect(f.sim.queues(f.bot)).toHaveLength(queues);
+    await first.close();
+    const third = f.engine({ store: files });
+    await third.start();
+    await third.close();
+    await expect(readFile(files.pathOf(KEY).replace(/\.json$/, '.lock'))).rejects.toMatchObject({
+      code: 'ENOENT',
+    });
+  });
+});
