@@ -65,7 +65,7 @@ import type {
   PushEvent,
   PushOutcome,
 } from './sink.js';
-import { parseSessionId, type StateKey } from './state-key.js';
+import { parseSessionId, parseStateAccount, type StateKey } from './state-key.js';
 import type { StateLock } from './state-lock.js';
 import type { StateStore } from './state-store.js';
 import { sweepHistory } from './sweep.js';
@@ -80,6 +80,14 @@ export interface DeliveryEngineOptions {
   /** Where watermarks, tallies and last-open channels are kept (the `delivery` state of `session`). */
   store: StateStore;
   session: string;
+  /**
+   * The realm and bot this state belongs to (`stateAccount({ site, userId })`). Watermarks are
+   * message ids, which mean nothing on another realm: with an account the state is keyed by it,
+   * as `MonitorStore` keys cursors, so another realm or bot on the same store never reads it.
+   * Without one the key is unscoped (`<session>.delivery.json`): for a store that only ever
+   * serves one account, such as one rooted in that account's own folder.
+   */
+  account?: string | undefined;
   /** The filters plane (what reaches the agent); the engine follows its changes. The caller closes it. */
   filters: FiltersPlane;
   /** Where deliveries go. */
@@ -295,7 +303,7 @@ export class DeliveryEngine {
   readonly #ownChanges = new Set<number>();
 
   /**
-   * @throws DeliveryError `DELIVERY_INVALID_SESSION_ID`; `DELIVERY_INVALID_ARGUMENT` for a bad limit.
+   * @throws DeliveryError `DELIVERY_INVALID_SESSION_ID`; `DELIVERY_INVALID_ARGUMENT` for a bad limit or account.
    */
   constructor(options: DeliveryEngineOptions) {
     this.#o = options;
@@ -306,7 +314,11 @@ export class DeliveryEngine {
     this.#sink = options.sink;
     this.#filters = options.filters;
     this.#logger = options.logger ?? noopLogger;
-    this.#key = { session: parseSessionId(options.session), kind: 'delivery' };
+    const session = parseSessionId(options.session);
+    this.#key =
+      options.account === undefined
+        ? { session, kind: 'delivery' }
+        : { account: parseStateAccount(options.account), session, kind: 'delivery' };
     this.#writer = new StateWriter(
       options.store,
       this.#key,

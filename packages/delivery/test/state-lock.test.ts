@@ -155,3 +155,25 @@ describe('DeliveryEngine and the state lock', () => {
     });
   });
 });
+
+describe('DeliveryEngine state per account', () => {
+  it('keys its state, and its lock, by the account it is given', async () => {
+    const f = await startFixture();
+    const files = new FileStateStore({ dir: await stateDir() });
+    const one = f.engine({ store: files, account: 'chat.example.com@1' });
+    const two = f.engine({ store: files, account: 'chat.example.com@2' });
+    // Two accounts on one store and session are two states: both start.
+    await one.start();
+    await two.start();
+    await one.close();
+    await two.close();
+    for (const account of ['chat.example.com@1', 'chat.example.com@2']) {
+      const file = files.pathOf({ account, session: 'agent', kind: 'delivery' });
+      expect(JSON.parse(await readFile(file, 'utf8'))).toMatchObject({ version: 1 });
+    }
+    await expect(readFile(files.pathOf(KEY), 'utf8')).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(() => f.engine({ store: files, account: '../elsewhere' })).toThrow(
+      expect.objectContaining({ code: 'DELIVERY_INVALID_ARGUMENT' }),
+    );
+  });
+});
