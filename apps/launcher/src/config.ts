@@ -1,5 +1,6 @@
 import { join, resolve } from 'node:path';
 import {
+  checkZulipSite,
   defineSettings,
   expandHome,
   flagSwitch,
@@ -17,7 +18,9 @@ import {
   setting,
   strictBoolean,
   text,
+  zulipCredential,
 } from '@zmcp/cli';
+import { checkEmojiName } from '@zmcp/core';
 import { parseSessionId } from '@zmcp/delivery';
 import { type BackendName, backendNames } from './backends.js';
 import { LauncherError } from './errors.js';
@@ -87,16 +90,12 @@ export interface LauncherConfig {
   logLevel: LogLevel;
 }
 
-const emojiPattern = /^[a-z0-9_+-]{1,60}$/;
+/** A status reaction, by core's one rule for an emoji name (colons and case aside). */
 function emoji(meta: Omit<SettingMeta, 'defaultText'>, fallback: string) {
-  return setting(
+  return parsedBy(
     { ...meta, defaultText: fallback },
-    (raw) => {
-      const name = raw.trim().replace(/^:(.*):$/, '$1');
-      return emojiPattern.test(name)
-        ? name
-        : problem('expected an emoji name such as working_on_it or check');
-    },
+    (raw) => checkEmojiName(raw),
+    () => 'expected an emoji name such as working_on_it or check',
     fallback,
   );
 }
@@ -179,28 +178,34 @@ function parseStreamBackends(raw: string): StreamBackendRule[] | SettingProblem 
  * flag-only switches, the flag), every value the raw string as given.
  */
 const configShape = {
-  ZULIP_REALM: text({
-    group: 'Zulip account',
-    defaultText: 'from zuliprc',
-    help: 'Zulip server URL of the bot the launcher listens as, e.g. https://chat.example.com.',
-  }),
-  ZULIP_SITE: text({
-    group: 'Zulip account',
-    defaultText: 'from zuliprc',
-    help: 'The same as ZULIP_REALM (the name zuliprc files use); set one of the two.',
-  }),
-  ZULIP_EMAIL: text(
-    { group: 'Zulip account', defaultText: 'from zuliprc', help: 'Email address of the bot account.' },
-    matching(/^[^\s@]+@[^\s@]+$/, 'expected an email address such as bot@example.com'),
-  ),
-  ZULIP_API_KEY: text(
+  ZULIP_REALM: zulipCredential(
     {
       group: 'Zulip account',
       defaultText: 'from zuliprc',
-      help: 'API key of the bot account. Secret: never logged, and there is no flag for it.',
+      help: 'Zulip server URL of the bot the launcher listens as, e.g. https://chat.example.com.',
+    },
+    'site',
+  ),
+  ZULIP_SITE: zulipCredential(
+    {
+      group: 'Zulip account',
+      defaultText: 'from zuliprc',
+      help: 'The same as ZULIP_REALM (the name zuliprc files use); set one of the two.',
+    },
+    'site',
+  ),
+  ZULIP_EMAIL: zulipCredential(
+    { group: 'Zulip account', defaultText: 'from zuliprc', help: 'Email address of the bot account.' },
+    'email',
+  ),
+  ZULIP_API_KEY: zulipCredential(
+    {
+      group: 'Zulip account',
+      defaultText: 'from zuliprc',
+      help: 'API key of the bot account (32 letters and digits). Secret: never logged, and there is no flag for it.',
       secret: true,
     },
-    matching(/^\S+$/, 'expected an API key without spaces'),
+    'apiKey',
   ),
   ZULIP_RC_PATH: text({
     group: 'Zulip account',
@@ -398,11 +403,8 @@ export const binName = 'zulip-agent';
 
 const settings = defineSettings(configShape, {
   bin: binName,
-  refine: (raw, report) => {
-    if (raw.ZULIP_REALM !== undefined && raw.ZULIP_SITE !== undefined && raw.ZULIP_REALM !== raw.ZULIP_SITE) {
-      report('ZULIP_SITE', 'conflicts with ZULIP_REALM; set only one of the two');
-    }
-  },
+  // One rule with the other bins: URLs core accepts, plain http only to loopback unless allowed.
+  refine: (raw, report) => checkZulipSite(raw, report),
   configError: (err) =>
     new LauncherError('LAUNCHER_CONFIG_INVALID', err.message, { cause: err, details: { ...err.details } }),
   // Checked on what was given, so it is reported beside every other problem.

@@ -11,9 +11,10 @@ import {
   ExitCode,
   homeDirectory,
   reportInvalidConfiguration,
+  startupConfigurationProblem,
   waitForAbort,
 } from '@zmcp/cli';
-import { isZmcpError, loadCredentials } from '@zmcp/core';
+import { type CredentialSource, loadCredentials } from '@zmcp/core';
 import { isDeliveryError } from '@zmcp/delivery';
 import { binName, helpText, type LauncherConfig, parseConfig } from './config.js';
 import { type DemoRealm, startDemoRealm } from './demo.js';
@@ -37,17 +38,24 @@ export interface MainIo {
 /** The variable the demo's zulip server entry reads its API key from. */
 const DEMO_KEY_VARIABLE = 'ZULIP_AGENT_DEMO_API_KEY';
 
-/** Configuration mistakes: a bad setting, `.mcp.json` or credentials. They exit with 2. */
-function isConfigurationError(err: unknown): boolean {
-  return (
+/**
+ * The line a configuration mistake is reported with (a bad setting, `.mcp.json`, zuliprc, or
+ * credentials Zulip refuses, by the rule every bin shares); undefined for any other failure.
+ * They exit with 2.
+ */
+function configurationProblem(err: unknown, source: CredentialSource | undefined): string | undefined {
+  if (
     isLauncherError(
       err,
       'LAUNCHER_CONFIG_INVALID',
       'LAUNCHER_MCP_CONFIG_INVALID',
       'LAUNCHER_ENV_REFERENCE',
       'LAUNCHER_BACKEND_UNSUPPORTED',
-    ) || isZmcpError(err, 'CORE_CONFIG_INVALID')
-  );
+    )
+  ) {
+    return err.message;
+  }
+  return startupConfigurationProblem(err, source);
 }
 
 async function readPromptFile(path: string | undefined): Promise<string | undefined> {
@@ -104,6 +112,7 @@ async function run(
   const stderr = io.stderr ?? process.stderr;
   // The secrets known so far: a key from a zuliprc joins them once it is read.
   let secrets: (string | undefined)[] = [config.zulip.apiKey];
+  let source: CredentialSource | undefined;
   const makeLogger = () =>
     createLogger({ level: config.logLevel, secrets, write: (line) => void stderr.write(line) });
   let logger = makeLogger();
@@ -137,6 +146,7 @@ async function run(
         },
         homedir: homeDirectory(env),
       });
+      source = credentials.source;
       zulip = {
         site: credentials.site,
         email: credentials.email,
@@ -189,8 +199,9 @@ async function run(
     await launcher.close();
     return why === 'listener failed' ? ExitCode.failure : ExitCode.ok;
   } catch (err) {
-    if (isConfigurationError(err)) {
-      return reportInvalidConfiguration(stderr, binName, [(err as Error).message], createRedactor(secrets));
+    const problem = configurationProblem(err, source);
+    if (problem !== undefined) {
+      return reportInvalidConfiguration(stderr, binName, [problem], createRedactor(secrets));
     }
     if (isDeliveryError(err, 'DELIVERY_STATE_CORRUPT'))
       logger.error('the trigger record is unreadable', { err });

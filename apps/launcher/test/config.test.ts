@@ -87,7 +87,7 @@ describe('parseConfig', () => {
         ...allowed,
         ZULIP_AGENT_STREAM_BACKENDS: 'ops=codex, 12 = OpenCode, team=a=claude',
         ZULIP_AGENT_CODEX_ARGS: '["--model", "o4", "--skip-git-repo-check"]',
-        ZULIP_AGENT_DONE_EMOJI: ':tada:',
+        ZULIP_AGENT_DONE_EMOJI: ':Tada:',
       },
       [],
     );
@@ -120,7 +120,7 @@ describe('parseConfig', () => {
       [
         '--unknown: unknown option (zulip-agent --help lists them)',
         '"stray": unexpected argument (zulip-agent takes only options)',
-        'ZULIP_API_KEY: expected an API key without spaces',
+        'ZULIP_API_KEY: expected a Zulip API key: 32 letters and digits',
         'ZULIP_AGENT_BACKEND: expected one of claude, codex, opencode (got "gpt")',
         'ZULIP_AGENT_STREAM_BACKENDS: expected stream=backend pairs such as ops=codex or 12=opencode (backends: claude, codex, opencode) (got "ops=gpt")',
         'ZULIP_AGENT_CLAUDE_ARGS: item 1 holds an environment reference; nothing is expanded, and secrets stay off command lines (got "[\\"--key\\", \\"${ZULIP_API_KEY}\\"]")',

@@ -105,6 +105,21 @@ describe('main', () => {
     expect(noPrompt.err()).toContain('ZULIP_AGENT_SYSTEM_PROMPT_FILE: cannot read');
   });
 
+  it('exits 2 when Zulip refuses the credentials, or the site is plain http beyond loopback, as every bin does', async () => {
+    const wrongKey = 'a'.repeat(32);
+    const refused = streams();
+    const env = baseEnv({ ZULIP_AGENT_MCP_CONFIG: writeMcpConfig(w.server), ZULIP_API_KEY: wrongKey });
+    expect(await main([], env, refused)).toBe(2);
+    expect(refused.err()).toContain(
+      'Zulip refused the credentials (CORE_UNAUTHORIZED): check ZULIP_EMAIL and ZULIP_API_KEY',
+    );
+    expect(refused.err()).not.toContain(wrongKey);
+    expect(w.records()).toEqual([]);
+    const insecure = streams();
+    expect(await main([], baseEnv({ ZULIP_SITE: 'http://chat.example.com' }), insecure)).toBe(2);
+    expect(insecure.err()).toContain('ZULIP_SITE: is plain http to a host that is not loopback');
+  });
+
   it('runs until shut down, and exits 0', async () => {
     const shutdown = new AbortController();
     const io = streams();
