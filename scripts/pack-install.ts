@@ -3,7 +3,8 @@
 // that each packed manifest is publishable as is (no workspace: ranges, no file it does not ship,
 // every bare import of its dist declared and every dependency imported), then that every entry
 // imports, the declarations type-check for a consumer, every bin answers --version, and
-// `zulip-mcp --demo` serves tools/list on stdio.
+// `zulip-mcp --demo` serves tools/list on stdio, as `zulip-mcpl --demo` does to an MCP client and its
+// manifest's feature sets to an MCPL host.
 //
 //   pnpm test:pack                # builds first
 //   pnpm test:pack --skip-build   # after `pnpm build` (CI runs it after `pnpm test`)
@@ -15,7 +16,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { basename, join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import ts from 'typescript';
 
@@ -157,7 +158,11 @@ interface JsonRpcMessage {
   jsonrpc: '2.0';
   id?: number;
   method?: string;
-  result?: { tools?: { name: string }[]; serverInfo?: { name: string; version: string } };
+  result?: {
+    tools?: { name: string }[];
+    serverInfo?: { name: string; version: string };
+    capabilities?: { experimental?: { mcpl?: { featureSets?: Record<string, unknown> } } };
+  };
   error?: { code: number; message: string };
 }
 
@@ -212,7 +217,18 @@ function within<T>(ms: number, what: string, work: Promise<T>): Promise<T> {
   return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }
 
-async function demoToolsList(bin: string, env: NodeJS.ProcessEnv, version: string): Promise<void> {
+/**
+ * Runs `<bin> --demo` as a client would: `initialize` (as an MCPL host with `mcpl`, which must
+ * answer with its manifest's feature sets), then `tools/list` for a plain MCP client, then
+ * closes stdin and expects exit 0 and nothing but JSON-RPC on stdout.
+ */
+async function demoSession(
+  bin: string,
+  env: NodeJS.ProcessEnv,
+  version: string,
+  mcpl?: { featureSets: readonly string[] },
+): Promise<void> {
+  const label = `${basename(bin)} --demo${mcpl === undefined ? '' : ' (MCPL host)'}`;
   const child = spawn(bin, ['--demo'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr.setEncoding('utf8');
@@ -226,28 +242,32 @@ async function demoToolsList(bin: string, env: NodeJS.ProcessEnv, version: strin
       'initialize',
       client.request('initialize', {
         protocolVersion: '2025-06-18',
-        capabilities: {},
+        capabilities: mcpl === undefined ? {} : { experimental: { mcpl: { version: '0.5', channels: {} } } },
         clientInfo: { name: 'pack-install', version: '0' },
       }),
     );
-    check(
-      init.result?.serverInfo?.version === version,
-      `zulip-mcp --demo: serverInfo ${JSON.stringify(init)}`,
-    );
+    check(init.result?.serverInfo?.version === version, `${label}: serverInfo ${JSON.stringify(init)}`);
     client.notify('notifications/initialized');
-    const list = await within(30_000, 'tools/list', client.request('tools/list'));
-    const names = list.result?.tools?.map((t) => t.name) ?? [];
-    check(names.length > 0, `zulip-mcp --demo: tools/list answered ${JSON.stringify(list)}`);
-    step(`zulip-mcp --demo lists ${names.length} tools: ${names.join(', ')}`);
+    if (mcpl !== undefined) {
+      const sets = init.result?.capabilities?.experimental?.mcpl?.featureSets;
+      const names = sets === undefined ? [] : Object.keys(sets).sort();
+      check(
+        JSON.stringify(names) === JSON.stringify([...mcpl.featureSets].sort()),
+        `${label}: the manifest's feature sets are ${JSON.stringify(names)}`,
+      );
+      step(`${label} advertises feature sets ${names.join(', ')}`);
+    } else {
+      const list = await within(30_000, 'tools/list', client.request('tools/list'));
+      const names = list.result?.tools?.map((t) => t.name) ?? [];
+      check(names.length > 0, `${label}: tools/list answered ${JSON.stringify(list)}`);
+      step(`${label} lists ${names.length} tools: ${names.join(', ')}`);
+    }
     child.stdin.end();
     const code = await within(30_000, 'exit after stdin closed', client.exited);
-    check(code === 0, `zulip-mcp --demo exited with ${code} after stdin closed: ${stderr}`);
-    check(
-      client.stray.length === 0,
-      `zulip-mcp --demo wrote non-JSON-RPC to stdout: ${client.stray.join('\n')}`,
-    );
+    check(code === 0, `${label} exited with ${code} after stdin closed: ${stderr}`);
+    check(client.stray.length === 0, `${label} wrote non-JSON-RPC to stdout: ${client.stray.join('\n')}`);
   } catch (err) {
-    failures.push(`zulip-mcp --demo: ${err instanceof Error ? err.message : String(err)}\n${stderr}`);
+    failures.push(`${label}: ${err instanceof Error ? err.message : String(err)}\n${stderr}`);
   } finally {
     child.kill('SIGKILL');
   }
@@ -356,7 +376,16 @@ async function main(): Promise<void> {
     const server = packed.get('@zmcp/mcp-server');
     check(server?.bin?.['zulip-mcp'] !== undefined, '@zmcp/mcp-server has no zulip-mcp bin');
     if (server !== undefined)
-      await demoToolsList(join(prefix, 'node_modules', '.bin', 'zulip-mcp'), binEnv, server.version);
+      await demoSession(join(prefix, 'node_modules', '.bin', 'zulip-mcp'), binEnv, server.version);
+    const live = packed.get('@zmcp/mcpl-server');
+    check(live?.bin?.['zulip-mcpl'] !== undefined, '@zmcp/mcpl-server has no zulip-mcpl bin');
+    if (live !== undefined) {
+      const zulipMcpl = join(prefix, 'node_modules', '.bin', 'zulip-mcpl');
+      await demoSession(zulipMcpl, binEnv, live.version);
+      await demoSession(zulipMcpl, binEnv, live.version, {
+        featureSets: ['zulip.context', 'zulip.history', 'zulip.messaging'],
+      });
+    }
 
     // The README's install from a clone: `npm install -g ./packed/*.tgz`, here into a global prefix of its own.
     const globalPrefix = join(work, 'global');
