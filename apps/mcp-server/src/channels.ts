@@ -581,7 +581,8 @@ export async function createClaudeChannels(options: ClaudeChannelsOptions): Prom
       server.oninitialized = () => {
         previous?.();
         sink.connected(server);
-        started ??= engine.start().then(
+        // A server that replaces one still stopping waits for its state rather than going without.
+        started ??= engine.start({ waitForLock: true }).then(
           (report) =>
             logger.info('Claude Code channel delivery started', { channels: report.channels.length }),
           (err: unknown) => logger.error('Claude Code channel delivery could not start', { err }),

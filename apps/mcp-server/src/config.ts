@@ -198,7 +198,7 @@ const configShape = {
       flag: '--session-id',
       flagArg: '<id>',
       defaultText: 'default',
-      help: 'Names this agent session’s state files: 1-128 of A-Z a-z 0-9 . _ -, not starting with a dot. Channels deliver for one server per session.',
+      help: 'Names this agent session’s state files: 1-128 of A-Z a-z 0-9 . _ -, not starting with a dot. Channels deliver for one server per session (a second waits its turn).',
     },
     (raw) => parseSessionId(raw.trim()),
     (err) =>

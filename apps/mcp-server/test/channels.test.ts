@@ -229,15 +229,28 @@ describe('channel events', () => {
     expect(seen.rendered.match(/<\/channel>/g)).toHaveLength(1);
   });
 
-  it('a second server on the same session sends no events and says why, while the first keeps delivering', async () => {
-    const { cc } = await launch();
-    const second = await launch(channelEnv(), 'Claude Code channel delivery could not start');
-    expect(second.stderr()).toContain('DELIVERY_STATE_LOCKED');
-    expect(second.stderr()).toContain(`pid ${process.pid}`);
+  it('a second server on the same session waits, sending no events, and takes over when the first stops', async () => {
+    const first = await launch();
+    const second = await launch(channelEnv(), 'waiting for the delivery state');
+    expect(second.stderr()).toContain(`pid=${process.pid}`);
     expect((await second.cc.client.listTools()).tools.map((t) => t.name)).toContain('channel_reply');
     expect(realm.sim.queues(realm.botId)).toHaveLength(1);
-    const id = say('still there @**Helper Bot**?');
-    await cc.event((e) => e.meta.message_id === String(id));
+    const early = say('first one only @**Helper Bot**');
+    await first.cc.event((e) => e.meta.message_id === String(early));
+    // The second registers its queue once the first has given the state up.
+    const registered = new Promise<void>((resolve) => {
+      const off = realm.sim.onRequest((r) => {
+        if (r.method === 'POST' && r.path.endsWith('/register') && r.status === 200) {
+          off();
+          resolve();
+        }
+      });
+    });
+    await first.finish();
+    await registered;
+    const id = say('now the second @**Helper Bot**');
+    await second.cc.event((e) => e.meta.message_id === String(id));
+    expect(second.cc.events.map((e) => e.meta.message_id)).not.toContain(String(early));
   });
 
   it('gates on the sender, fail closed: others’ mentions and ambient chatter never arrive', async () => {

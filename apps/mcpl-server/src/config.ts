@@ -173,7 +173,7 @@ const configShape = {
       flag: '--session-id',
       flagArg: '<id>',
       defaultText: 'default',
-      help: 'Names this agent’s state files (1-128 of A-Z a-z 0-9 . _ -); one server delivers per session, so two agents need two ids.',
+      help: 'Names this agent’s state files (1-128 of A-Z a-z 0-9 . _ -); one server delivers per session (a second waits), so two agents need two ids.',
     },
     (raw) => parseSessionId(raw.trim()),
     (err) =>

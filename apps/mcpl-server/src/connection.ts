@@ -68,7 +68,8 @@ export class Connection {
     await previous;
     if (this.session.isClosed) return;
     try {
-      const report = await this.engine.start();
+      // A server that replaces one still stopping waits for its state rather than going without.
+      const report = await this.engine.start({ waitForLock: true });
       logger.info('live delivery started', {
         channels: report.channels.length,
         missedBlocks: report.missedBlocks.length,

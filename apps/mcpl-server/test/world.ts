@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import type { Logger } from '@zmcp/core';
 import {
   type ChannelMessage,
   type IncomingVerdict,
@@ -145,10 +146,14 @@ export async function serve(
     grant?: readonly string[] | null;
     incoming?: (messages: ChannelMessage[]) => IncomingVerdict[] | Promise<IncomingVerdict[]>;
     pushEvent?: (event: ReceivedPushEvent) => IncomingVerdict | Promise<IncomingVerdict>;
+    logger?: Logger;
   } = {},
 ): Promise<Served> {
   const config = parseConfig({ ...realm.env, ...options.env }, []);
-  const app = await createZulipMcpl({ config });
+  const app = await createZulipMcpl({
+    config,
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
+  });
   const incoming = new Inbox<ChannelMessage>();
   const pushes = new Inbox<ReceivedPushEvent>();
   const registrations = new Inbox<number>();

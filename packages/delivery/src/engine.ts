@@ -1,4 +1,5 @@
 import { setMaxListeners } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   type AccessPolicy,
   type CallOptions,
@@ -152,6 +153,14 @@ export interface StartOptions {
    * as a Claude Code channel bridge, or a server reopening what its host had open).
    */
   readonly open?: readonly string[] | undefined;
+  /**
+   * While another engine holds this session's delivery state (`DELIVERY_STATE_LOCKED`), wait
+   * for it instead of failing: the lock is tried again after 0.5 s, doubling to 10 s, with one
+   * warning logged; `status().waitingFor` names the holder, calls that need the engine fail with
+   * `DELIVERY_STATE_LOCKED` meanwhile, and `close()` ends the wait. For a server that may be
+   * started while the one it replaces is still stopping. Default false: fail at once.
+   */
+  readonly waitForLock?: boolean | undefined;
 }
 
 /** What `start` reports. */
@@ -201,6 +210,8 @@ export interface EngineStatus {
   readonly recovering: number;
   /** Consecutive failed state writes (0 when the last one worked). */
   readonly stateWriteFailures: number;
+  /** While `start({ waitForLock })` waits: the lock's holder (`file`, `pid`, `host`, `since`). */
+  readonly waitingFor?: Readonly<Record<string, unknown>>;
 }
 
 const RETRY_SET_LIMIT = 100;
@@ -268,6 +279,8 @@ export class DeliveryEngine {
   readonly #writer: StateWriter;
   /** The store's lock on this session's delivery state, held from start to close. */
   #lock: StateLock | undefined;
+  /** Who holds that lock while `start({ waitForLock })` waits for it. */
+  #waitingFor: Readonly<Record<string, unknown>> | undefined;
   readonly #stop = new AbortController();
   readonly #missedLimits: MissedLimits;
   readonly #collect: CollectLimits;
@@ -375,7 +388,7 @@ export class DeliveryEngine {
     this.#ready.catch(() => undefined);
     try {
       // Two engines on one delivery state would both deliver and overwrite each other's watermarks.
-      this.#lock = await this.#o.store.lock?.(this.#key);
+      this.#lock = await this.#takeLock(options.waitForLock === true);
       if ((this.#state as EngineState) === 'closed') {
         throw new DeliveryError('DELIVERY_NOT_RUNNING', 'the delivery engine was closed while it started', {
           details: { state: 'closed' },
@@ -527,6 +540,43 @@ export class DeliveryEngine {
     }
   }
 
+  /** The store's lock on the delivery state; with `wait`, tried again until it is free or the engine closes. */
+  async #takeLock(wait: boolean): Promise<StateLock | undefined> {
+    const store = this.#o.store;
+    if (store.lock === undefined) return undefined;
+    for (let delay = 500; ; delay = Math.min(delay * 2, 10_000)) {
+      try {
+        const lock = await store.lock(this.#key);
+        if (this.#waitingFor !== undefined) this.#logger.info('the delivery state is free: starting');
+        this.#waitingFor = undefined;
+        return lock;
+      } catch (err) {
+        if (!wait || !isDeliveryError(err, 'DELIVERY_STATE_LOCKED')) {
+          this.#waitingFor = undefined;
+          throw err;
+        }
+        if (this.#waitingFor === undefined) {
+          this.#logger.warn('waiting for the delivery state: another engine delivers for this session', {
+            ...err.details,
+          });
+        }
+        this.#waitingFor = { ...err.details };
+      }
+      try {
+        await sleep(delay, undefined, { signal: this.#stop.signal });
+      } catch {
+        this.#waitingFor = undefined;
+        throw new DeliveryError(
+          'DELIVERY_NOT_RUNNING',
+          'the delivery engine was closed while it waited for its state',
+          {
+            details: { state: 'closed' },
+          },
+        );
+      }
+    }
+  }
+
   async #releaseLock(): Promise<void> {
     const lock = this.#lock;
     this.#lock = undefined;
@@ -562,6 +612,7 @@ export class DeliveryEngine {
       queued,
       recovering,
       stateWriteFailures: this.#writer.failures,
+      ...(this.#waitingFor === undefined ? {} : { waitingFor: this.#waitingFor }),
     };
   }
 
@@ -1021,6 +1072,14 @@ export class DeliveryEngine {
   }
 
   async #whenReady(): Promise<void> {
+    const holder = this.#waitingFor;
+    if (holder !== undefined) {
+      throw new DeliveryError(
+        'DELIVERY_STATE_LOCKED',
+        `live delivery waits: another server (pid ${String(holder.pid)}) delivers for this session`,
+        { details: holder },
+      );
+    }
     if (this.#state === 'closed' || this.#state === 'idle' || this.#ready === undefined) {
       throw new DeliveryError('DELIVERY_NOT_RUNNING', `the delivery engine is ${this.#state}`, {
         details: { state: this.#state },

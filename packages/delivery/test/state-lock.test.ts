@@ -177,3 +177,61 @@ describe('DeliveryEngine state per account', () => {
     );
   });
 });
+
+/** A logger that resolves `warned` with the fields of the first warning that starts with `prefix`. */
+function warnings(prefix: string) {
+  let seen: (fields: Readonly<Record<string, unknown>> | undefined) => void = () => undefined;
+  const warned = new Promise<Readonly<Record<string, unknown>> | undefined>((resolve) => {
+    seen = resolve;
+  });
+  const ignore = () => undefined;
+  return {
+    warned,
+    logger: {
+      debug: ignore,
+      info: ignore,
+      error: ignore,
+      warn: (message: string, fields?: Readonly<Record<string, unknown>>) => {
+        if (message.startsWith(prefix)) seen(fields);
+      },
+    },
+  };
+}
+
+describe('DeliveryEngine start({ waitForLock })', () => {
+  it('waits for the engine that holds the state, refuses calls meanwhile, and starts once it is free', async () => {
+    const f = await startFixture();
+    const files = new FileStateStore({ dir: await stateDir() });
+    const first = f.engine({ store: files });
+    await first.start();
+    const { warned, logger } = warnings('waiting for the delivery state');
+    const second = f.engine({ store: files, logger });
+    const started = second.start({ waitForLock: true });
+    expect(await warned).toMatchObject({ pid: process.pid });
+    expect(second.status()).toMatchObject({ state: 'starting', waitingFor: { pid: process.pid } });
+    await expect(second.refreshChannels()).rejects.toMatchObject({ code: 'DELIVERY_STATE_LOCKED' });
+    const queues = f.sim.queues(f.bot).length;
+    await first.close();
+    await started;
+    expect(second.status().state).toBe('running');
+    expect(second.status().waitingFor).toBeUndefined();
+    expect(f.sim.queues(f.bot)).toHaveLength(queues);
+    await second.close();
+  });
+
+  it('stops waiting when closed, holding nothing', async () => {
+    const f = await startFixture();
+    const files = new FileStateStore({ dir: await stateDir() });
+    const first = f.engine({ store: files });
+    await first.start();
+    const { warned, logger } = warnings('waiting for the delivery state');
+    const second = f.engine({ store: files, logger });
+    const started = second.start({ waitForLock: true });
+    await warned;
+    await second.close();
+    await expect(started).rejects.toMatchObject({ code: 'DELIVERY_NOT_RUNNING' });
+    expect(second.status().state).toBe('closed');
+    await first.close();
+    await (await files.lock(KEY)).release();
+  });
+});
