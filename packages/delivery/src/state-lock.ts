@@ -102,7 +102,7 @@ async function create(file: string, holder: Holder): Promise<boolean> {
  * one that creates the marker named by that lock's nonce may remove it, so no two can both
  * take it over (and none removes a lock taken after it).
  */
-async function takeOver(file: string, stale: Holder): Promise<string | undefined> {
+async function takeOver(file: string, stale: Holder): Promise<{ path: string; nonce: string } | undefined> {
   const marker = `${file}.${stale.nonce}.takeover`;
   const mine: Holder = {
     pid: process.pid,
@@ -110,9 +110,12 @@ async function takeOver(file: string, stale: Holder): Promise<string | undefined
     nonce: randomUUID(),
     since: new Date().toISOString(),
   };
+  // Listed first, so a taker in this process sees this marker as live.
+  ours.add(mine.nonce);
   try {
     await fsp.writeFile(marker, JSON.stringify(mine), { mode: FILE_MODE, flag: 'wx' });
   } catch (err) {
+    ours.delete(mine.nonce);
     if (errnoCode(err) !== 'EEXIST') throw ioError('take over the lock', file, err);
     // A taker that died before finishing leaves its marker: clear it for the next attempt.
     const taker = await readHolder(marker).catch(() => undefined);
@@ -127,7 +130,14 @@ async function takeOver(file: string, stale: Holder): Promise<string | undefined
       if (errnoCode(err) !== 'ENOENT') throw ioError('take over the lock', file, err);
     });
   }
-  return marker;
+  return { path: marker, nonce: mine.nonce };
+}
+
+/** Removes a marker this process made, once the takeover it guarded is over. */
+async function dropMarker(marker: { path: string; nonce: string } | undefined): Promise<void> {
+  if (marker === undefined) return;
+  await fsp.unlink(marker.path).catch(() => undefined);
+  ours.delete(marker.nonce);
 }
 
 /**
@@ -138,35 +148,40 @@ async function takeOver(file: string, stale: Holder): Promise<string | undefined
  *   it always counts as live); `DELIVERY_IO_FAILED`.
  */
 export async function acquireStateLock(file: string): Promise<StateLock> {
-  let marker: string | undefined;
-  for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-    const holder: Holder = {
-      pid: process.pid,
-      host: hostname(),
-      nonce: randomUUID(),
-      since: new Date().toISOString(),
-    };
-    // Listed before it can appear on disk, so no taker in this process mistakes it for stale.
-    ours.add(holder.nonce);
-    let created: boolean;
-    try {
-      created = await create(file, holder);
-    } catch (err) {
+  let marker: { path: string; nonce: string } | undefined;
+  try {
+    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+      const holder: Holder = {
+        pid: process.pid,
+        host: hostname(),
+        nonce: randomUUID(),
+        since: new Date().toISOString(),
+      };
+      // Listed before it can appear on disk, so no taker in this process mistakes it for stale.
+      ours.add(holder.nonce);
+      let created: boolean;
+      try {
+        created = await create(file, holder);
+      } catch (err) {
+        ours.delete(holder.nonce);
+        throw err;
+      }
+      if (created) return lockOf(file, holder.nonce);
       ours.delete(holder.nonce);
-      throw err;
+      const current = await readHolder(file);
+      if (current === undefined) continue;
+      if (current === 'unreadable' || isLive(current)) throw locked(file, current);
+      const taken = await takeOver(file, current);
+      if (taken !== undefined) {
+        await dropMarker(marker);
+        marker = taken;
+      }
     }
-    if (created) {
-      if (marker !== undefined) await fsp.unlink(marker).catch(() => undefined);
-      return lockOf(file, holder.nonce);
-    }
-    ours.delete(holder.nonce);
     const current = await readHolder(file);
-    if (current === undefined) continue;
-    if (current === 'unreadable' || isLive(current)) throw locked(file, current);
-    marker = (await takeOver(file, current)) ?? marker;
+    throw locked(file, current === undefined ? 'unreadable' : current);
+  } finally {
+    await dropMarker(marker);
   }
-  const current = await readHolder(file);
-  throw locked(file, current === undefined ? 'unreadable' : current);
 }
 
 function lockOf(file: string, nonce: string): StateLock {

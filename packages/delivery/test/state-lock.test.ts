@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -109,11 +109,12 @@ describe('FileStateStore.lock', () => {
     expect(winners).toHaveLength(1);
     const winner = winners[0]?.child.pid;
     for (const line of said) expect([`held ${winner}`, `locked ${winner}`]).toContain(line);
-    // The winner lets go when its stdin closes; the lock is free again.
+    // The winner lets go when its stdin closes; the lock is free again, and nothing is left over.
     winners[0]?.child.stdin?.end();
-    await winners[0]?.exited;
+    await Promise.all(takers.map((t) => t.exited));
     const store = new FileStateStore({ dir });
     await (await store.lock(KEY)).release();
+    expect(await readdir(dir)).toEqual([]);
   });
 
   it('counts a lock from another host, or one it cannot read, as held', async () => {
