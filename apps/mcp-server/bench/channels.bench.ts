@@ -12,8 +12,9 @@ import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/s
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { ZulipClient } from '@zmcp/core';
-import { startZulipSim, type ZulipSim } from '@zmcp/zulip-sim';
+import { startZulipSim } from '@zmcp/zulip-sim';
 import { z } from 'zod';
+import { alternateWithBare, wakeRealm, wakeReport } from '../../../test/support/wake-bench.js';
 import { main } from '../src/main.js';
 
 /** A client transport over the server's stdio streams, framed as stdio is: one JSON message a line. */
@@ -50,36 +51,10 @@ class StreamClientTransport implements Transport {
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 60);
 const WARMUP = 5;
 
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1
-    ? (sorted[mid] as number)
-    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-}
-
-function quantile(values: readonly number[], q: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number;
-}
-
-/** Spins the event loop (no timers) until a queue of `userId` matching `which` is blocked in a poll. */
-async function polling(sim: ZulipSim, userId: number, which: (narrowed: boolean) => boolean): Promise<void> {
-  const ready = () => sim.queues(userId).some((q) => q.polling && which(q.narrow.length > 0));
-  while (!ready()) await new Promise((resolve) => setImmediate(resolve));
-}
-
-const sim = await startZulipSim({ rateLimit: false });
-const bot = sim.realm.addUser({ fullName: 'Bench Bot', email: 'bench-bot@example.test', isBot: true }).userId;
-const ann = sim.realm.addUser({ fullName: 'Ann Lee', email: 'ann@example.test' }).userId;
-sim.realm.addStream({ name: 'general', subscribers: [ann, bot] });
-// The baseline's stream: the bot is not subscribed, so only the bare queue (narrowed to it) hears it.
-sim.realm.addStream({ name: 'bare', subscribers: [ann] });
-const post = (stream: string, content: string) =>
-  sim.realm.sendMessage({ senderId: ann, type: 'stream', stream, topic: 'bench', content });
-
+const realm = wakeRealm(await startZulipSim({ rateLimit: false }));
+const { sim, ann } = realm;
 const stateDir = await mkdtemp(join(tmpdir(), 'zmcp-channels-bench-'));
-const creds = sim.credentials(bot);
+const creds = sim.credentials(realm.bot);
 const stdin = new PassThrough();
 const stdout = new PassThrough();
 const shutdown = new AbortController();
@@ -121,48 +96,33 @@ client.setNotificationHandler(
 );
 await client.connect(new StreamClientTransport(stdout, stdin));
 
-const bare = new ZulipClient(creds);
-const registration = await bare.register({ eventTypes: ['message'], narrow: [['channel', 'bare']] });
-let lastEventId = registration.last_event_id;
-
-const channelTimes: number[] = [];
-const bareTimes: number[] = [];
-for (let round = 0; round < WARMUP + ROUNDS; round++) {
-  const measured = round >= WARMUP;
-
-  const poll = bare.getEvents({ queueId: registration.queue_id, lastEventId }, { timeoutMs: 60_000 });
-  await polling(sim, bot, (narrowed) => narrowed);
-  const bareStart = performance.now();
-  post('bare', `bare ${round}`);
-  const events = await poll;
-  const bareEnd = performance.now();
-  for (const e of events.events) lastEventId = Math.max(lastEventId, e.id);
-  if (measured) bareTimes.push(bareEnd - bareStart);
-
-  await polling(sim, bot, (narrowed) => !narrowed);
-  const heard = new Promise<void>((resolve) => {
-    arrived = resolve;
-  });
-  const start = performance.now();
-  waitingFor = String(post('general', `@**Bench Bot** ping ${round}`));
-  await heard;
-  if (measured) channelTimes.push(arrivedAt - start);
-}
-
-const bareMedian = median(bareTimes);
-const channelMedian = median(channelTimes);
+const times = await alternateWithBare(realm, {
+  bare: new ZulipClient(creds),
+  rounds: ROUNDS,
+  warmup: WARMUP,
+  async measured(round) {
+    const heard = new Promise<void>((resolve) => {
+      arrived = resolve;
+    });
+    const start = performance.now();
+    waitingFor = String(realm.post('general', `@**Bench Bot** ping ${round}`));
+    await heard;
+    return arrivedAt - start;
+  },
+});
 process.stdout.write(
-  [
+  wakeReport(
     `Claude Code channel wake latency over ${ROUNDS} rounds (${WARMUP} warm-up rounds each side), zulip-sim on loopback, stdio framing in process`,
-    `  bare long-poll (GET /events)                   median ${bareMedian.toFixed(3)} ms   p90 ${quantile(bareTimes, 0.9).toFixed(3)} ms`,
-    `  zulip-mcp to notifications/claude/channel      median ${channelMedian.toFixed(3)} ms   p90 ${quantile(channelTimes, 0.9).toFixed(3)} ms`,
-    `  ratio channel event / bare                     ${(channelMedian / bareMedian).toFixed(2)} (target <= 1.5)`,
-    '',
-  ].join('\n'),
+    {
+      bare: 'bare long-poll (GET /events)',
+      measured: 'zulip-mcp to notifications/claude/channel',
+      ratio: 'ratio channel event / bare',
+    },
+    times,
+    1.5,
+  ),
 );
 
-await bare.deleteQueue(registration.queue_id).catch(() => undefined);
-await bare.close();
 await client.close();
 shutdown.abort();
 await exited;

@@ -5,6 +5,7 @@
 import { performance } from 'node:perf_hooks';
 import { AccessPolicy, ZulipClient } from '@zmcp/core';
 import { startZulipSim, type ZulipSim } from '@zmcp/zulip-sim';
+import { median, quantile, untilPolling } from '../../../test/support/wake-bench.js';
 import {
   createAgentSession,
   createToolServices,
@@ -16,26 +17,11 @@ import {
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 60);
 const WARMUP = 5;
 
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1
-    ? (sorted[mid] as number)
-    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-}
-
-function quantile(values: readonly number[], q: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number;
-}
-
-/** Spins the event loop (no timers) until a queue of `userId` narrowed to `topic` is blocked in a poll. */
-async function polling(sim: ZulipSim, userId: number, topic: string): Promise<void> {
-  const ready = () =>
-    sim
-      .queues(userId)
-      .some((q) => q.polling && q.narrow.some(([op, operand]) => op === 'topic' && operand === topic));
-  while (!ready()) await new Promise((resolve) => setImmediate(resolve));
+/** Until a queue of `userId` narrowed to `topic` is blocked in a poll. */
+function polling(sim: ZulipSim, userId: number, topic: string): Promise<void> {
+  return untilPolling(sim, userId, (q) =>
+    q.narrow.some(([op, operand]) => op === 'topic' && operand === topic),
+  );
 }
 
 async function main(): Promise<void> {
