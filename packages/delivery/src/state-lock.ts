@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import * as fsp from 'node:fs/promises';
+import { promises as fsp } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname } from 'node:path';
 import { processIsAlive } from './atomic-write.js';
@@ -81,13 +81,25 @@ function locked(file: string, holder: Holder | 'unreadable'): DeliveryError {
   );
 }
 
-/** Writes `holder` to a temp file and links it into place: the lock appears whole or not at all. */
+// What a file system without hard links answers `link` with.
+const NO_HARD_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS', 'EXDEV']);
+
+/**
+ * Writes `holder` to a temp file and links it into place: the lock appears whole or not at all.
+ * Where the file system has no hard links, it is created exclusively and written in one call.
+ */
 async function create(file: string, holder: Holder): Promise<boolean> {
   const temp = `${file}.${holder.nonce}.tmp`;
+  const text = `${JSON.stringify(holder)}\n`;
   try {
     await fsp.mkdir(dirname(file), { recursive: true, mode: DIR_MODE });
-    await fsp.writeFile(temp, `${JSON.stringify(holder)}\n`, { mode: FILE_MODE, flag: 'wx' });
-    await fsp.link(temp, file);
+    await fsp.writeFile(temp, text, { mode: FILE_MODE, flag: 'wx' });
+    try {
+      await fsp.link(temp, file);
+    } catch (err) {
+      if (!NO_HARD_LINKS.has(errnoCode(err) ?? '')) throw err;
+      await fsp.writeFile(file, text, { mode: FILE_MODE, flag: 'wx' });
+    }
     return true;
   } catch (err) {
     if (errnoCode(err) === 'EEXIST') return false;

@@ -1,11 +1,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { promises } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { FileStateStore } from '@zmcp/delivery';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { closeFixtures, startFixture } from './helpers/engine-fixture.js';
 
 const packageDir = fileURLToPath(new URL('..', import.meta.url));
@@ -115,6 +116,23 @@ describe('FileStateStore.lock', () => {
     const store = new FileStateStore({ dir });
     await (await store.lock(KEY)).release();
     expect(await readdir(dir)).toEqual([]);
+  });
+
+  it('works where the file system has no hard links, creating the lock exclusively instead', async () => {
+    const noLinks = vi
+      .spyOn(promises, 'link')
+      .mockRejectedValue(Object.assign(new Error('operation not permitted'), { code: 'EPERM' }));
+    try {
+      const store = new FileStateStore({ dir: await stateDir() });
+      const lock = await store.lock(KEY);
+      expect(noLinks).toHaveBeenCalled();
+      expect(JSON.parse(await readFile(lock.file, 'utf8'))).toMatchObject({ pid: process.pid });
+      await expect(store.lock(KEY)).rejects.toMatchObject({ code: 'DELIVERY_STATE_LOCKED' });
+      await lock.release();
+      expect(await readdir(store.dir)).toEqual([]);
+    } finally {
+      noLinks.mockRestore();
+    }
   });
 
   it('counts a lock from another host, or one it cannot read, as held', async () => {
