@@ -73,6 +73,8 @@ const KNOWN_CODE = /^(CORE|UPLOAD|DELIVERY|TOOLS)_[A-Z0-9_]+$/;
 const HOST_DETAIL: Readonly<Record<string, string>> = {
   DELIVERY_IO_FAILED: 'The server could not read or write its state files.',
   DELIVERY_STATE_CORRUPT: 'The server’s state file is damaged; an operator must repair it.',
+  DELIVERY_STATE_LOCKED:
+    'Another server delivers live for this session; this one takes over when that one stops, or an operator gives it its own session id.',
   DELIVERY_FILTERS_STALE:
     'The filters file is broken or missing: the last good filters stay in force, and updates are refused until an operator repairs it.',
   UPLOAD_ROOT_MISSING: 'An upload root of this server is missing; an operator must fix it.',

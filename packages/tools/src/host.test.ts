@@ -133,6 +133,17 @@ describe('ToolHost', () => {
     }).call('probe', { n: 1 });
     expect(out).toMatchObject({ isError: true, code: 'DELIVERY_IO_FAILED' });
     expect(out.text).not.toContain('/srv');
+    const locked = await host(async () => {
+      throw Object.assign(
+        new Error(
+          'another server (pid 4242, since 2026-12-02) delivers for this session (lock /srv/zmcp/state/agent.delivery.lock)',
+        ),
+        { code: 'DELIVERY_STATE_LOCKED' },
+      );
+    }).call('probe', { n: 1 });
+    expect(locked).toMatchObject({ isError: true, code: 'DELIVERY_STATE_LOCKED' });
+    expect(locked.text).not.toContain('/srv');
+    expect(locked.text).toContain('Another server delivers live');
   });
 
   it('tells the model to check before retrying a write that may have happened', async () => {
