@@ -1,5 +1,5 @@
 import { defineConfig } from 'tsup';
-import { cliBuild } from './tsup.config.js';
+import { binBuild } from '../../tsup.base.js';
 
 // Builds only the bin, without declarations: the spawned-binary tests use it (seconds faster).
-export default defineConfig(cliBuild);
+export default defineConfig(binBuild());
