@@ -3,10 +3,8 @@ import { defineTool } from '../tool.js';
 import {
   type AttentionContext,
   ChannelArgSchema,
-  channelIdOf,
-  channelText,
+  changeChannelFilters,
   FILTER_ANNOTATIONS,
-  onChannel,
 } from './shared.js';
 
 const inputSchema = z.object({
@@ -32,15 +30,14 @@ export const muteChannelTool = defineTool({
   toolset: 'attention',
   async handler(context: AttentionContext, input, { signal }) {
     signal.throwIfAborted();
-    const before = context.engine.filtersView().revision;
-    const view = await onChannel(input.channel, (id) => context.engine.muteChannel(id));
-    const changed = view.revision !== before;
-    const label = channelText(channelIdOf(input.channel));
+    const { changed, revision, label } = await changeChannelFilters(context, input.channel, (id) =>
+      context.engine.muteChannel(id),
+    );
     return {
       text: changed
         ? `Muted ${label}: nothing from it reaches you now; unmute_channel undoes it.`
         : `${label} was already muted.`,
-      data: { muted: true, changed, revision: view.revision },
+      data: { muted: true, changed, revision },
     };
   },
 });
@@ -57,13 +54,12 @@ export const unmuteChannelTool = defineTool({
   toolset: 'attention',
   async handler(context: AttentionContext, input, { signal }) {
     signal.throwIfAborted();
-    const before = context.engine.filtersView().revision;
-    const view = await onChannel(input.channel, (id) => context.engine.unmuteChannel(id));
-    const changed = view.revision !== before;
-    const label = channelText(channelIdOf(input.channel));
+    const { changed, revision, label } = await changeChannelFilters(context, input.channel, (id) =>
+      context.engine.unmuteChannel(id),
+    );
     return {
       text: changed ? `Unmuted ${label}: its messages reach you again.` : `${label} was not muted.`,
-      data: { muted: false, changed, revision: view.revision },
+      data: { muted: false, changed, revision },
     };
   },
 });

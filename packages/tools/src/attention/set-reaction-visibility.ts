@@ -3,10 +3,8 @@ import { defineTool } from '../tool.js';
 import {
   type AttentionContext,
   ChannelArgSchema,
-  channelIdOf,
-  channelText,
+  changeChannelFilters,
   FILTER_ANNOTATIONS,
-  onChannel,
 } from './shared.js';
 
 const inputSchema = z.object({
@@ -33,16 +31,13 @@ export const setReactionVisibilityTool = defineTool({
   toolset: 'attention',
   async handler(context: AttentionContext, input, { signal }) {
     signal.throwIfAborted();
-    const before = context.engine.filtersView().revision;
-    const view = await onChannel(input.channel, (id) =>
+    const { changed, revision, label } = await changeChannelFilters(context, input.channel, (id) =>
       context.engine.setReactionVisibility(id, input.visible),
     );
-    const changed = view.revision !== before;
-    const label = channelText(channelIdOf(input.channel));
     const now = input.visible ? 'shown' : 'hidden';
     return {
       text: changed ? `Reactions on ${label} are ${now} now.` : `Reactions on ${label} were already ${now}.`,
-      data: { visible: input.visible, changed, revision: view.revision },
+      data: { visible: input.visible, changed, revision },
     };
   },
 });

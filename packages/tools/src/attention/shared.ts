@@ -49,6 +49,20 @@ export async function onChannel<T>(arg: string, call: (channelId: string) => Pro
   }
 }
 
+/**
+ * Applies one filters change to a channel (through {@link onChannel}) and says what came of it:
+ * whether the filters revision moved, the revision now in force, and the channel as text names it.
+ */
+export async function changeChannelFilters(
+  context: AttentionContext,
+  channel: string,
+  change: (channelId: string) => Promise<{ readonly revision: number }>,
+): Promise<{ changed: boolean; revision: number; label: string }> {
+  const before = context.engine.filtersView().revision;
+  const { revision } = await onChannel(channel, change);
+  return { changed: revision !== before, revision, label: channelText(channelIdOf(channel)) };
+}
+
 /** A channel id as the model reads it: escaped, on one line. */
 export function channelText(id: string): string {
   return escapeMsgName(id);
