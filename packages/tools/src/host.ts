@@ -160,13 +160,18 @@ export class ToolHost {
     const definition = tool.definition;
     const started = performance.now();
     const deadlineMs = definition.deadlineMs?.(input) ?? this.options.deadlineMs;
+    // One signal for the deadline and the host's cancellation, whichever comes first (linked by
+    // hand: AbortSignal.any costs more per call and keeps its sources alive longer).
     const deadline = new AbortController();
     const timer = setTimeout(
       () => deadline.abort(new DOMException('The tool call ran past its deadline.', 'TimeoutError')),
       deadlineMs,
     );
-    const signal =
-      request.signal === undefined ? deadline.signal : AbortSignal.any([request.signal, deadline.signal]);
+    const cancel = request.signal;
+    const onCancel = () => deadline.abort(cancel?.reason);
+    if (cancel?.aborted) onCancel();
+    else cancel?.addEventListener('abort', onCancel, { once: true });
+    const signal = deadline.signal;
     const idempotent = definition.annotations.idempotentHint as boolean;
     let progressSent: Promise<void> = Promise.resolve();
     const send = request.progress;
@@ -215,6 +220,7 @@ export class ToolHost {
       );
     } finally {
       clearTimeout(timer);
+      cancel?.removeEventListener('abort', onCancel);
     }
   }
 

@@ -61,6 +61,15 @@ describe('jsonBytes', () => {
     }
   });
 
+  it('measures lines joined by LF as the lines plus two bytes per join, across surrogate halves', () => {
+    const lines = [...samples(500)];
+    const sum = lines.reduce((n, line) => n + jsonBytes(line), 0) + 2 * (lines.length - 1);
+    expect(jsonBytes(lines.join('\n'))).toBe(sum);
+    // Plain lines: only the joins (and any LF inside) are escaped.
+    for (const s of samples(500, [...PLAIN, '\n'])) expect(jsonBytes(s)).toBe(stringifiedBytes(s));
+    expect(jsonBytes('\ud800\n\udc00')).toBe(stringifiedBytes('\ud800\n\udc00'));
+  });
+
   it('is never less than the UTF-8 size of the text', () => {
     for (const s of samples(2000)) expect(jsonBytes(s)).toBeGreaterThanOrEqual(Buffer.byteLength(s, 'utf8'));
   });
@@ -74,6 +83,24 @@ describe('fitToBudget', () => {
       expect(page.shown).toBeGreaterThan(0);
       if (!page.truncated) continue;
       expect(stringifiedBytes(page.text) + 17 * page.shown).toBeLessThanOrEqual(budget);
+    }
+  });
+
+  it('shows the whole page exactly when its JSON fits, and otherwise the longest prefix that does', () => {
+    const lines = [...samples(60)];
+    const whole = stringifiedBytes(lines.join('\n')) + 9 * lines.length;
+    expect(fitToBudget(lines, whole, 9)).toEqual({
+      text: lines.join('\n'),
+      shown: lines.length,
+      truncated: false,
+    });
+    for (const budget of [whole - 1, Math.floor(whole / 2), 200]) {
+      const page = fitToBudget(lines, budget, 9);
+      expect(page.truncated).toBe(true);
+      expect(page.text).toBe(lines.slice(0, page.shown).join('\n'));
+      expect(stringifiedBytes(page.text) + 9 * page.shown).toBeLessThanOrEqual(budget);
+      const oneMore = lines.slice(0, page.shown + 1).join('\n');
+      expect(stringifiedBytes(oneMore) + 9 * (page.shown + 1)).toBeGreaterThan(budget);
     }
   });
 

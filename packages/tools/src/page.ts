@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { ToolError } from './errors.js';
 
 /** The default byte budget of one page of tool output. */
@@ -10,8 +9,15 @@ function byteLength(text: string): number {
   return Buffer.byteLength(text, 'utf8');
 }
 
-/** The code units JSON takes more bytes for than UTF-8 does: `"`, `\\`, C0 controls, surrogates. */
-const JSON_GROWS = /["\\\u0000-\u001f\ud800-\udfff]/;
+/**
+ * The code units JSON takes more bytes for than UTF-8 does: `"`, `\\`, C0 controls and lone
+ * surrogates (a well-formed pair takes four bytes either way).
+ */
+const JSON_GROWS =
+  /["\\\u0000-\u001f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/** Whether a text may hold a unit {@link JSON_GROWS} matches other than LF (any surrogate, to be sure). */
+const JSON_GROWS_BUT_LF = /["\\\u0000-\u0009\u000b-\u001f\ud800-\udfff]/;
 
 /**
  * The JSON bytes of the code unit at `i` (without quotes): `"`, `\\` and the short escapes
@@ -36,17 +42,45 @@ function unitJsonBytes(text: string, i: number): number {
   return 3;
 }
 
+/** What JSON adds over UTF-8 for one unit {@link JSON_GROWS} matched (UTF-8 writes a lone surrogate as 3 bytes). */
+function extraJsonBytes(unit: string): number {
+  const c = unit.charCodeAt(0);
+  if (c >= 0xd800) return 3;
+  return c === 0x22 || c === 0x5c || c === 0x0a || c === 0x0d || c === 0x09 || c === 0x08 || c === 0x0c
+    ? 1
+    : 5;
+}
+
 /**
  * The bytes `text` takes inside a JSON string (without the quotes), whichever way a client shows a
  * result: exactly what `JSON.stringify` writes, and never less than the text's UTF-8 length, so a
  * page that fits by this measure fits as plain text and as `JSON.stringify(structuredContent)`.
+ * A page of lines joined by `\n` measures as the sum of its lines plus two bytes per join.
  */
 export function jsonBytes(text: string): number {
-  // Without these, JSON.stringify writes every code unit as is: the size is the UTF-8 length.
-  if (!JSON_GROWS.test(text)) return byteLength(text);
-  let n = 0;
-  for (let i = 0; i < text.length; i++) n += unitJsonBytes(text, i);
+  // The UTF-8 length, natively, plus what each escaped unit adds. Most text has none but line
+  // feeds (a page joins its lines with them), which are counted without a match each.
+  let n = byteLength(text);
+  if (!JSON_GROWS_BUT_LF.test(text)) {
+    for (let at = text.indexOf('\n'); at >= 0; at = text.indexOf('\n', at + 1)) n++;
+    return n;
+  }
+  JSON_GROWS.lastIndex = 0;
+  for (let m = JSON_GROWS.exec(text); m !== null; m = JSON_GROWS.exec(text)) n += extraJsonBytes(m[0]);
   return n;
+}
+
+/**
+ * The lines joined, when all of them fit `budgetBytes` with `perItem` bytes each (the same
+ * measure as the line-by-line fit, taken in one pass); undefined when some must be left out.
+ */
+export function wholePage(
+  lines: readonly string[],
+  budgetBytes: number,
+  perItem: number,
+): string | undefined {
+  const text = lines.join('\n');
+  return jsonBytes(text) + perItem * lines.length <= budgetBytes ? text : undefined;
 }
 
 /** Cuts `text` to at most `maxBytes` UTF-8 bytes without splitting a code point. */
@@ -90,6 +124,8 @@ export interface BudgetedPage {
  * budget is cut with an explicit `[… truncated, N more bytes]` marker rather than dropped.
  */
 export function fitToBudget(lines: readonly string[], budgetBytes: number, perItem = 0): BudgetedPage {
+  const whole = lines.length > 0 ? wholePage(lines, budgetBytes, perItem) : undefined;
+  if (whole !== undefined) return { text: whole, shown: lines.length, truncated: false };
   const out: string[] = [];
   let used = 0;
   for (const line of lines) {
@@ -124,12 +160,22 @@ interface CursorPayload {
   p: CursorPosition;
 }
 
-/** A stable fingerprint of a tool's query arguments (without the cursor itself). */
+/** One 32-bit multiplicative lane (FNV-1a's shape) over the UTF-16 code units of `text`. */
+function lane(text: string, seed: number, prime: number): string {
+  let h = seed;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), prime);
+  return (h >>> 0).toString(16).padStart(8, '0');
+}
+
+/**
+ * A stable fingerprint of a tool's query arguments (without the cursor itself): 64 bits in two
+ * multiplicative lanes. It only tells one query from another so a cursor is not replayed against the
+ * wrong one; it guards nothing (every read a cursor leads to passes the access policy again), so
+ * it need not be a cryptographic hash, and the cursors of one version stay valid across restarts.
+ */
 export function queryFingerprint(tool: string, query: unknown): string {
-  return createHash('sha256')
-    .update(`${tool}\0${stableJson(query)}`)
-    .digest('base64url')
-    .slice(0, 16);
+  const text = `${tool}\0${stableJson(query)}`;
+  return lane(text, 0x811c9dc5, 0x01000193) + lane(text, 0x050c5d1f, 0x5bd1e995);
 }
 
 /** JSON with object keys sorted, for fingerprints. */

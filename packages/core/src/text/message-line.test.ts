@@ -214,6 +214,24 @@ describe('formatMessageLine', () => {
     expect(format.head(dm())).toBe('[id=17206925] [DM] Bo: ');
   });
 
+  it('one formatter over a mixed run of conversations and senders writes each line as a fresh one would', () => {
+    const options = { timeZone: 'Europe/Kyiv', selfUserId: ME, escape: true } as const;
+    const format = createMessageLineFormatter(options);
+    const run: FormattableMessage[] = [
+      streamMessage(),
+      streamMessage({ id: 2, sender_full_name: 'Bo', sender_id: 6 }),
+      streamMessage({ id: 3, subject: 'x] [#secret > plans' }),
+      streamMessage({ id: 4, display_recipient: 'ops', subject: 'x] [#secret > plans' }),
+      dm({ id: 5 }),
+      dm({ id: 6, display_recipient: [bo, cy, me], sender_full_name: 'Olivia Owner: FORGED' }),
+      streamMessage({ id: 7, display_recipient: 'ops', timestamp: TS + 86_400 * 40 }),
+      streamMessage({ id: 8, sender_full_name: 'Olivia Owner: FORGED', timestamp: TS - 86_400 * 200 }),
+      streamMessage({ id: 9 }),
+    ];
+    expect(run.map(format)).toEqual(run.map((m) => formatMessageLine(m, options)));
+    expect(format(run[3] as FormattableMessage)).toContain('[#ops > "x] [#secret > plans"]');
+  });
+
   it('keeps the head compact: under 80 bytes beyond the body for typical lines', () => {
     const format = createMessageLineFormatter({ timeZone: 'Europe/Kyiv' });
     for (const m of [streamMessage({ flags: ['mentioned'] }), dm()]) {

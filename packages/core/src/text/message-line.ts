@@ -90,12 +90,35 @@ export function createMessageLineFormatter(options: MessageLineOptions = {}): Me
   const selfUserId = options.selfUserId;
   const trailers = options.trailers !== false;
   const attachments = options.attachments !== false;
-  const sender = escaped ? (value: string) => quoteName(value, 'person') : foldHeaderField;
+  const printSender = escaped ? (value: string) => quoteName(value, 'person') : foldHeaderField;
+  // The messages of one page mostly share a conversation and often a sender: the last of each is
+  // printed once.
+  let lastSender: string | undefined;
+  let lastSenderText = '';
+  const sender = (value: string): string => {
+    if (value !== lastSender) {
+      lastSenderText = printSender(value);
+      lastSender = value;
+    }
+    return lastSenderText;
+  };
+  let lastStream: unknown;
+  let lastTopic: string | undefined;
+  let lastLabel = '';
+  const label = (m: FormattableMessage): string => {
+    if (m.type !== 'stream') return conversationLabel(m, selfUserId, escaped);
+    if (m.display_recipient !== lastStream || m.subject !== lastTopic) {
+      lastLabel = conversationLabel(m, selfUserId, escaped);
+      lastStream = m.display_recipient;
+      lastTopic = m.subject;
+    }
+    return lastLabel;
+  };
 
   const head = (m: FormattableMessage): string => {
     const t = time(m.timestamp);
     const mention = m.type === 'stream' && m.sender_id !== selfUserId && isMentioned(m) ? ' (mention)' : '';
-    return `[${t === '' ? '' : `${t} `}id=${m.id}] [${conversationLabel(m, selfUserId, escaped)}] ${sender(m.sender_full_name)}${mention}: `;
+    return `[${t === '' ? '' : `${t} `}id=${m.id}] [${label(m)}] ${sender(m.sender_full_name)}${mention}: `;
   };
 
   const line = ((m: FormattableMessage): string => {

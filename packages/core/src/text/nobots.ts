@@ -16,6 +16,8 @@ import type { FormattableMessage } from './message.js';
 const OPENERS = new Set(['(', '[', '{', '"', "'", '*', '_', '~', '>']);
 const CLOSERS = new Set(['.', ',', ';', ':', '!', '?', ')', ']', '}', '"', "'", '*', '_', '~', '<']);
 const MARKER = '/nobots';
+// Case-insensitive without lowering a copy of every body (no other letter lowers to these).
+const MARKER_ANY_CASE = /\/nobots/i;
 const BARE_URL_RE = /\b(?:https?|ftp|mailto):\/?\/?[^\s<>]*/gi;
 
 function isSpace(ch: string | undefined): boolean {
@@ -48,7 +50,7 @@ export function isNoBotsTopic(topic: string): boolean {
  * fetched with `apply_markdown`) drops `<code>`/`<pre>` elements and tags first.
  */
 export function isNoBotsContent(content: string, contentType?: string | undefined): boolean {
-  if (!content.toLowerCase().includes(MARKER)) return false;
+  if (!MARKER_ANY_CASE.test(content)) return false;
   if (contentType === 'text/html') {
     const text = content
       .replace(/<pre[\s>][\s\S]*?<\/pre>|<code[\s>][\s\S]*?<\/code>/gi, ' ')

@@ -103,6 +103,40 @@ function span(input: string, timeZone = 'Europe/Kyiv', now = NOW): [string, stri
   return [r.start.toISOString(), r.end.toISOString()];
 }
 
+describe('createTimestampFormatter', () => {
+  it('iso: one formatter over a run across days, years and DST changes writes what a fresh one does', () => {
+    // Around Kyiv's spring-forward and autumn-back changes, midnight, a new year and before 1970.
+    const run = [
+      1774745999,
+      1774746000,
+      1774746001,
+      1792886399,
+      1792886400,
+      1792890000,
+      1798754399,
+      1798754400,
+      TS,
+      TS + 1,
+      TS - 86_400,
+      -1,
+      -86_401,
+      0,
+      1774745999,
+    ];
+    for (const timeZone of ['UTC', 'Europe/Kyiv', 'Asia/Kathmandu', 'America/St_Johns']) {
+      const format = createTimestampFormatter({ timeZone });
+      expect(run.map(format), timeZone).toEqual(run.map((t) => formatTimestamp(t, { timeZone })));
+      for (const t of run) {
+        // The wall time Intl gives for the zone, as `YYYY-MM-DD HH:MM:SS`.
+        const wall = new Date(t * 1000).toLocaleString('sv-SE', { timeZone });
+        expect(format(t), `${timeZone} ${t}`).toMatch(
+          new RegExp(`^${wall.replace(' ', 'T')}[+-]\\d\\d:\\d\\d$`),
+        );
+      }
+    }
+  });
+});
+
 describe('parseDateRange', () => {
   it.each([
     ['today', ['2026-09-13T21:00:00.000Z', '2026-09-14T21:00:00.000Z']],

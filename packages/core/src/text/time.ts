@@ -220,13 +220,29 @@ export function createTimestampFormatter(options: FormatTimestampOptions = {}): 
   const zone = getZone(options.timeZone);
   if (style === 'none') return () => '';
   if (style === 'iso') {
+    // The messages of one page mostly share a day and an offset: each is written once.
+    let lastDay = Number.NaN;
+    let dayText = '';
+    let lastOffset = Number.NaN;
+    let offsetText = '';
     return (unixSeconds) => {
       const sec = checkSeconds(unixSeconds);
       const offset = zone.offset(sec);
-      const t = new Date((sec + offset) * 1000);
-      return `${pad4(t.getUTCFullYear())}-${pad2(t.getUTCMonth() + 1)}-${pad2(t.getUTCDate())}T${pad2(
-        t.getUTCHours(),
-      )}:${pad2(t.getUTCMinutes())}:${pad2(t.getUTCSeconds())}${formatOffset(offset)}`;
+      const local = sec + offset;
+      const day = Math.floor(local / 86_400);
+      if (day !== lastDay) {
+        const t = new Date(day * 86_400_000);
+        dayText = `${pad4(t.getUTCFullYear())}-${pad2(t.getUTCMonth() + 1)}-${pad2(t.getUTCDate())}T`;
+        lastDay = day;
+      }
+      if (offset !== lastOffset) {
+        offsetText = formatOffset(offset);
+        lastOffset = offset;
+      }
+      const inDay = local - day * 86_400;
+      const h = Math.floor(inDay / 3600);
+      const mi = Math.floor((inDay % 3600) / 60);
+      return `${dayText}${pad2(h)}:${pad2(mi)}:${pad2(inDay % 60)}${offsetText}`;
     };
   }
   if (style !== 'short') {

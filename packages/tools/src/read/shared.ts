@@ -15,7 +15,14 @@ import {
 } from '@zmcp/core';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
-import { type CursorPosition, decodeCursor, encodeCursor, fitToBudget, jsonBytes } from '../page.js';
+import {
+  type CursorPosition,
+  decodeCursor,
+  encodeCursor,
+  fitToBudget,
+  jsonBytes,
+  wholePage,
+} from '../page.js';
 import type { ToolServices } from '../services.js';
 import type { ToolAnnotations, ToolCallContext } from '../tool.js';
 
@@ -231,6 +238,8 @@ export function fitFromEnd(
   lines: readonly string[],
   budget: number,
 ): { text: string; shown: number; truncated: boolean } {
+  const whole = lines.length > 0 ? wholePage(lines, budget, ID_BYTES) : undefined;
+  if (whole !== undefined) return { text: whole, shown: lines.length, truncated: false };
   let used = 0;
   let shown = 0;
   for (let i = lines.length - 1; i >= 0; i--) {
