@@ -91,7 +91,6 @@ export function createLogger(options: LoggerOptions): Logger {
   const redact = createRedactor(options.secrets ?? []);
 
   const emit = (level: Exclude<LogLevel, 'silent'>, message: string, fields?: LogFields): void => {
-    if (rank[level] < threshold) return;
     let line = `${now().toISOString()} ${level} ${message.replace(/\r/g, '\\r').replace(/\n/g, '\\n')}`;
     if (fields) {
       for (const [key, value] of Object.entries(fields)) {
@@ -101,10 +100,16 @@ export function createLogger(options: LoggerOptions): Logger {
     write(`${redact(line)}\n`);
   };
 
+  // A level below the threshold is a no-op from the start: hot paths log at debug for free.
+  const at =
+    (level: Exclude<LogLevel, 'silent'>) =>
+    (message: string, fields?: LogFields): void =>
+      emit(level, message, fields);
+  const off = (): void => {};
   return {
-    debug: (message, fields) => emit('debug', message, fields),
-    info: (message, fields) => emit('info', message, fields),
-    warn: (message, fields) => emit('warn', message, fields),
-    error: (message, fields) => emit('error', message, fields),
+    debug: rank.debug < threshold ? off : at('debug'),
+    info: rank.info < threshold ? off : at('info'),
+    warn: rank.warn < threshold ? off : at('warn'),
+    error: rank.error < threshold ? off : at('error'),
   };
 }

@@ -28,6 +28,13 @@ interface Cached<T> {
   value: Promise<T>;
 }
 
+interface StreamIndex {
+  streams: Stream[];
+  subscriptions: Subscription[];
+  byId: Map<number, Stream>;
+  lookup: StreamInfoLookup;
+}
+
 /**
  * A short-lived cache of the realm's streams, the bot's subscriptions and its users, shared
  * by the tools of one server so that name resolution and access checks cost no extra round
@@ -38,6 +45,7 @@ export class RealmDirectory {
   readonly #ttlMs: number;
   readonly #now: () => number;
   readonly #slots = new Map<ListName, Cached<unknown>>();
+  #index: StreamIndex | undefined;
 
   constructor(client: ZulipClient, options: RealmDirectoryOptions = {}) {
     this.#client = client;
@@ -78,10 +86,25 @@ export class RealmDirectory {
     else this.#slots.delete(which);
   }
 
+  /**
+   * The visible streams by id (a subscription's record over the stream list's) and their lookup,
+   * built once per pair of fetched lists rather than on every call.
+   */
+  async #streamIndex(call: CallOptions | undefined): Promise<StreamIndex> {
+    const [streams, subscriptions] = await Promise.all([this.streams(call), this.subscriptions(call)]);
+    const last = this.#index;
+    if (last?.streams === streams && last.subscriptions === subscriptions) return last;
+    const byId = new Map<number, Stream>();
+    for (const s of streams) byId.set(s.stream_id, s);
+    for (const s of subscriptions) byId.set(s.stream_id, s);
+    const index: StreamIndex = { streams, subscriptions, byId, lookup: createStreamLookup(byId.values()) };
+    this.#index = index;
+    return index;
+  }
+
   /** The stream facts the access policy needs, from the streams the bot can see. */
   async streamLookup(call?: CallOptions): Promise<StreamInfoLookup> {
-    const [streams, subscriptions] = await Promise.all([this.streams(call), this.subscriptions(call)]);
-    return createStreamLookup([...streams, ...subscriptions]);
+    return (await this.#streamIndex(call)).lookup;
   }
 
   /**
@@ -92,10 +115,7 @@ export class RealmDirectory {
   async stream(ref: string | number, call?: CallOptions): Promise<Stream> {
     const refs = typeof ref === 'number' ? [ref] : readPrintedName(ref.trim());
     const fromLists = async () => {
-      const [streams, subs] = await Promise.all([this.streams(call), this.subscriptions(call)]);
-      const byId = new Map<number, Stream>();
-      for (const s of [...streams, ...subs]) byId.set(s.stream_id, s);
-      const lookup = createStreamLookup(byId.values());
+      const { byId, lookup } = await this.#streamIndex(call);
       for (const r of refs) {
         const info = lookup(r);
         if (info !== undefined) return byId.get(info.stream_id);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fitToBudget, jsonBytes, truncateToJsonBytes } from './page.js';
+import { decodeCursor, encodeCursor, fitToBudget, jsonBytes, truncateToJsonBytes } from './page.js';
 
 // Characters whose JSON or UTF-8 size differs from one byte, and a few plain ones.
 const PALETTE = [
@@ -121,6 +121,33 @@ describe('truncateToJsonBytes', () => {
       expect(s.startsWith(cut)).toBe(true);
       const next = s.charCodeAt(cut.length);
       expect(/[\ud800-\udbff]$/.test(cut) && next >= 0xdc00 && next <= 0xdfff).toBe(false);
+    }
+  });
+});
+
+describe('cursors', () => {
+  const query = { stream: 'dev', topic: 'x', dm: undefined, limit: 20, users: [3, 1] };
+
+  it('come back for the same query, whatever its key order and absent fields', () => {
+    const cursor = encodeCursor('fetch_history', query, { kind: 'before', id: 41 });
+    expect(
+      decodeCursor('fetch_history', { users: [3, 1], limit: 20, topic: 'x', stream: 'dev' }, cursor),
+    ).toEqual({
+      kind: 'before',
+      id: 41,
+    });
+  });
+
+  it('are refused for another tool or any other argument value', () => {
+    const cursor = encodeCursor('fetch_history', query, { kind: 'after', id: 7 });
+    expect(() => decodeCursor('search_messages', query, cursor)).toThrow(/belongs to fetch_history/);
+    for (const other of [
+      { ...query, limit: 21 },
+      { ...query, topic: 'y' },
+      { ...query, users: [1, 3] },
+      { ...query, stream: 'dev', extra: null },
+    ]) {
+      expect(() => decodeCursor('fetch_history', other, cursor)).toThrow(/different arguments/);
     }
   });
 });
