@@ -23,7 +23,10 @@ export type RequestExtra = RequestHandlerExtra<Request, Notification>;
 export interface HookContext {
   /** The connection the request arrived on. */
   session: McplSession;
-  /** Fires when the peer cancels, the connection closes, or the library's own deadline passes. */
+  /**
+   * Fires while the request is being handled when the peer cancels it, the connection closes, or
+   * the library's own deadline passes; once the request is answered it no longer fires.
+   */
   signal: AbortSignal;
 }
 

@@ -199,6 +199,9 @@ export class McplSession {
     close: new Set(),
   };
   readonly #aborts = new AbortController();
+  /** The hook signals of requests being handled, aborted when the connection closes. */
+  readonly #live = new Set<AbortController>();
+  readonly #releases = new Map<RequestExtra, (() => void)[]>();
 
   /** @internal Built by {@link McplServer.connect}. */
   constructor(server: McplServer, transport: Transport) {
@@ -534,10 +537,47 @@ export class McplSession {
 
   // ---- handlers ----------------------------------------------------------------------------
 
+  /**
+   * A hook's context for one request: its signal fires when the peer cancels the request, the
+   * connection closes, or `timeoutMs` passes. It is linked by hand and unlinked when the request
+   * settles ({@link #handle}): `AbortSignal.any` over the session's own signal would keep a trace of
+   * every request for as long as the connection lives.
+   */
   #context(extra: RequestExtra, timeoutMs?: number): HookContext {
-    const signals = [extra.signal, this.#aborts.signal];
-    if (timeoutMs !== undefined) signals.push(AbortSignal.timeout(timeoutMs));
-    return { session: this, signal: AbortSignal.any(signals) };
+    const controller = new AbortController();
+    if (this.#aborts.signal.aborted || extra.signal.aborted) {
+      controller.abort(this.#aborts.signal.aborted ? this.#aborts.signal.reason : extra.signal.reason);
+      return { session: this, signal: controller.signal };
+    }
+    const onCancel = () => controller.abort(extra.signal.reason);
+    extra.signal.addEventListener('abort', onCancel, { once: true });
+    const timer =
+      timeoutMs === undefined
+        ? undefined
+        : setTimeout(
+            () => controller.abort(new DOMException('The hook ran past its deadline.', 'TimeoutError')),
+            timeoutMs,
+          );
+    this.#live.add(controller);
+    let releases = this.#releases.get(extra);
+    if (releases === undefined) {
+      releases = [];
+      this.#releases.set(extra, releases);
+    }
+    releases.push(() => {
+      this.#live.delete(controller);
+      clearTimeout(timer);
+      extra.signal.removeEventListener('abort', onCancel);
+    });
+    return { session: this, signal: controller.signal };
+  }
+
+  /** Unlinks the contexts made for a request once it has settled. */
+  #release(extra: RequestExtra): void {
+    const releases = this.#releases.get(extra);
+    if (releases === undefined) return;
+    this.#releases.delete(extra);
+    for (const release of releases) release();
   }
 
   #notificationContext(): HookContext {
@@ -554,6 +594,8 @@ export class McplSession {
         if (err instanceof McpError) throw err;
         this.#logger.error('an MCPL handler failed', { method, error: errorCode(err) });
         throw rpcError(McplRpcCode.InternalError, `${method} failed`);
+      } finally {
+        this.#release(extra);
       }
     });
   }
@@ -1033,6 +1075,7 @@ export class McplSession {
     if (this.#closed) return;
     this.#closed = true;
     this.#aborts.abort();
+    for (const controller of [...this.#live]) controller.abort(this.#aborts.signal.reason);
     this.#emit('close');
   }
 
