@@ -199,9 +199,8 @@ export class McplSession {
     close: new Set(),
   };
   readonly #aborts = new AbortController();
-  /** The hook signals of requests being handled, aborted when the connection closes. */
-  readonly #live = new Set<AbortController>();
-  readonly #releases = new Map<RequestExtra, (() => void)[]>();
+  /** The hook signals of the requests being handled, each with what unlinks it, by request. */
+  readonly #linked = new Map<RequestExtra, { controller: AbortController; unlink: () => void }[]>();
 
   /** @internal Built by {@link McplServer.connect}. */
   constructor(server: McplServer, transport: Transport) {
@@ -558,26 +557,22 @@ export class McplSession {
             () => controller.abort(new DOMException('The hook ran past its deadline.', 'TimeoutError')),
             timeoutMs,
           );
-    this.#live.add(controller);
-    let releases = this.#releases.get(extra);
-    if (releases === undefined) {
-      releases = [];
-      this.#releases.set(extra, releases);
-    }
-    releases.push(() => {
-      this.#live.delete(controller);
+    const unlink = () => {
       clearTimeout(timer);
       extra.signal.removeEventListener('abort', onCancel);
-    });
+    };
+    const linked = this.#linked.get(extra);
+    if (linked === undefined) this.#linked.set(extra, [{ controller, unlink }]);
+    else linked.push({ controller, unlink });
     return { session: this, signal: controller.signal };
   }
 
   /** Unlinks the contexts made for a request once it has settled. */
   #release(extra: RequestExtra): void {
-    const releases = this.#releases.get(extra);
-    if (releases === undefined) return;
-    this.#releases.delete(extra);
-    for (const release of releases) release();
+    const linked = this.#linked.get(extra);
+    if (linked === undefined) return;
+    this.#linked.delete(extra);
+    for (const { unlink } of linked) unlink();
   }
 
   #notificationContext(): HookContext {
@@ -1075,7 +1070,9 @@ export class McplSession {
     if (this.#closed) return;
     this.#closed = true;
     this.#aborts.abort();
-    for (const controller of [...this.#live]) controller.abort(this.#aborts.signal.reason);
+    for (const linked of [...this.#linked.values()]) {
+      for (const { controller } of linked) controller.abort(this.#aborts.signal.reason);
+    }
     this.#emit('close');
   }
 
