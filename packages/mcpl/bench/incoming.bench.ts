@@ -1,7 +1,9 @@
 // channels/incoming round trips per second, server → host → server, one message per batch:
-// over an in-memory pair and over stdio between two processes, each against a bare NDJSON echo
-// of the same bytes measured in the same run. Prints the rates and their ratios (target ≥ 0.5×),
-// and the floor under each: the SDK's Protocol alone, same request and answer, no MCPL.
+// in one process over the SDK's in-memory pair (messages passed as objects) and over a pair of
+// NDJSON streams (the same bytes the echo reads), and over stdio between two processes; each
+// against a bare NDJSON echo of the same bytes measured in the same run. Prints the rates and
+// their ratios (target ≥ 0.5×), and the floor under each: the SDK's Protocol alone, same request
+// and answer, no MCPL.
 //
 // Each contender is connected once and warmed up, then the baseline and the measured side take
 // turns in short blocks and the ratio is the median over the blocks: the machine is shared, and
@@ -13,8 +15,9 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { z } from 'zod';
-import { McplHost, spawnStdioTransport } from '../src/index.js';
+import { McplHost, NdjsonTransport, spawnStdioTransport } from '../src/index.js';
 import { benchMessage, benchServer, channel, GRANT } from './shared.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2000);
@@ -103,9 +106,20 @@ async function echoStdio(): Promise<Contender> {
   });
 }
 
-async function mcplInMemory(): Promise<Contender> {
+type Pair = () => [Transport, Transport];
+
+const objectPair: Pair = () => InMemoryTransport.createLinkedPair();
+
+/** Two NDJSON transports joined by streams in this process: every message is written and read as a line. */
+const streamPair: Pair = () => {
+  const down = new PassThrough();
+  const up = new PassThrough();
+  return [new NdjsonTransport(up, down), new NdjsonTransport(down, up)];
+};
+
+async function mcplInProcess(pair: Pair): Promise<Contender> {
   const { server, run } = benchServer();
-  const [hostSide, serverSide] = InMemoryTransport.createLinkedPair();
+  const [hostSide, serverSide] = pair();
   const sessionPromise = server.connect(serverSide);
   const host = await McplHost.connect(hostSide, { name: 'bench-host', version: '1' });
   const session = await sessionPromise;
@@ -148,11 +162,11 @@ function floorClient(): Client {
   return client;
 }
 
-/** The SDK alone over the same in-memory pair, same request and answer, no MCPL. */
-async function sdkInMemory(): Promise<Contender> {
+/** The SDK alone over the same kind of pair in this process, same request and answer, no MCPL. */
+async function sdkInProcess(pair: Pair): Promise<Contender> {
   const server = new Server({ name: 'floor', version: '1' }, { capabilities: {} });
   const client = floorClient();
-  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  const [clientSide, serverSide] = pair();
   await server.connect(serverSide);
   await client.connect(clientSide);
   const anyResult = z.unknown();
@@ -229,11 +243,13 @@ async function compare(
 
 async function main(): Promise<void> {
   const rows = [
-    await compare('in-memory', echoInMemory, mcplInMemory),
+    await compare('in-memory', echoInMemory, () => mcplInProcess(objectPair)),
+    await compare('streams', echoInMemory, () => mcplInProcess(streamPair)),
     await compare('stdio', echoStdio, mcplStdio),
   ];
   const floors = [
-    await compare('in-memory', echoInMemory, sdkInMemory),
+    await compare('in-memory', echoInMemory, () => sdkInProcess(objectPair)),
+    await compare('streams', echoInMemory, () => sdkInProcess(streamPair)),
     await compare('stdio', echoStdio, sdkStdio),
   ];
   console.log(

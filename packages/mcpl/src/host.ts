@@ -20,6 +20,7 @@ import {
   hasValidUses,
 } from './feature-sets.js';
 import { isPlainObject, type JsonObject, type JsonValue } from './json.js';
+import { DirectLane } from './lane.js';
 import { type McplLogger, silentMcplLogger } from './logger.js';
 import { changedDomains, type ManifestDomain, MCPL_VERSION, type McplCapabilities } from './manifest.js';
 import type { DegradationReceipt, PolicyUpdate } from './policy.js';
@@ -257,7 +258,9 @@ export class McplHost {
   readonly #dialect: McplHostDialect;
   /** The host's own `experimental.mcpl` (null for a plain MCP client). */
   readonly #advertisement: McplCapabilities | null;
-  /** The transport decorator of the 0.4 dialects: it acts at `initialized` and after given answers. */
+  /** Carries `channels/incoming` beside the SDK's `Protocol` (the transport decorator holds it). */
+  readonly #lane = new DirectLane();
+  /** The transport decorator: the lane's, and in the 0.4 dialects it acts at `initialized` and after given answers. */
   #wire: SequencedTransport | undefined;
   #handshakeChannels: ChannelDescriptor[] | undefined;
   /** Channels this host opened and has not closed (agent-framework reconciles against it). */
@@ -308,7 +311,7 @@ export class McplHost {
   static async connect(transport: Transport, options: McplHostOptions): Promise<McplHost> {
     const host = new McplHost(options);
     try {
-      await host.client.connect(host.#dialect === 'spec' ? transport : host.#sequence(transport), {
+      await host.client.connect(host.#sequence(transport), {
         timeout: options.requestTimeoutMs ?? 30_000,
       });
     } catch (err) {
@@ -335,9 +338,11 @@ export class McplHost {
     return isPlainObject(mcpl) ? (mcpl as JsonObject) : undefined;
   }
 
-  /** Wraps the transport of a 0.4 dialect, to assume its grant at `initialized`. */
+  /** Wraps the transport: for the lane, and in a 0.4 dialect to assume its grant at `initialized`. */
   #sequence(transport: Transport): SequencedTransport {
-    const wire = new SequencedTransport(transport);
+    const wire = new SequencedTransport(transport, this.#lane);
+    this.#wire = wire;
+    if (this.#dialect === 'spec') return wire;
     wire.rewrite = (message) => {
       if ('method' in message && message.method === 'notifications/initialized' && !('id' in message)) {
         wire.rewrite = undefined;
@@ -345,7 +350,6 @@ export class McplHost {
       }
       return message;
     };
-    this.#wire = wire;
     return wire;
   }
 
@@ -925,17 +929,36 @@ export class McplHost {
 
   // ---- server → host -----------------------------------------------------------------------
 
+  /** Serves `method` through the SDK, behind the manifest and the grant. */
   #serve(
     method: string,
     capability: string,
     handler: (params: Record<string, unknown>, extra: RequestExtra) => unknown,
   ): void {
+    this.#methods.request(method, this.#guarded(method, capability, handler));
+  }
+
+  /** Serves `method` on the direct lane, behind the same checks; the SDK never sees it, so no `extra`. */
+  #serveDirect(
+    method: string,
+    capability: string,
+    handler: (params: Record<string, unknown>) => unknown,
+  ): void {
+    const guarded = this.#guarded(method, capability, handler);
+    this.#lane.serve(method, (raw) => guarded(raw, undefined));
+  }
+
+  #guarded<Extra>(
+    method: string,
+    capability: string,
+    handler: (params: Record<string, unknown>, extra: Extra) => unknown,
+  ): (raw: unknown, extra: Extra) => unknown {
     const failed = (err: unknown): never => {
       if (err instanceof McpError) throw err;
       this.#logger.error('a host handler failed', { method, error: errorCode(err) });
       throw rpcError(McplRpcCode.InternalError, `${method} failed`);
     };
-    this.#methods.request(method, (raw, extra) => {
+    return (raw, extra) => {
       if (this.#manifest === undefined) throw rpcError(McplRpcCode.MethodNotFound, 'Method not found');
       // Before the policy, and outside it, privileged methods are refused (§5.3, §5.4).
       if (!this.#established || !this.#grant.has(capability)) throw capabilityDenied(capability);
@@ -950,7 +973,7 @@ export class McplHost {
         return failed(err);
       }
       return isThenable(answer) ? Promise.resolve(answer).catch(failed) : answer;
-    });
+    };
   }
 
   /** Admits a `channels/incoming` batch item by item and answers one verdict each. */
@@ -1159,7 +1182,7 @@ export class McplHost {
     if (this.#dialect === 'agent-framework') this.#methods.request('channels/list', neverAnswered);
     else this.#serve('channels/list', 'channels.register', () => ({ channels: this.channels }));
 
-    this.#serve('channels/incoming', 'channels.incoming', (params) =>
+    this.#serveDirect('channels/incoming', 'channels.incoming', (params) =>
       // An open answered just before stays ahead of these messages: history before live.
       this.#opening.size === 0
         ? this.#receiveIncoming(params)

@@ -12,6 +12,7 @@ import {
 import { z } from 'zod';
 import { McplError } from './errors.js';
 import { isPlainObject } from './json.js';
+import { DirectLane } from './lane.js';
 
 // Results are checked by hand (an object, then each method's fields): a schema parse per
 // message is the SDK's largest cost on this path.
@@ -163,7 +164,7 @@ export async function notify(
  * has been handed to the wire, before anything else is written: a channel opens only once its
  * `channels/open` answer (and history) is out, so no live message can overtake it. It also
  * lets the server add its per-host `experimental.mcpl` to the `initialize` answer, which the
- * SDK builds from one static capabilities object.
+ * SDK builds from one static capabilities object. And it carries the {@link DirectLane}.
  */
 export class SequencedTransport implements Transport {
   onclose?: (() => void) | undefined;
@@ -171,14 +172,23 @@ export class SequencedTransport implements Transport {
   onmessage?: (<T extends JSONRPCMessage>(message: T, extra?: MessageExtraInfo) => void) | undefined;
   /** Rewrites an outgoing message just before it is sent (the `initialize` answer gains `experimental.mcpl`). */
   rewrite?: ((message: JSONRPCMessage) => JSONRPCMessage) | undefined;
+  /** The requests carried beside the SDK's `Protocol` on this transport. */
+  readonly lane: DirectLane;
   readonly #inner: Transport;
   readonly #afterAnswer = new Map<string | number, () => void>();
 
-  constructor(inner: Transport) {
+  constructor(inner: Transport, lane: DirectLane = new DirectLane()) {
     this.#inner = inner;
-    inner.onmessage = (message, extra) => this.onmessage?.(message, extra);
+    this.lane = lane;
+    lane.attach({ send: (message) => this.send(message), fail: (error) => this.onerror?.(error) });
+    inner.onmessage = (message, extra) => {
+      if (!lane.take(message)) this.onmessage?.(message, extra);
+    };
     inner.onerror = (error) => this.onerror?.(error);
-    inner.onclose = () => this.onclose?.();
+    inner.onclose = () => {
+      lane.close();
+      this.onclose?.();
+    };
   }
 
   get sessionId(): string | undefined {

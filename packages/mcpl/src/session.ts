@@ -1318,7 +1318,7 @@ export class McplSession {
     if (sent.length === 0) return outcomes;
     let result: Record<string, unknown>;
     try {
-      result = await request(this.#sdk, 'channels/incoming', { messages: sent }, this.#timeout());
+      result = await this.#wire.lane.request('channels/incoming', { messages: sent }, this.#timeout());
     } catch (err) {
       if (!(err instanceof McplError)) throw err;
       for (const outcome of outcomes) {

@@ -3,34 +3,10 @@
 import { once } from 'node:events';
 import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { connectTcp, listenTcp, McplHost, NdjsonTransport } from '../src/index.js';
+import { connectTcp, listenTcp, McplHost } from '../src/index.js';
 import { createToyServer, general } from './fixtures/toy.js';
-import { FULL_GRANT, recordingLogger } from './helpers.js';
-import { RawPeer, result } from './raw-peer.js';
-
-async function readyPeer(options: { requestMs?: number; maxLineBytes?: number } = {}) {
-  const { lines, logger } = recordingLogger();
-  const { server } = createToyServer(
-    options.requestMs === undefined ? {} : { timeouts: { requestMs: options.requestMs } },
-    logger,
-  );
-  const peer = new RawPeer();
-  const session = await peer.attach(server, logger, options.maxLineBytes);
-  await peer.request(1, 'initialize', {
-    protocolVersion: '2024-11-05',
-    capabilities: { experimental: { mcpl: { version: '0.5' } } },
-    clientInfo: { name: 'hostile', version: '0' },
-  });
-  peer.notify('notifications/initialized');
-  await peer.request(2, 'featureSets/update', { effectiveCapabilities: FULL_GRANT });
-  await session.whenReady();
-  let id = 100;
-  const stillAnswers = async () => {
-    id += 1;
-    expect((await peer.request(id, 'ping')).result).toEqual({});
-  };
-  return { peer, session, lines, stillAnswers };
-}
+import { recordingLogger } from './helpers.js';
+import { hostOfRawServer, rawChannel, readyPeer, result } from './raw-peer.js';
 
 describe('a hostile peer', () => {
   it('drops lines that are not JSON, with a log line', async () => {
@@ -126,29 +102,9 @@ describe('a hostile peer', () => {
 describe('a hostile server', () => {
   it('gets each malformed channels/incoming item refused on its own, with a log line', async () => {
     const { lines, logger } = recordingLogger();
-    // The raw peer plays a server written from the spec, on the far side of the host's streams.
-    const server = new RawPeer();
-    const connecting = McplHost.connect(new NdjsonTransport(server.toServer, server.fromServer), {
-      name: 'strict-host',
-      version: '1',
-      logger,
-    });
-    const initialize = await server.nextCall('initialize');
-    server.respond(initialize.id, {
-      protocolVersion: initialize.params?.protocolVersion,
-      capabilities: {
-        experimental: { mcpl: { version: '0.5', channels: { register: true, incoming: true } } },
-      },
-      serverInfo: { name: 'raw-server', version: '0' },
-    });
-    const host = await connecting;
-    const policy = host.setPolicy({ effectiveCapabilities: ['channels.register', 'channels.incoming'] });
-    server.respond((await server.nextCall('featureSets/update')).id, { accepted: true });
-    await policy;
-    const channel = { id: 'raw:a', type: 'raw', label: 'a', direction: 'inbound' };
-    const registered = await server.request(1, 'channels/register', { channels: [channel] });
+    const { server, host } = await hostOfRawServer({ logger });
+    const registered = await server.request(1, 'channels/register', { channels: [rawChannel] });
     expect(result(registered).results).toEqual([{ id: 'raw:a', accepted: true }]);
-
     const good = {
       channelId: 'raw:a',
       messageId: 'm1',

@@ -1,6 +1,9 @@
 import { PassThrough } from 'node:stream';
-import type { McplLogger, McplServer, McplSession } from '../src/index.js';
-import { NdjsonTransport } from '../src/index.js';
+import { expect } from 'vitest';
+import type { McplHostOptions, McplLogger, McplServer, McplSession } from '../src/index.js';
+import { McplHost, NdjsonTransport } from '../src/index.js';
+import { createToyServer } from './fixtures/toy.js';
+import { FULL_GRANT, recordingLogger } from './helpers.js';
 
 /** One JSON-RPC message as the raw peer reads it off the wire. */
 export type Wire = {
@@ -110,4 +113,64 @@ export class RawPeer {
   end(): void {
     this.toServer.end();
   }
+}
+
+/**
+ * A toy server behind a raw host peer, past the handshake and the policy (every capability):
+ * `stillAnswers()` checks the connection still answers a `ping`.
+ */
+export async function readyPeer(options: { requestMs?: number; maxLineBytes?: number } = {}) {
+  const { lines, logger } = recordingLogger();
+  const { server } = createToyServer(
+    options.requestMs === undefined ? {} : { timeouts: { requestMs: options.requestMs } },
+    logger,
+  );
+  const peer = new RawPeer();
+  const session = await peer.attach(server, logger, options.maxLineBytes);
+  await peer.request(1, 'initialize', {
+    protocolVersion: '2024-11-05',
+    capabilities: { experimental: { mcpl: { version: '0.5' } } },
+    clientInfo: { name: 'hostile', version: '0' },
+  });
+  peer.notify('notifications/initialized');
+  await peer.request(2, 'featureSets/update', { effectiveCapabilities: FULL_GRANT });
+  await session.whenReady();
+  let id = 100;
+  const stillAnswers = async () => {
+    id += 1;
+    expect((await peer.request(id, 'ping')).result).toEqual({});
+  };
+  return { peer, session, lines, stillAnswers };
+}
+
+/** An inbound channel a raw server registers. */
+export const rawChannel = { id: 'raw:a', type: 'raw', label: 'a', direction: 'inbound' };
+
+/**
+ * A host connected to a raw peer playing a server written from the spec (channels advertised),
+ * past the handshake and a policy granting `grant` (register and incoming by default).
+ */
+export async function hostOfRawServer(
+  options: Partial<McplHostOptions> = {},
+  grant: string[] = ['channels.register', 'channels.incoming'],
+): Promise<{ server: RawPeer; host: McplHost }> {
+  const server = new RawPeer();
+  const connecting = McplHost.connect(new NdjsonTransport(server.toServer, server.fromServer), {
+    name: 'strict-host',
+    version: '1',
+    ...options,
+  });
+  const initialize = await server.nextCall('initialize');
+  server.respond(initialize.id, {
+    protocolVersion: initialize.params?.protocolVersion,
+    capabilities: {
+      experimental: { mcpl: { version: '0.5', channels: { register: true, incoming: true } } },
+    },
+    serverInfo: { name: 'raw-server', version: '0' },
+  });
+  const host = await connecting;
+  const policy = host.setPolicy({ effectiveCapabilities: grant });
+  server.respond((await server.nextCall('featureSets/update')).id, { accepted: true });
+  await policy;
+  return { server, host };
 }
