@@ -1,5 +1,5 @@
 import type { Readable, Writable } from 'node:stream';
-import { deserializeMessage, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import { serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
 
@@ -32,6 +32,63 @@ function idOf(head: string, tail: string): RequestId | null {
   } catch {
     return null;
   }
+}
+
+/** What one line holds: a message for the server, a request to refuse, or nothing usable. */
+type Read = { message: JSONRPCMessage } | { refuse: RequestId; why: string } | { drop: string };
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+const isRequestId = (value: unknown): value is RequestId =>
+  typeof value === 'string' || (typeof value === 'number' && Number.isSafeInteger(value));
+
+/**
+ * Reads one parsed line as JSON-RPC 2.0 and rebuilds it from the members JSON-RPC defines. The
+ * SDK's schemas are strict: a request with one extra member fails them and is reported, never
+ * answered, so its client waits out its timeout. Here it is served; a request that is malformed
+ * but has an id is refused with that id.
+ */
+function read(value: unknown): Read {
+  if (!isObject(value)) return { drop: 'not a JSON object' };
+  const { id, method, params } = value;
+  const hasId = 'id' in value;
+  if (typeof method === 'string') {
+    if (hasId && !isRequestId(id)) return { drop: 'a request whose id is neither a string nor a number' };
+    const why =
+      value.jsonrpc !== '2.0'
+        ? 'jsonrpc must be "2.0"'
+        : params !== undefined && !isObject(params)
+          ? 'params must be an object'
+          : undefined;
+    if (why !== undefined)
+      return hasId ? { refuse: id as RequestId, why } : { drop: `a notification: ${why}` };
+    const message: Record<string, unknown> = { jsonrpc: '2.0', method };
+    if (hasId) message.id = id;
+    if (params !== undefined) message.params = params;
+    return { message: message as JSONRPCMessage };
+  }
+  if (value.jsonrpc !== '2.0') return { drop: 'jsonrpc is not "2.0"' };
+  if ('result' in value) {
+    if (!isRequestId(id)) return { drop: 'a result without a usable id' };
+    if (!isObject(value.result)) return { drop: 'a result that is not an object' };
+    return { message: { jsonrpc: '2.0', id, result: value.result } as JSONRPCMessage };
+  }
+  if ('error' in value) {
+    const error = value.error;
+    if (!isObject(error) || !Number.isSafeInteger(error.code) || typeof error.message !== 'string') {
+      return { drop: 'an error response whose error is not {code, message}' };
+    }
+    const body: Record<string, unknown> = { code: error.code, message: error.message };
+    if (error.data !== undefined) body.data = error.data;
+    // An error about a request whose id could not be read carries `id: null`; the SDK wants none.
+    return {
+      message: (isRequestId(id)
+        ? { jsonrpc: '2.0', id, error: body }
+        : { jsonrpc: '2.0', error: body }) as JSONRPCMessage,
+    };
+  }
+  return { drop: 'neither a request, a notification nor a response' };
 }
 
 function mebibytes(bytes: number): string {
@@ -162,13 +219,24 @@ export class LineStdioTransport implements Transport {
     this.#chunks = [];
     this.#size = 0;
     if (line.trim() === '') return;
-    let message: JSONRPCMessage;
+    let value: unknown;
     try {
-      message = deserializeMessage(line);
-    } catch (err) {
-      this.onerror?.(err as Error);
+      value = JSON.parse(line);
+    } catch {
+      this.onerror?.(new Error('dropped a line that is not JSON'));
       return;
     }
+    const got = read(value);
+    if ('drop' in got) {
+      this.onerror?.(new Error(`dropped a line that is not JSON-RPC: ${got.drop}`));
+      return;
+    }
+    if ('refuse' in got) {
+      this.onerror?.(new Error(`refused an invalid request: ${got.why}`));
+      this.#answerError(got.refuse, { code: INVALID_REQUEST, message: `Invalid request: ${got.why}` });
+      return;
+    }
+    const message = got.message;
     if ('method' in message) {
       const id = 'id' in message ? message.id : undefined;
       if (id !== undefined) this.#pending.add(pendingKey(id));
@@ -181,11 +249,12 @@ export class LineStdioTransport implements Transport {
     const limit = this.#options.maxMessageBytes;
     const message = `Request too large: ${size} bytes (${mebibytes(size)}), over the ${limit}-byte (${mebibytes(limit)}) limit of one message on this transport. It was not read; the session carries on. Attach large files from an upload root ({ "file": "<root>/<path>" }) instead of inline base64 data.`;
     this.onerror?.(new Error(`refused a ${size}-byte message over the ${limit}-byte limit`));
-    const answer = {
-      jsonrpc: '2.0',
-      id,
-      error: { code: INVALID_REQUEST, message, data: { bytes: size, limit } },
-    };
+    this.#answerError(id, { code: INVALID_REQUEST, message, data: { bytes: size, limit } });
+  }
+
+  /** Answers a request the server never sees with an error object. */
+  #answerError(id: RequestId | null, error: { code: number; message: string; data?: unknown }): void {
+    const answer = { jsonrpc: '2.0', id, error };
     void this.#write(`${JSON.stringify(answer)}\n`).catch((err: unknown) => this.onerror?.(err as Error));
   }
 
