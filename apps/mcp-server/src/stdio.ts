@@ -99,7 +99,8 @@ function mebibytes(bytes: number): string {
  * MCP's stdio framing (one JSON-RPC message a line) as an SDK `Transport`, with what the SDK's
  * `StdioServerTransport` lacks: a message over `maxMessageBytes` is skipped up to its newline and
  * answered with a JSON-RPC error (`-32600`, with the request's id when its ends show it) while
- * the session carries on, instead of closing the transport; a message is buffered as a list of
+ * the session carries on, instead of closing the transport; a request is read by the members
+ * JSON-RPC defines, so one extra member does not leave it unanswered; a message is buffered as a list of
  * chunks and joined once; and the requests read but not yet answered are counted, so a client
  * that closes stdin after its last request still gets every answer ({@link drained}).
  */
