@@ -83,8 +83,9 @@ export class DirectLane {
       this.#pending.set(id, { method, timeoutMs, timer, resolve, reject });
       wire.send({ jsonrpc: '2.0', id, method, params }).catch((err: unknown) => {
         const pending = this.#settle(id);
+        const closed = this.#closed || (err as { code?: unknown } | null)?.code === 'MCPL_CLOSED';
         pending?.reject(
-          this.#closed
+          closed
             ? new McplError('MCPL_CLOSED', `${method}: the connection closed`, { cause: err })
             : new McplError(
                 'MCPL_TRANSPORT',

@@ -82,6 +82,15 @@ describe('channels/incoming sent by a server', () => {
     ]);
   });
 
+  it('reports a stream that can no longer be written as closed, not as a transport fault', async () => {
+    const ready = await readyPeer();
+    await registered(ready);
+    ready.peer.fromServer.destroy();
+    expect(await ready.session.incoming([message('toy:general', 'a', 'x')])).toMatchObject([
+      { status: 'unanswered', reason: 'MCPL_CLOSED' },
+    ]);
+  });
+
   it('reports a connection closed mid-request as unanswered', async () => {
     const ready = await readyPeer();
     await registered(ready);
