@@ -95,6 +95,33 @@ export function wakeRealm<S extends WakeSim>(sim: S): WakeRealm<S> {
 }
 
 /**
+ * Times a message from its post to the moment the measured side hears it: the side's listener
+ * calls `heard(id)` with each message id it receives, and `time(post)` posts (`post` returns the
+ * message id) and resolves with the milliseconds between.
+ */
+export function arrivalClock(): { heard(id: string): void; time(post: () => number): Promise<number> } {
+  let waitingFor = '';
+  let arrivedAt = 0;
+  let arrived: (() => void) | undefined;
+  return {
+    heard(id) {
+      if (id !== waitingFor) return;
+      arrivedAt = performance.now();
+      arrived?.();
+    },
+    async time(post) {
+      const heard = new Promise<void>((resolve) => {
+        arrived = resolve;
+      });
+      const start = performance.now();
+      waitingFor = String(post());
+      await heard;
+      return arrivedAt - start;
+    },
+  };
+}
+
+/**
  * Runs `warmup + rounds` rounds, each a bare long poll on #bare (posted once the poll blocks,
  * timed to its answer) and then one round of the measured side: `measured(round)` is called
  * once the product's own queue (the un-narrowed one) blocks in a poll, posts, and resolves with

@@ -5,7 +5,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { PassThrough } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
@@ -14,7 +13,7 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { ZulipClient } from '@zmcp/core';
 import { startZulipSim } from '@zmcp/zulip-sim';
 import { z } from 'zod';
-import { alternateWithBare, wakeRealm, wakeReport } from '../../../test/support/wake-bench.js';
+import { alternateWithBare, arrivalClock, wakeRealm, wakeReport } from '../../../test/support/wake-bench.js';
 import { main } from '../src/main.js';
 
 /** A client transport over the server's stdio streams, framed as stdio is: one JSON message a line. */
@@ -80,19 +79,13 @@ await serving;
 
 // The client side, as Claude Code has it: a handler for the channel event.
 const client = new Client({ name: 'claude-code', version: 'bench' });
-let waitingFor = '';
-let arrivedAt = 0;
-let arrived: (() => void) | undefined;
+const clock = arrivalClock();
 client.setNotificationHandler(
   z.object({
     method: z.literal('notifications/claude/channel'),
     params: z.object({ content: z.string(), meta: z.record(z.string(), z.string()).optional() }),
   }),
-  ({ params }) => {
-    if (params.meta?.message_id !== waitingFor) return;
-    arrivedAt = performance.now();
-    arrived?.();
-  },
+  ({ params }) => clock.heard(params.meta?.message_id ?? ''),
 );
 await client.connect(new StreamClientTransport(stdout, stdin));
 
@@ -100,15 +93,7 @@ const times = await alternateWithBare(realm, {
   bare: new ZulipClient(creds),
   rounds: ROUNDS,
   warmup: WARMUP,
-  async measured(round) {
-    const heard = new Promise<void>((resolve) => {
-      arrived = resolve;
-    });
-    const start = performance.now();
-    waitingFor = String(realm.post('general', `@**Bench Bot** ping ${round}`));
-    await heard;
-    return arrivedAt - start;
-  },
+  measured: (round) => clock.time(() => realm.post('general', `@**Bench Bot** ping ${round}`)),
 });
 process.stdout.write(
   wakeReport(

@@ -5,12 +5,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { ZulipClient } from '@zmcp/core';
 import { McplHost } from '@zmcp/mcpl';
 import { startZulipSim } from '@zmcp/zulip-sim';
-import { alternateWithBare, wakeRealm, wakeReport } from '../../../test/support/wake-bench.js';
+import { alternateWithBare, arrivalClock, wakeRealm, wakeReport } from '../../../test/support/wake-bench.js';
 import { createZulipMcpl, parseConfig } from '../src/index.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 60);
@@ -39,13 +38,9 @@ await host.setPolicy({ effectiveCapabilities: ['tools', 'pushEvents', 'channels.
 await app.connection(session)?.started;
 await host.openChannel({ channelId: 'zulip:general' });
 // The moment the host has the message: taken as it arrives, before the host answers.
-let waitingFor = '';
-let arrivedAt = 0;
-let arrived: (() => void) | undefined;
+const clock = arrivalClock();
 host.on('incoming', (messages) => {
-  if (!messages.some((m) => m.messageId === waitingFor)) return;
-  arrivedAt = performance.now();
-  arrived?.();
+  for (const m of messages) clock.heard(m.messageId);
 });
 
 const times = await alternateWithBare(realm, {
@@ -53,13 +48,7 @@ const times = await alternateWithBare(realm, {
   rounds: ROUNDS,
   warmup: WARMUP,
   async measured(round) {
-    const heard = new Promise<void>((resolve) => {
-      arrived = resolve;
-    });
-    const start = performance.now();
-    waitingFor = String(realm.post('general', `mcpl ${round}`));
-    await heard;
-    const ms = arrivedAt - start;
+    const ms = await clock.time(() => realm.post('general', `mcpl ${round}`));
     // The host's answer is read and the watermark moves outside the timing.
     await app.connection(session)?.sink.settled('zulip:general');
     return ms;
