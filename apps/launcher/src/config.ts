@@ -18,7 +18,7 @@ import {
   setting,
   strictBoolean,
   text,
-  zulipCredential,
+  zulipAccountSettings,
 } from '@zmcp/cli';
 import { checkEmojiName } from '@zmcp/core';
 import { parseSessionId } from '@zmcp/delivery';
@@ -178,49 +178,7 @@ function parseStreamBackends(raw: string): StreamBackendRule[] | SettingProblem 
  * flag-only switches, the flag), every value the raw string as given.
  */
 const configShape = {
-  ZULIP_REALM: zulipCredential(
-    {
-      group: 'Zulip account',
-      defaultText: 'from zuliprc',
-      help: 'Zulip server URL of the bot the launcher listens as, e.g. https://chat.example.com.',
-    },
-    'site',
-  ),
-  ZULIP_SITE: zulipCredential(
-    {
-      group: 'Zulip account',
-      defaultText: 'from zuliprc',
-      help: 'The same as ZULIP_REALM (the name zuliprc files use); set one of the two.',
-    },
-    'site',
-  ),
-  ZULIP_EMAIL: zulipCredential(
-    { group: 'Zulip account', defaultText: 'from zuliprc', help: 'Email address of the bot account.' },
-    'email',
-  ),
-  ZULIP_API_KEY: zulipCredential(
-    {
-      group: 'Zulip account',
-      defaultText: 'from zuliprc',
-      help: 'API key of the bot account (32 letters and digits). Secret: never logged, and there is no flag for it.',
-      secret: true,
-    },
-    'apiKey',
-  ),
-  ZULIP_RC_PATH: text({
-    group: 'Zulip account',
-    flag: '--zuliprc',
-    flagArg: '<path>',
-    defaultText: 'unset',
-    help: 'Path of a zuliprc file for the bot account, instead of the variables above.',
-  }),
-  ZULIP_ALLOW_INSECURE_HTTP: strictBoolean(
-    {
-      group: 'Zulip account',
-      help: 'Allow an http:// server URL that is not loopback (the API key then travels unencrypted).',
-    },
-    false,
-  ),
+  ...zulipAccountSettings(),
   ZULIP_AGENT_BACKEND: oneOf(
     {
       group: 'Agents',

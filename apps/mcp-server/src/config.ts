@@ -26,7 +26,7 @@ import {
   text,
   textWithDefault,
   timeZone,
-  zulipCredential,
+  zulipAccountSettings,
 } from '@zmcp/cli';
 import { checkEmojiName, isLoopbackHost, type StreamAllowlist, type TimeStyle } from '@zmcp/core';
 import { parseSessionId } from '@zmcp/delivery';
@@ -138,53 +138,7 @@ function inRange(value: number, min: number, max: number): number {
  * flag-only switches, the flag), every value the raw string as given.
  */
 const configShape = {
-  ZULIP_REALM: zulipCredential(
-    {
-      group: 'Zulip account',
-      defaultText: 'from zuliprc',
-      help: 'Zulip server URL, e.g. https://chat.example.com.',
-    },
-    'site',
-  ),
-  ZULIP_SITE: zulipCredential(
-    {
-      group: 'Zulip account',
-      defaultText: 'from zuliprc',
-      help: 'The same as ZULIP_REALM (the name zuliprc files use); set one of the two.',
-    },
-    'site',
-  ),
-  ZULIP_EMAIL: zulipCredential(
-    {
-      group: 'Zulip account',
-      defaultText: 'from zuliprc',
-      help: 'Email address of the bot account; set with ZULIP_API_KEY, or neither.',
-    },
-    'email',
-  ),
-  ZULIP_API_KEY: zulipCredential(
-    {
-      group: 'Zulip account',
-      defaultText: 'from zuliprc',
-      help: 'API key of the bot account (32 letters and digits); set with ZULIP_EMAIL. Secret: never logged, no flag.',
-      secret: true,
-    },
-    'apiKey',
-  ),
-  ZULIP_RC_PATH: text({
-    group: 'Zulip account',
-    flag: '--zuliprc',
-    flagArg: '<path>',
-    defaultText: '~/.zuliprc if needed',
-    help: 'Path of a zuliprc file; it supplies whatever the variables above leave unset (the variables win).',
-  }),
-  ZULIP_ALLOW_INSECURE_HTTP: strictBoolean(
-    {
-      group: 'Zulip account',
-      help: 'Allow an http:// server URL that is not loopback (the API key then travels unencrypted).',
-    },
-    false,
-  ),
+  ...zulipAccountSettings(),
   ZULIP_STATE_DIR: text({
     group: 'State',
     flag: '--state-dir',

@@ -13,14 +13,13 @@ import {
   problem,
   type Setting,
   type SettingInfo,
-  type SettingMeta,
   type SettingProblem,
   setting,
   streamAllowlist,
   strictBoolean,
   text,
   timeZone,
-  zulipCredential,
+  zulipAccountSettings,
 } from '@zmcp/cli';
 import { checkEmojiName, type StreamAllowlist, type TimeStyle } from '@zmcp/core';
 import {
@@ -134,32 +133,9 @@ function mcplToolsets(raw: string): Toolset[] | SettingProblem {
     : problem(`the ${other} toolset is zulip-mcp's; zulip-mcpl serves ${MCPL_TOOLSETS.join(', ')}`);
 }
 
-const account = (meta: Omit<SettingMeta, 'group' | 'defaultText'>) =>
-  ({ group: 'Zulip account', defaultText: 'from zuliprc', ...meta }) satisfies SettingMeta;
-
 /** zulip-mcpl's settings: every key a variable (or a flag-only switch), every value the raw string. */
 const configShape = {
-  ZULIP_REALM: zulipCredential(account({ help: 'Zulip server URL, e.g. https://chat.example.com.' }), 'site'),
-  ZULIP_SITE: zulipCredential(account({ help: 'The same as ZULIP_REALM; set one of the two.' }), 'site'),
-  ZULIP_EMAIL: zulipCredential(
-    account({ help: 'Email of the bot account; set with ZULIP_API_KEY.' }),
-    'email',
-  ),
-  ZULIP_API_KEY: zulipCredential(
-    account({ help: 'API key of the bot account. Secret: never logged, no flag.', secret: true }),
-    'apiKey',
-  ),
-  ZULIP_RC_PATH: text({
-    group: 'Zulip account',
-    flag: '--zuliprc',
-    flagArg: '<path>',
-    defaultText: '~/.zuliprc if needed',
-    help: 'A zuliprc file; it supplies what the variables above leave unset.',
-  }),
-  ZULIP_ALLOW_INSECURE_HTTP: strictBoolean(
-    { group: 'Zulip account', help: 'Allow an http:// server URL that is not loopback.' },
-    false,
-  ),
+  ...zulipAccountSettings(),
   ZULIP_STATE_DIR: text({
     group: 'State',
     flag: '--state-dir',

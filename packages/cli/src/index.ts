@@ -55,4 +55,9 @@ export {
 } from './settings.js';
 export { readPackageVersion } from './version.js';
 export type { ZulipSiteValues } from './zulip.js';
-export { checkZulipSite, startupConfigurationProblem, zulipCredential } from './zulip.js';
+export {
+  checkZulipSite,
+  startupConfigurationProblem,
+  zulipAccountSettings,
+  zulipCredential,
+} from './zulip.js';

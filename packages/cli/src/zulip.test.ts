@@ -2,7 +2,7 @@ import { loadCredentials, parseSite, ZmcpError } from '@zmcp/core';
 import { describe, expect, it } from 'vitest';
 import { configurationProblems, defineSettings } from './define.js';
 import { strictBoolean, text } from './settings.js';
-import { checkZulipSite, startupConfigurationProblem } from './zulip.js';
+import { checkZulipSite, startupConfigurationProblem, zulipAccountSettings } from './zulip.js';
 
 const settings = defineSettings(
   {
@@ -110,5 +110,46 @@ describe('startupConfigurationProblem', () => {
     expect(startupConfigurationProblem('CORE_CONFIG_INVALID')).toBeUndefined();
     expect(startupConfigurationProblem(null)).toBeUndefined();
     expect(startupConfigurationProblem({ code: 'CORE_CONFIG_INVALID' })).toBeUndefined();
+  });
+});
+
+describe('zulipAccountSettings', () => {
+  const account = defineSettings(zulipAccountSettings(), { bin: 'probe', refine: checkZulipSite });
+
+  it('reads the account as every bin does, --zuliprc included', () => {
+    const raw = account.parse(
+      {
+        ZULIP_SITE: 'https://chat.example.com',
+        ZULIP_EMAIL: 'bot@example.com',
+        ZULIP_API_KEY: 'a'.repeat(32),
+      },
+      ['--zuliprc', '/tmp/rc'],
+    );
+    expect(raw.ZULIP_REALM).toBeUndefined();
+    expect(raw).toMatchObject({
+      ZULIP_SITE: 'https://chat.example.com',
+      ZULIP_EMAIL: 'bot@example.com',
+      ZULIP_API_KEY: 'a'.repeat(32),
+      ZULIP_RC_PATH: '/tmp/rc',
+      ZULIP_ALLOW_INSECURE_HTTP: false,
+    });
+  });
+
+  it('refuses a malformed key without quoting it, and checks the site pair', () => {
+    const found = (env: Record<string, string>) => {
+      try {
+        account.parse(env, []);
+        return [];
+      } catch (err) {
+        return configurationProblems(err) ?? [];
+      }
+    };
+    const key = found({ ZULIP_API_KEY: 'not-a-key-but-a-secret' });
+    expect(key).toHaveLength(1);
+    expect(key[0]).toMatch(/^ZULIP_API_KEY: expected a Zulip API key/);
+    expect(key[0]).not.toContain('not-a-key-but-a-secret');
+    expect(found({ ZULIP_REALM: 'http://chat.example.com' })).toEqual([
+      expect.stringMatching(/^ZULIP_REALM: is plain http/),
+    ]);
   });
 });

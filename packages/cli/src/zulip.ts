@@ -1,5 +1,5 @@
 import { type CredentialField, type CredentialSource, credentialProblem, parseSite } from '@zmcp/core';
-import { type Setting, type SettingMeta, text } from './settings.js';
+import { type Setting, type SettingMeta, strictBoolean, text } from './settings.js';
 
 /** The site settings of a bin's Zulip account, as its settings parse them. */
 export interface ZulipSiteValues {
@@ -25,6 +25,56 @@ export function zulipCredential(meta: SettingMeta, field: CredentialField): Sett
     credentialProblem(field, raw.trim()) === undefined ? undefined : credentialExpected[field],
   );
 }
+const account = (meta: Omit<SettingMeta, 'group' | 'defaultText'>): SettingMeta => ({
+  group: 'Zulip account',
+  defaultText: 'from zuliprc',
+  ...meta,
+});
+
+/**
+ * The Zulip account settings every bin reads alike (`loadCredentials` resolves them, a zuliprc
+ * filling what they leave unset): `ZULIP_REALM`/`ZULIP_SITE`, `ZULIP_EMAIL`, `ZULIP_API_KEY`
+ * (secret), `ZULIP_RC_PATH` (`--zuliprc`) and `ZULIP_ALLOW_INSECURE_HTTP`, in that order, to
+ * spread into a bin's settings. Check the site pair with {@link checkZulipSite}.
+ */
+export function zulipAccountSettings() {
+  return {
+    ZULIP_REALM: zulipCredential(
+      account({ help: 'Zulip server URL, e.g. https://chat.example.com.' }),
+      'site',
+    ),
+    ZULIP_SITE: zulipCredential(
+      account({ help: 'The same as ZULIP_REALM (the name zuliprc files use); set one of the two.' }),
+      'site',
+    ),
+    ZULIP_EMAIL: zulipCredential(
+      account({ help: 'Email address of the bot account; set with ZULIP_API_KEY, or neither.' }),
+      'email',
+    ),
+    ZULIP_API_KEY: zulipCredential(
+      account({
+        help: 'API key of the bot account (32 letters and digits); set with ZULIP_EMAIL. Secret: never logged, no flag.',
+        secret: true,
+      }),
+      'apiKey',
+    ),
+    ZULIP_RC_PATH: text({
+      group: 'Zulip account',
+      flag: '--zuliprc',
+      flagArg: '<path>',
+      defaultText: '~/.zuliprc if needed',
+      help: 'Path of a zuliprc file; it supplies whatever the variables above leave unset (the variables win).',
+    }),
+    ZULIP_ALLOW_INSECURE_HTTP: strictBoolean(
+      {
+        group: 'Zulip account',
+        help: 'Allow an http:// server URL that is not loopback (the API key then travels unencrypted).',
+      },
+      false,
+    ),
+  };
+}
+
 const insecure =
   'is plain http to a host that is not loopback, so the API key would travel unencrypted; use https, or set ZULIP_ALLOW_INSECURE_HTTP';
 
