@@ -154,12 +154,25 @@ describe('FileStateStore.lock', () => {
   });
 });
 
+/** A fixture whose first engine is running, so it holds the state lock of its store. */
+async function firstHolding() {
+  const f = await startFixture();
+  const files = new FileStateStore({ dir: await stateDir() });
+  const first = f.engine({ store: files });
+  await first.start();
+  return { f, files, first };
+}
+
+/** A second engine on the same store, started to wait for the lock; `warned` once it says so. */
+function secondWaiting(f: Awaited<ReturnType<typeof startFixture>>, files: FileStateStore) {
+  const { warned, logger } = warnings('waiting for the delivery state');
+  const second = f.engine({ store: files, logger });
+  return { second, warned, started: second.start({ waitForLock: true }) };
+}
+
 describe('DeliveryEngine and the state lock', () => {
   it('a second engine on the same state refuses to start, registers no queue, and starts once the first closes', async () => {
-    const f = await startFixture();
-    const files = new FileStateStore({ dir: await stateDir() });
-    const first = f.engine({ store: files });
-    await first.start();
+    const { f, files, first } = await firstHolding();
     const queues = f.sim.queues(f.bot).length;
     const second = f.engine({ store: files });
     await expect(second.start()).rejects.toMatchObject({ code: 'DELIVERY_STATE_LOCKED' });
@@ -219,13 +232,8 @@ function warnings(prefix: string) {
 
 describe('DeliveryEngine start({ waitForLock })', () => {
   it('waits for the engine that holds the state, refuses calls meanwhile, and starts once it is free', async () => {
-    const f = await startFixture();
-    const files = new FileStateStore({ dir: await stateDir() });
-    const first = f.engine({ store: files });
-    await first.start();
-    const { warned, logger } = warnings('waiting for the delivery state');
-    const second = f.engine({ store: files, logger });
-    const started = second.start({ waitForLock: true });
+    const { f, files, first } = await firstHolding();
+    const { second, warned, started } = secondWaiting(f, files);
     expect(await warned).toMatchObject({ pid: process.pid });
     expect(second.status()).toMatchObject({ state: 'starting', waitingFor: { pid: process.pid } });
     await expect(second.refreshChannels()).rejects.toMatchObject({ code: 'DELIVERY_STATE_LOCKED' });
@@ -239,13 +247,8 @@ describe('DeliveryEngine start({ waitForLock })', () => {
   });
 
   it('stops waiting when closed, holding nothing', async () => {
-    const f = await startFixture();
-    const files = new FileStateStore({ dir: await stateDir() });
-    const first = f.engine({ store: files });
-    await first.start();
-    const { warned, logger } = warnings('waiting for the delivery state');
-    const second = f.engine({ store: files, logger });
-    const started = second.start({ waitForLock: true });
+    const { f, files, first } = await firstHolding();
+    const { second, warned, started } = secondWaiting(f, files);
     await warned;
     await second.close();
     await expect(started).rejects.toMatchObject({ code: 'DELIVERY_NOT_RUNNING' });
