@@ -33,7 +33,9 @@ import {
   type ToolListing,
   toMcpResult,
 } from '@zmcp/tools';
+import { serveToolCallsDirectly, type ToolCallHandler } from './direct-calls.js';
 import { type Logger, silentLogger } from './logging.js';
+import { LineStdioTransport } from './stdio.js';
 
 /** Options of {@link createMcpServer}. */
 export interface CreateMcpServerOptions {
@@ -144,7 +146,8 @@ function decodeVariables(variables: Record<string, string | string[]>, uri: stri
  * error (`-32602`), as is a write request id reused for other arguments (`-32600`). Resources,
  * resource templates (listed and read with their variables URI-decoded) and prompts are served
  * when given; with `resourceChanges`, clients may subscribe to resources and each session is
- * notified only of the URIs it subscribed to, until its transport closes.
+ * notified only of the URIs it subscribed to, until its transport closes. On the server's own
+ * stdio transport, tools/call is served beside the SDK's `Protocol` (see `direct-calls.ts`).
  *
  * @throws ToolError `TOOLS_INVALID_CATALOG` when two tools share a name or a name is not valid.
  */
@@ -183,8 +186,8 @@ export function createMcpServer(options: CreateMcpServerOptions): McpSession {
 
   const listing = host.listing().map(mcpTool);
   handle(ListToolsRequestSchema, () => ({ tools: listing }));
-  handle(CallToolRequestSchema, async (request, extra) => {
-    const { name, arguments: args } = request.params;
+  const callTool: ToolCallHandler = async (params, extra) => {
+    const { name, arguments: args } = params;
     logger.debug('tool call started', { tool: name, args });
     const progressToken = extra._meta?.progressToken;
     try {
@@ -207,7 +210,8 @@ export function createMcpServer(options: CreateMcpServerOptions): McpSession {
         throw new McpError(ErrorCode.InvalidRequest, err.message);
       throw err;
     }
-  });
+  };
+  handle(CallToolRequestSchema, (request, extra) => callTool(request.params, extra));
 
   if (servesResources) serveResources(handle, resources, templates, options.deadlineMs);
   if (prompts.length > 0) servePrompts(handle, prompts);
@@ -227,7 +231,13 @@ export function createMcpServer(options: CreateMcpServerOptions): McpSession {
     server,
     onclose: undefined,
     onerror: undefined,
-    connect: (transport) => server.connect(transport),
+    connect: async (transport) => {
+      await server.connect(transport);
+      // The server's own stdio transport: tools/call is served beside the SDK's Protocol.
+      if (transport instanceof LineStdioTransport) {
+        serveToolCallsDirectly(transport, callTool, (err) => server.onerror?.(err));
+      }
+    },
     close: () => server.close(),
   };
   server.onclose = () => {

@@ -1,13 +1,18 @@
 // Request de-duplication, driven with hand-written JSON-RPC: the SDK Client never reuses
 // an id, and a retry is exactly a reused id.
+import { PassThrough } from 'node:stream';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, type JSONRPCMessage, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import type { BoundTool } from '@zmcp/tools';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMcpServer } from '../src/index.js';
+import { LineStdioTransport } from '../src/stdio.js';
 import { echoTool, makePostTool } from './fake-tools.js';
+import { StreamClientTransport } from './stdio-client.js';
 
 type Id = string | number;
+type Via = 'in memory' | 'on stdio';
 
 const open: (() => Promise<void>)[] = [];
 
@@ -16,16 +21,25 @@ class RawSession {
   private readonly responses: JSONRPCMessage[] = [];
   private readonly waiters: { id: Id; count: number; resolve: (m: JSONRPCMessage[]) => void }[] = [];
 
-  private constructor(private readonly transport: InMemoryTransport) {
+  private constructor(private readonly transport: Transport) {
     transport.onmessage = (message) => {
       this.responses.push(message);
       for (const waiter of [...this.waiters]) this.check(waiter);
     };
   }
 
-  static async open(tools: readonly BoundTool[]): Promise<RawSession> {
+  /** A session in memory (the SDK's path for every request) or on the server's stdio transport. */
+  static async open(tools: readonly BoundTool[], via: Via): Promise<RawSession> {
     const server = createMcpServer({ name: 'raw', version: '0', tools, deadlineMs: 10_000 });
-    const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
+    let clientTransport: Transport;
+    let serverTransport: Transport;
+    if (via === 'in memory') [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
+    else {
+      const toServer = new PassThrough();
+      const toClient = new PassThrough();
+      serverTransport = new LineStdioTransport(toServer, toClient, { maxMessageBytes: 1 << 20 });
+      clientTransport = new StreamClientTransport(toClient, toServer);
+    }
     await server.connect(serverTransport);
     const session = new RawSession(clientTransport);
     await clientTransport.start();
@@ -75,10 +89,10 @@ afterEach(async () => {
   for (const close of open.splice(0)) await close();
 });
 
-describe('request de-duplication', () => {
+describe.each<Via>(['in memory', 'on stdio'])('request de-duplication %s', (via) => {
   it('answers a retried write with the first result and posts once', async () => {
     const { tool, posts } = makePostTool();
-    const session = await RawSession.open([tool]);
+    const session = await RawSession.open([tool], via);
     const args = { stream: 'general', content: 'deploy done' };
 
     // The same request twice, the second while the first is still in flight.
@@ -98,7 +112,7 @@ describe('request de-duplication', () => {
 
   it('runs a write again under a different id, and keeps number 1 apart from string "1"', async () => {
     const { tool, posts } = makePostTool();
-    const session = await RawSession.open([tool]);
+    const session = await RawSession.open([tool], via);
     const args = { stream: 'general', content: 'hello' };
     session.call(1, 'post_message', args);
     await session.responsesTo(1, 1);
@@ -113,10 +127,10 @@ describe('request de-duplication', () => {
   it('gives a new session a fresh scope', async () => {
     const { tool, posts } = makePostTool();
     const args = { stream: 'general', content: 'hello' };
-    const first = await RawSession.open([tool]);
+    const first = await RawSession.open([tool], via);
     first.call(1, 'post_message', args);
     await first.responsesTo(1, 1);
-    const second = await RawSession.open([tool]);
+    const second = await RawSession.open([tool], via);
     second.call(1, 'post_message', args);
     const [answer] = await second.responsesTo(1, 1);
     expect(posts).toHaveLength(2);
@@ -125,7 +139,7 @@ describe('request de-duplication', () => {
 
   it('refuses an id reused for a different call as a protocol error', async () => {
     const { tool, posts } = makePostTool();
-    const session = await RawSession.open([tool]);
+    const session = await RawSession.open([tool], via);
     session.call(5, 'post_message', { stream: 'general', content: 'one' });
     await session.responsesTo(5, 1);
     session.call(5, 'post_message', { stream: 'general', content: 'two' });
@@ -143,7 +157,7 @@ describe('request de-duplication', () => {
         return echoTool.run(input, context);
       },
     };
-    const session = await RawSession.open([counting]);
+    const session = await RawSession.open([counting], via);
     session.call(3, 'echo', { text: 'x' });
     await session.responsesTo(3, 1);
     session.call(3, 'echo', { text: 'x' });

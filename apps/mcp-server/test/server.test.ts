@@ -1,9 +1,12 @@
+import { PassThrough } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { type BoundTool, selectTools } from '@zmcp/tools';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type CreateMcpServerOptions, createLogger, createMcpServer } from '../src/index.js';
+import { LineStdioTransport } from '../src/stdio.js';
 import {
   deniedTool,
   echoTool,
@@ -13,6 +16,7 @@ import {
   refusingTool,
   stubbornTool,
 } from './fake-tools.js';
+import { StreamClientTransport } from './stdio-client.js';
 
 const closers: (() => Promise<void>)[] = [];
 
@@ -20,9 +24,27 @@ afterEach(async () => {
   for (const close of closers.splice(0)) await close();
 });
 
-async function connect(
+type Connect = (tools: readonly BoundTool[], overrides?: Partial<CreateMcpServerOptions>) => Promise<Client>;
+
+/** A session over the SDK's in-memory transport: every request takes the SDK's own path. */
+const connect: Connect = (tools, overrides = {}) => {
+  const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
+  return connectOver(serverTransport, clientTransport, tools, overrides);
+};
+
+/** A session over the server's stdio transport, where tools/call is served beside the SDK. */
+const connectStdio: Connect = (tools, overrides = {}) => {
+  const toServer = new PassThrough();
+  const toClient = new PassThrough();
+  const serverTransport = new LineStdioTransport(toServer, toClient, { maxMessageBytes: 1 << 20 });
+  return connectOver(serverTransport, new StreamClientTransport(toClient, toServer), tools, overrides);
+};
+
+async function connectOver(
+  serverTransport: Transport,
+  clientTransport: Transport,
   tools: readonly BoundTool[],
-  overrides: Partial<CreateMcpServerOptions> = {},
+  overrides: Partial<CreateMcpServerOptions>,
 ): Promise<Client> {
   const server = createMcpServer({
     name: 'zulip-mcp-test',
@@ -31,7 +53,6 @@ async function connect(
     deadlineMs: 10_000,
     ...overrides,
   });
-  const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
   await server.connect(serverTransport);
   const client = new Client({ name: 'test-client', version: '0.0.0' });
   await client.connect(clientTransport);
@@ -109,7 +130,10 @@ describe('tools/list', () => {
   });
 });
 
-describe('tools/call', () => {
+describe.each([
+  ['in memory', connect],
+  ['on stdio', connectStdio],
+])('tools/call %s', (_transport, connect) => {
   it('answers JSON text plus matching structuredContent', async () => {
     const client = await connect([echoTool]);
     const result = await client.callTool({ name: 'echo', arguments: { text: 'ab', times: 2 } });
