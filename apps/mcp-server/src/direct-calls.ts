@@ -23,6 +23,7 @@ export interface ToolCallExtra {
   sendNotification(notification: ServerNotification): Promise<void>;
 }
 
+/** The server's tools/call handler, the same function the SDK's path calls. */
 export type ToolCallHandler = (params: ToolCallParams, extra: ToolCallExtra) => Promise<CallToolResult>;
 
 /** JSON-RPC's code for an error the handler did not give a code to. */
