@@ -1,93 +1,12 @@
 // Request de-duplication, driven with hand-written JSON-RPC: the SDK Client never reuses
 // an id, and a retry is exactly a reused id.
-import { PassThrough } from 'node:stream';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ErrorCode, type JSONRPCMessage, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import type { BoundTool } from '@zmcp/tools';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createMcpServer } from '../src/index.js';
-import { LineStdioTransport } from '../src/stdio.js';
 import { echoTool, makePostTool } from './fake-tools.js';
-import { StreamClientTransport } from './stdio-client.js';
+import { RawSession, type Via } from './raw-session.js';
 
-type Id = string | number;
-type Via = 'in memory' | 'on stdio';
-
-const open: (() => Promise<void>)[] = [];
-
-/** One raw MCP session: send messages, await the response to an id. */
-class RawSession {
-  private readonly responses: JSONRPCMessage[] = [];
-  private readonly waiters: { id: Id; count: number; resolve: (m: JSONRPCMessage[]) => void }[] = [];
-
-  private constructor(private readonly transport: Transport) {
-    transport.onmessage = (message) => {
-      this.responses.push(message);
-      for (const waiter of [...this.waiters]) this.check(waiter);
-    };
-  }
-
-  /** A session in memory (the SDK's path for every request) or on the server's stdio transport. */
-  static async open(tools: readonly BoundTool[], via: Via): Promise<RawSession> {
-    const server = createMcpServer({ name: 'raw', version: '0', tools, deadlineMs: 10_000 });
-    let clientTransport: Transport;
-    let serverTransport: Transport;
-    if (via === 'in memory') [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
-    else {
-      const toServer = new PassThrough();
-      const toClient = new PassThrough();
-      serverTransport = new LineStdioTransport(toServer, toClient, { maxMessageBytes: 1 << 20 });
-      clientTransport = new StreamClientTransport(toClient, toServer);
-    }
-    await server.connect(serverTransport);
-    const session = new RawSession(clientTransport);
-    await clientTransport.start();
-    session.send({
-      jsonrpc: '2.0',
-      id: 'init',
-      method: 'initialize',
-      params: {
-        protocolVersion: LATEST_PROTOCOL_VERSION,
-        capabilities: {},
-        clientInfo: { name: 'raw', version: '0' },
-      },
-    });
-    await session.responsesTo('init', 1);
-    session.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-    open.push(() => server.close());
-    return session;
-  }
-
-  send(message: JSONRPCMessage): void {
-    void this.transport.send(message);
-  }
-
-  call(id: Id, name: string, args: Record<string, unknown>): void {
-    this.send({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
-  }
-
-  /** Resolves once `count` responses carry this id (number 1 and string "1" differ). */
-  responsesTo(id: Id, count: number): Promise<JSONRPCMessage[]> {
-    return new Promise((resolve) => {
-      const waiter = { id, count, resolve };
-      this.waiters.push(waiter);
-      this.check(waiter);
-    });
-  }
-
-  private check(waiter: { id: Id; count: number; resolve: (m: JSONRPCMessage[]) => void }): void {
-    const matching = this.responses.filter((m) => 'id' in m && m.id === waiter.id && !('method' in m));
-    if (matching.length >= waiter.count) {
-      this.waiters.splice(this.waiters.indexOf(waiter), 1);
-      waiter.resolve(matching);
-    }
-  }
-}
-
-afterEach(async () => {
-  for (const close of open.splice(0)) await close();
-});
+afterEach(() => RawSession.closeAll());
 
 describe.each<Via>(['in memory', 'on stdio'])('request de-duplication %s', (via) => {
   it('answers a retried write with the first result and posts once', async () => {

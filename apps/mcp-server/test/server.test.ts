@@ -1,12 +1,8 @@
-import { PassThrough } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { type BoundTool, selectTools } from '@zmcp/tools';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type CreateMcpServerOptions, createLogger, createMcpServer } from '../src/index.js';
-import { LineStdioTransport } from '../src/stdio.js';
 import {
   deniedTool,
   echoTool,
@@ -16,7 +12,7 @@ import {
   refusingTool,
   stubbornTool,
 } from './fake-tools.js';
-import { StreamClientTransport } from './stdio-client.js';
+import { linkedTransports, type Via } from './raw-session.js';
 
 const closers: (() => Promise<void>)[] = [];
 
@@ -27,25 +23,17 @@ afterEach(async () => {
 type Connect = (tools: readonly BoundTool[], overrides?: Partial<CreateMcpServerOptions>) => Promise<Client>;
 
 /** A session over the SDK's in-memory transport: every request takes the SDK's own path. */
-const connect: Connect = (tools, overrides = {}) => {
-  const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
-  return connectOver(serverTransport, clientTransport, tools, overrides);
-};
+const connect: Connect = (tools, overrides = {}) => connectVia('in memory', tools, overrides);
 
 /** A session over the server's stdio transport, where tools/call is served beside the SDK. */
-const connectStdio: Connect = (tools, overrides = {}) => {
-  const toServer = new PassThrough();
-  const toClient = new PassThrough();
-  const serverTransport = new LineStdioTransport(toServer, toClient, { maxMessageBytes: 1 << 20 });
-  return connectOver(serverTransport, new StreamClientTransport(toClient, toServer), tools, overrides);
-};
+const connectStdio: Connect = (tools, overrides = {}) => connectVia('on stdio', tools, overrides);
 
-async function connectOver(
-  serverTransport: Transport,
-  clientTransport: Transport,
+async function connectVia(
+  via: Via,
   tools: readonly BoundTool[],
   overrides: Partial<CreateMcpServerOptions>,
 ): Promise<Client> {
+  const { client: clientTransport, server: serverTransport } = linkedTransports(via);
   const server = createMcpServer({
     name: 'zulip-mcp-test',
     version: '0.0.0',
