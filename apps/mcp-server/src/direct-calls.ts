@@ -5,6 +5,7 @@ import type {
   RequestId,
   ServerNotification,
 } from '@modelcontextprotocol/sdk/types.js';
+import { isObject } from './stdio.js';
 
 /** The parts of a tools/call request the server's handler reads. */
 export interface ToolCallParams {
@@ -32,9 +33,6 @@ const INTERNAL_ERROR = -32603;
 // The SDK's marker of a request that belongs to a task (MCP's experimental tasks): such a call
 // is left to the SDK, which owns the task store.
 const RELATED_TASK = 'io.modelcontextprotocol/related-task';
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
  * The params of a tools/call this module serves, or undefined for one it leaves to the SDK: a

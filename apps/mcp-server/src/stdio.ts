@@ -37,7 +37,8 @@ function idOf(head: string, tail: string): RequestId | null {
 /** What one line holds: a message for the server, a request to refuse, or nothing usable. */
 type Read = { message: JSONRPCMessage } | { refuse: RequestId; why: string } | { drop: string };
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
+/** A JSON object: not null, not an array. */
+export const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
 const isRequestId = (value: unknown): value is RequestId =>
