@@ -64,6 +64,7 @@ import type { Runtime } from './runtime-types.js';
 import { SentLog } from './sent-log.js';
 import { MESSAGING } from './sink.js';
 import { packageVersion } from './version.js';
+import { checkChannelWrite, writeTargetOf } from './write-policy.js';
 
 /** The read tools' feature set, and the context hook's. */
 export const HISTORY = 'zulip.history';
@@ -335,6 +336,8 @@ function assemble(runtime: Runtime, identity: ToolIdentity, filters: FileFilters
       );
     }
     if (subscriptions.some((s) => s.stream_id === stream.stream_id)) return;
+    // Joining a stream is something the bot does in it: the write policy decides, as for the subscribe tool.
+    await checkChannelWrite(runtime, { stream: stream.stream_id }, channelId, call);
     if (!policy.canReadStream(stream.stream_id, createStreamLookup([stream]))) {
       throw rpcError(
         McplRpcCode.ChannelNotPermitted,
@@ -486,6 +489,8 @@ function assemble(runtime: Runtime, identity: ToolIdentity, filters: FileFilters
         const id = Number(messageId);
         const call: CallOptions = { signal };
         const target = deliveryChannel(conn, channel.id);
+        // A reaction is a write in the message's conversation: the one the channel names (checked below).
+        await checkChannelWrite(runtime, writeTargetOf(target), channel.id, call);
         let emoji = config.ackEmoji;
         if (value !== undefined) {
           try {
@@ -520,6 +525,7 @@ function assemble(runtime: Runtime, identity: ToolIdentity, filters: FileFilters
           typeof params.conversationId === 'string' ? params.conversationId : undefined,
         );
         if (target === undefined) return;
+        await checkChannelWrite(runtime, writeTargetOf(target), channel.id, { signal });
         const stop = params.state === 'stop' || params.typing === false || params.active === false;
         const op = stop ? 'stop' : 'start';
         await client.setTyping(

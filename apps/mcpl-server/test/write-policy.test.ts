@@ -1,0 +1,94 @@
+// Every write a host method makes goes through the access policy the tools obey
+// (ZULIP_WRITE_STREAMS, ZULIP_PRIVATE_STREAMS): typing, acknowledgement (a reaction), the
+// subscription channels/open makes, and the deletions of a rollback. A test host from
+// @zmcp/mcpl's host role drives zulip-mcpl against zulip-sim.
+import { ResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { McplHost } from '@zmcp/mcpl';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type Realm, type Served, serve, startRealm } from './world.js';
+
+let realm: Realm;
+const served: Served[] = [];
+
+beforeEach(async () => {
+  realm = await startRealm();
+});
+
+afterEach(async () => {
+  for (const s of served.splice(0)) await s.close();
+  await realm.close();
+});
+
+async function start(options: Parameters<typeof serve>[1] = {}): Promise<Served> {
+  const s = await serve(realm, options);
+  served.push(s);
+  return s;
+}
+
+/** `channels/typing` in its Request form, so the test reads the server's answer. */
+function typingRequest(host: McplHost, channelId: string): Promise<unknown> {
+  return host.client.request({ method: 'channels/typing', params: { channelId } }, ResultSchema);
+}
+
+/** The writes zulip-sim was asked for (anything but a GET), by path. */
+function writes(realmOf: Realm): string[] {
+  return realmOf.sim.requests.filter((r) => r.method !== 'GET').map((r) => `${r.method} ${r.path}`);
+}
+
+const NOT_PERMITTED = { details: { rpcCode: -32017 } };
+
+describe('the write policy on host methods (ZULIP_WRITE_STREAMS)', () => {
+  it('refuses typing, acknowledgement and the subscription of channels/open outside it, as add_reaction is refused', async () => {
+    const s = await start({ env: { ZULIP_WRITE_STREAMS: 'general' } });
+    // Reading random is allowed: its channel opens (the bot is subscribed, nothing is written).
+    await s.host.openChannel({ channelId: 'zulip:random' });
+    const asked = realm.say('random', 'anyone?');
+    await s.incoming.first((m) => m.messageId === String(asked));
+    const before = writes(realm).length;
+
+    // The tool refuses to react there ...
+    const tool = await s.host.callTool('add_reaction', { message_id: asked, emoji: 'eyes' });
+    expect(tool.isError).toBe(true);
+    // ... and so does every host method that writes.
+    await expect(
+      s.host.acknowledge({ channelId: 'zulip:random', messageId: String(asked), intent: 'seen' }),
+    ).rejects.toMatchObject(NOT_PERMITTED);
+    await expect(typingRequest(s.host, 'zulip:random')).rejects.toMatchObject({ code: -32017 });
+    // lobby is public and readable, but joining it is a write in it.
+    await expect(s.host.openChannel({ channelId: 'zulip:lobby' })).rejects.toMatchObject(NOT_PERMITTED);
+
+    expect(writes(realm).slice(before)).toEqual([]);
+    expect(realm.sim.realm.message(asked)?.reactions ?? []).toEqual([]);
+    expect(realm.sim.realm.stream('lobby')?.subscribers).not.toContain(realm.bot);
+
+    // Inside the allowlist the same methods write.
+    await s.host.openChannel({ channelId: 'zulip:general' });
+    const there = realm.say('general', 'here?');
+    await s.incoming.first((m) => m.messageId === String(there));
+    await typingRequest(s.host, 'zulip:general');
+    await expect(
+      s.host.acknowledge({ channelId: 'zulip:general', messageId: String(there), intent: 'seen' }),
+    ).resolves.toMatchObject({ acknowledged: true });
+    expect(writes(realm).slice(before)).toEqual([
+      'POST /api/v1/typing',
+      `POST /api/v1/messages/${there}/reactions`,
+    ]);
+  });
+
+  it('refuses typing and acknowledgement in a DM when the allowlist leaves DMs out, as send_dm is refused', async () => {
+    const s = await start({ env: { ZULIP_WRITE_STREAMS: 'general' } });
+    const dm = realm.dm('psst');
+    const channelId = `zulip:dm:${realm.ann}`;
+    await s.pushes.first((e) => e.eventId === `msg:${dm}`);
+    await s.registrations.until(() => s.host.channels.some((c) => c.id === channelId));
+    const before = writes(realm).length;
+
+    const tool = await s.host.callTool('send_dm', { to: [realm.ann], content: 'hello' });
+    expect(tool.isError).toBe(true);
+    await expect(
+      s.host.acknowledge({ channelId, messageId: String(dm), intent: 'seen' }),
+    ).rejects.toMatchObject(NOT_PERMITTED);
+    await expect(typingRequest(s.host, channelId)).rejects.toMatchObject({ code: -32017 });
+    expect(writes(realm).slice(before)).toEqual([]);
+  });
+});
