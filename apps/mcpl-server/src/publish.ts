@@ -125,7 +125,7 @@ export async function publishTo(
             { type: 'direct', to: [...target.userIds], content: piece, readBySender: true },
             call,
           );
-    runtime.sent.record(sent.id);
+    runtime.sent.record(sent.id, writeTargetOf(target));
     first ??= sent.id;
   }
   return first === undefined ? { delivered: false } : { delivered: true, messageId: String(first) };

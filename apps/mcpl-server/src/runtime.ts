@@ -60,6 +60,7 @@ import type { McplConfig } from './config.js';
 import { Connection } from './connection.js';
 import { publishTo } from './publish.js';
 import { CHANNEL_TYPE, channelMessage, MAX_OPEN_HISTORY, mcplChannel } from './render.js';
+import { rollBack } from './rollback.js';
 import type { Runtime } from './runtime-types.js';
 import { SentLog } from './sent-log.js';
 import { MESSAGING } from './sink.js';
@@ -444,7 +445,11 @@ function assemble(runtime: Runtime, identity: ToolIdentity, filters: FileFilters
         }
         if (!outcome.isError && SENDING_TOOLS.has(params.name)) {
           const id = outcome.structured.message_id;
-          if (typeof id === 'number') runtime.sent.record(id);
+          const sentTo =
+            params.name === 'send_dm'
+              ? { dm: (outcome.structured.recipient_ids as number[] | undefined) ?? [] }
+              : { stream: outcome.structured.stream_id as number };
+          if (typeof id === 'number') runtime.sent.record(id, sentTo);
         }
         const result: CallToolResult = toMcpResult(outcome);
         if (outcome.isError || !context.session.isMcpl || context.featureSet !== MESSAGING) return result;
@@ -580,35 +585,7 @@ function assemble(runtime: Runtime, identity: ToolIdentity, filters: FileFilters
       const data = checkpoint.data as { sent?: unknown } | undefined;
       const mark = typeof data?.sent === 'number' ? data.sent : undefined;
       if (mark === undefined) return { success: false, reason: 'the checkpoint carries no send mark' };
-      const ids = runtime.sent.since(mark);
-      // The engine is told first: the agent's own deletions are not news to it.
-      connections.get(session)?.engine.suppressChanges(ids);
-      const deleted: number[] = [];
-      for (const id of ids) {
-        try {
-          await client.deleteMessage(id, { signal });
-          deleted.push(id);
-        } catch (err) {
-          if (isZmcpError(err, 'CORE_NOT_FOUND') || isZmcpError(err, 'CORE_BAD_REQUEST')) {
-            // Already gone, or no longer ours to delete: nothing left to undo here.
-            deleted.push(id);
-            continue;
-          }
-          runtime.sent.forget(deleted);
-          logger.warn('rollback stopped', {
-            deleted: deleted.length,
-            left: ids.length - deleted.length,
-            err,
-          });
-          return {
-            success: false,
-            reason: `deleted ${deleted.length} of ${ids.length} messages; Zulip refused the rest`,
-          };
-        }
-      }
-      runtime.sent.forget(deleted);
-      logger.info('rolled back', { deleted: deleted.length });
-      return { success: true };
+      return rollBack(runtime, connections.get(session)?.engine, mark, signal);
     },
   });
 

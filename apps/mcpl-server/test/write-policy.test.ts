@@ -92,3 +92,43 @@ describe('the write policy on host methods (ZULIP_WRITE_STREAMS)', () => {
     expect(writes(realm).slice(before)).toEqual([]);
   });
 });
+
+describe('rollback and the write policy', () => {
+  it('judges each message where it is now: one a person moved outside ZULIP_WRITE_STREAMS stays, the rest go', async () => {
+    const s = await start({ env: { ZULIP_WRITE_STREAMS: 'general' } });
+    const send = async (content: string) => {
+      const result = await s.host.callTool('send_message', { stream: 'general', topic: 'release', content });
+      return { id: (result.structuredContent as { message_id: number }).message_id, result };
+    };
+    const kept = await send('checking');
+    const checkpoint = kept.result.state?.checkpoint as string;
+    const first = await send('first');
+    const second = await send('second');
+    // A person moves the bot's newest message to a stream the bot may not write to.
+    realm.sim.realm.editMessage(realm.ann, second.id, {
+      streamId: realm.streams.random,
+      propagateMode: 'change_one',
+    });
+
+    const rolled = await s.host.rollback({ checkpoint });
+    expect(rolled).toMatchObject({ checkpoint, success: false });
+    expect(rolled.reason).toContain('ZULIP_WRITE_STREAMS');
+    expect(realm.sim.realm.message(second.id)).toMatchObject({ streamId: realm.streams.random });
+    expect(realm.sim.realm.message(first.id)).toBeUndefined();
+    expect(realm.sim.realm.message(kept.id)).toBeDefined();
+    expect(writes(realm).filter((w) => w.startsWith('DELETE /api/v1/messages'))).toEqual([
+      `DELETE /api/v1/messages/${first.id}`,
+    ]);
+  });
+
+  it('rolls back a DM the bot sent even when DMs are not readable (a DM never moves)', async () => {
+    const s = await start({ env: { ZULIP_PRIVATE_STREAMS: '' } });
+    const first = await s.host.callTool('send_message', { stream: 'general', topic: 't', content: 'mark' });
+    const checkpoint = first.state?.checkpoint as string;
+    const dm = await s.host.callTool('send_dm', { to: [realm.ann], content: 'hello' });
+    const dmId = (dm.structuredContent as { message_id: number }).message_id;
+    expect(realm.sim.realm.message(dmId)).toBeDefined();
+    expect(await s.host.rollback({ checkpoint })).toMatchObject({ success: true });
+    expect(realm.sim.realm.message(dmId)).toBeUndefined();
+  });
+});
