@@ -1,7 +1,8 @@
-// Every write a host method makes goes through the access policy the tools obey
-// (ZULIP_WRITE_STREAMS, ZULIP_PRIVATE_STREAMS): typing, acknowledgement (a reaction), the
-// subscription channels/open makes, and the deletions of a rollback. A test host from
-// @zmcp/mcpl's host role drives zulip-mcpl against zulip-sim.
+// Host methods and the access policy the tools obey (ZULIP_WRITE_STREAMS, ZULIP_PRIVATE_STREAMS):
+// every write a host method makes goes through core's write check (typing, acknowledgement, the
+// subscription channels/open makes, the deletions of a rollback), and a stream the policy keeps
+// closed is not told apart from one that does not exist. A test host from @zmcp/mcpl's host role
+// drives zulip-mcpl against zulip-sim.
 import { ResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { McplHost } from '@zmcp/mcpl';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -130,5 +131,44 @@ describe('rollback and the write policy', () => {
     expect(realm.sim.realm.message(dmId)).toBeDefined();
     expect(await s.host.rollback({ checkpoint })).toMatchObject({ success: true });
     expect(realm.sim.realm.message(dmId)).toBeUndefined();
+  });
+});
+
+describe('channels/open and the read policy (ZULIP_PRIVATE_STREAMS)', () => {
+  it('answers a private stream the policy keeps closed exactly as a stream that does not exist', async () => {
+    const vault = realm.sim.realm.addStream({
+      name: 'vault',
+      inviteOnly: true,
+      subscribers: [realm.bot, realm.ann],
+    }).streamId;
+    const s = await start({ env: { ZULIP_PRIVATE_STREAMS: '' } });
+    expect(s.host.channels.map((c) => c.id)).not.toContain('zulip:vault');
+    const refusal = async (target: Parameters<McplHost['openChannel']>[0]) => {
+      const err = await s.host.openChannel(target).then(
+        () => undefined,
+        (e: unknown) => e as { code: string; message: string; details: Record<string, unknown> },
+      );
+      expect(err).toBeDefined();
+      return { code: err?.code, message: err?.message, details: err?.details };
+    };
+    const before = writes(realm).length;
+
+    // By name: the same code, message and data, but for the name the host gave.
+    const closed = await refusal({ channelId: 'zulip:vault' });
+    const missing = await refusal({ channelId: 'zulip:vaulx' });
+    expect(closed.details?.rpcCode).toBe(-32023);
+    expect(JSON.stringify(closed).replaceAll('vault', 'NAME')).toBe(
+      JSON.stringify(missing).replaceAll('vaulx', 'NAME'),
+    );
+    // By address: nothing differs at all.
+    const closedById = await refusal({ type: 'zulip', address: { streamId: vault } });
+    const missingById = await refusal({ type: 'zulip', address: { streamId: 987654 } });
+    expect(closedById.details?.rpcCode).toBe(-32023);
+    expect(closedById).toEqual(missingById);
+    // An id that names no channel at all is unknown too.
+    expect((await refusal({ channelId: 'zulip:a:b' })).details?.rpcCode).toBe(-32023);
+
+    expect(writes(realm).slice(before)).toEqual([]);
+    expect(realm.sim.realm.streams().map((st) => st.name)).not.toContain('vaulx');
   });
 });
