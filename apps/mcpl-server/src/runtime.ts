@@ -82,13 +82,14 @@ const FEATURE_SETS: Readonly<Record<string, FeatureSetDeclaration>> = {
   [MESSAGING]: {
     description:
       'Zulip streams and DMs as channels: live messages on open channels, mentions and DMs pushed from closed ones, catch-up after downtime, publishing, typing, acknowledgement, the send and attention tools, rollback of what was sent',
+    // What messaging cannot work without. channels/acknowledge and channels/typing are served
+    // whenever the grant holds them (§14.1 authorizes channel methods per method): a host that
+    // never acknowledges, as agent-framework 0.1.0, still gets its channels and deliveries.
     uses: [
       'channels.register',
       'channels.lifecycle',
       'channels.publish',
       'channels.incoming',
-      'channels.acknowledge',
-      'channels.typing',
       'pushEvents',
       'tools',
     ],

@@ -81,8 +81,9 @@ export interface McplHostOptions {
   version: string;
   /**
    * `experimental.mcpl` as the host advertises it. Default: version 0.5 with push events,
-   * context hooks, lifecycle, channels and feature sets; for a 0.4 dialect, version `0.4` with
-   * push events, context hooks, `channels: true` and feature sets. `null` connects as a plain
+   * context hooks, lifecycle, channels and feature sets; for a 0.4 dialect, what that host
+   * really sends (agent-framework 0.1.0: version `0.4`, push events, `beforeInference` and a
+   * blocking `afterInference`, feature sets, and no `channels` member). `null` connects as a plain
    * MCP client (not with a 0.4 dialect). A 0.4 dialect advertises a version below 0.5.
    */
   capabilities?: McplCapabilities | null;
@@ -161,13 +162,34 @@ const DEFAULT_HOST_CAPABILITIES: McplCapabilities = {
   featureSets: true,
 };
 
-/** What the 0.4 dialects advertise unless told otherwise (INTEROP.md records only the version). */
-const LEGACY_HOST_CAPABILITIES: McplCapabilities = {
-  version: '0.4',
-  pushEvents: true,
-  contextHooks: { beforeInference: true },
-  channels: true,
-  featureSets: true,
+/**
+ * What each 0.4 dialect sends in `initialize` unless told otherwise: the host's own greeting.
+ * agent-framework 0.1.0's is recorded from its sources (tag v0.1.0: `src/framework.ts` builds the
+ * `experimental.mcpl` object, `src/mcpl/server-connection.ts` writes the request with protocol
+ * version `2024-11-05`); it has no `channels` member, though the host speaks channels.
+ */
+const LEGACY_GREETINGS: Readonly<
+  Record<Exclude<McplHostDialect, 'spec'>, { protocolVersion: string; capabilities: McplCapabilities }>
+> = {
+  'mcpl-harness': {
+    protocolVersion: '2024-11-05',
+    capabilities: {
+      version: '0.4',
+      pushEvents: true,
+      contextHooks: { beforeInference: true },
+      channels: true,
+      featureSets: true,
+    },
+  },
+  'agent-framework': {
+    protocolVersion: '2024-11-05',
+    capabilities: {
+      version: '0.4',
+      pushEvents: true,
+      contextHooks: { beforeInference: true, afterInference: { blocking: true } },
+      featureSets: true,
+    },
+  },
 };
 
 const DIALECTS: readonly McplHostDialect[] = ['spec', 'mcpl-harness', 'agent-framework'];
@@ -203,7 +225,7 @@ function hostProfile(options: McplHostOptions): {
   if (options.capabilities === null) {
     throw invalidOption(`the ${dialect} dialect speaks MCPL: capabilities cannot be null with it`);
   }
-  const advertised = options.capabilities ?? LEGACY_HOST_CAPABILITIES;
+  const advertised = options.capabilities ?? LEGACY_GREETINGS[dialect].capabilities;
   const seen = detectHostDialect(options.name, advertised.version);
   if (!seen.legacy) {
     throw invalidOption(
@@ -342,11 +364,28 @@ export class McplHost {
   #sequence(transport: Transport): SequencedTransport {
     const wire = new SequencedTransport(transport, this.#lane);
     this.#wire = wire;
-    if (this.#dialect === 'spec') return wire;
+    const dialect = this.#dialect;
+    if (dialect === 'spec') return wire;
     wire.rewrite = (message) => {
-      if ('method' in message && message.method === 'notifications/initialized' && !('id' in message)) {
+      if (!('method' in message)) return message;
+      // The handshake as the 0.4 host writes it (the SDK's client would offer its latest protocol
+      // version, and lay the members out in another order).
+      if (message.method === 'initialize' && 'id' in message) {
+        return {
+          jsonrpc: '2.0',
+          method: 'initialize',
+          id: message.id,
+          params: {
+            protocolVersion: LEGACY_GREETINGS[dialect].protocolVersion,
+            capabilities: message.params?.capabilities ?? {},
+            clientInfo: message.params?.clientInfo ?? {},
+          },
+        };
+      }
+      if (message.method === 'notifications/initialized' && !('id' in message)) {
         wire.rewrite = undefined;
         this.#assumeLegacyGrant();
+        return { jsonrpc: '2.0', method: 'notifications/initialized' };
       }
       return message;
     };
@@ -372,7 +411,7 @@ export class McplHost {
       );
     }
     this.#adopt(mcpl);
-    this.#grant = assumedLegacyGrant(this.#advertised(), this.#advertisement);
+    this.#grant = assumedLegacyGrant(this.#advertised(), this.#advertisement, this.#dialect);
     this.#established = true;
   }
 
