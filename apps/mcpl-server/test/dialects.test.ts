@@ -20,10 +20,10 @@ afterEach(async () => {
 
 const ids = (channels: readonly ChannelDescriptor[]) => channels.map((c) => c.id).sort();
 
-describe('mcpl-harness 0.1.1 (0.4, never sends a policy)', () => {
+describe('mcpl-harness 0.1.1 (0.4, never sends a policy; it greets as mcpl-harness-web 0.1.0)', () => {
   it('gets array-form feature sets, the assumed grant at initialized, pending channels after {}, and delivery', async () => {
     served = await serve(realm, {
-      host: { name: 'mcpl-harness', version: '0.1.1', dialect: 'mcpl-harness' },
+      host: { name: 'mcpl-harness-web', version: '0.1.0', dialect: 'mcpl-harness' },
       grant: null,
     });
     const { app, host, session } = served;
@@ -37,6 +37,11 @@ describe('mcpl-harness 0.1.1 (0.4, never sends a policy)', () => {
     expect(session.policySource).toBe('legacy');
     expect(host.policyEstablished).toBe(true);
     expect(host.isGranted('channels.lifecycle')).toBe(true);
+    // Its greeting advertises no context hooks: messaging and history, no context injection.
+    expect(session.featureSets.filter((f) => f.enabled).map((f) => f.name)).toEqual([
+      'zulip.messaging',
+      'zulip.history',
+    ]);
     // Its channels/list right after the handshake was answered, not refused for want of a policy.
     expect(host.handshakeChannels).toBeInstanceOf(Array);
     await app.connection(session)?.started;

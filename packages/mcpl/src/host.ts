@@ -64,7 +64,10 @@ export interface McplHostHandlers {
   incoming?(messages: ChannelMessage[]): IncomingVerdict[] | Promise<IncomingVerdict[]>;
   /** Per-descriptor authorization of a registration (§14.5). Default: accept all. */
   authorizeChannel?(descriptor: ChannelDescriptor): boolean | { accepted: false; reason: string };
-  /** The answer to `model/info`; without it, `model/info` is refused. */
+  /**
+   * The answer to `model/info`; without it, `model/info` is refused (as mcpl-harness, the
+   * harness's own answer: `{id: "harness/human", vendor: "mcpl-harness", ...}`).
+   */
   modelInfo?: JsonObject;
   /** Answers `inference/request`; without it, the request is refused. */
   inferenceRequest?(params: JsonObject): JsonObject | Promise<JsonObject>;
@@ -163,23 +166,18 @@ const DEFAULT_HOST_CAPABILITIES: McplCapabilities = {
 };
 
 /**
- * What each 0.4 dialect sends in `initialize` unless told otherwise: the host's own greeting.
- * agent-framework 0.1.0's is recorded from its sources (tag v0.1.0: `src/framework.ts` builds the
- * `experimental.mcpl` object, `src/mcpl/server-connection.ts` writes the request with protocol
- * version `2024-11-05`); it has no `channels` member, though the host speaks channels.
+ * What each 0.4 dialect sends in `initialize` unless told otherwise: the host's own greeting, read
+ * from its sources. agent-framework 0.1.0 (tag v0.1.0: `src/framework.ts` builds the
+ * `experimental.mcpl` object, `src/mcpl/server-connection.ts` writes the request) has no
+ * `channels` member, though it speaks channels. mcpl-harness 0.1.1 (`src/session.ts`) has no
+ * context hooks and no `featureSets` member; `scopedAccess` is a 0.3 capability 0.5 removed.
  */
 const LEGACY_GREETINGS: Readonly<
   Record<Exclude<McplHostDialect, 'spec'>, { protocolVersion: string; capabilities: McplCapabilities }>
 > = {
   'mcpl-harness': {
     protocolVersion: '2024-11-05',
-    capabilities: {
-      version: '0.4',
-      pushEvents: true,
-      contextHooks: { beforeInference: true },
-      channels: true,
-      featureSets: true,
-    },
+    capabilities: { version: '0.4', pushEvents: true, channels: true, modelInfo: true, scopedAccess: true },
   },
   'agent-framework': {
     protocolVersion: '2024-11-05',
@@ -193,6 +191,14 @@ const LEGACY_GREETINGS: Readonly<
 };
 
 const DIALECTS: readonly McplHostDialect[] = ['spec', 'mcpl-harness', 'agent-framework'];
+
+/** What mcpl-harness 0.1.1 answers `model/info` with (a human plays the model at the harness). */
+const HARNESS_MODEL_INFO: JsonObject = {
+  id: 'harness/human',
+  vendor: 'mcpl-harness',
+  contextWindow: 200000,
+  capabilities: ['text'],
+};
 
 const ACCEPTED: IncomingVerdict = Object.freeze({ accepted: true });
 
@@ -1231,7 +1237,9 @@ export class McplHost {
     if (this.#dialect === 'agent-framework') this.#methods.request('model/info', neverAnswered);
     else {
       this.#serve('model/info', 'modelInfo', () => {
-        const info = this.#options.handlers?.modelInfo;
+        const info =
+          this.#options.handlers?.modelInfo ??
+          (this.#dialect === 'mcpl-harness' ? HARNESS_MODEL_INFO : undefined);
         if (info === undefined)
           throw rpcError(McplRpcCode.MethodNotFound, 'model/info is not offered by this host');
         return info;

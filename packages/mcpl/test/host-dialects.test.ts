@@ -69,7 +69,8 @@ class Recorder implements Transport {
   }
 }
 
-const HARNESS = { name: 'mcpl-harness', version: '0.1.1', dialect: 'mcpl-harness' } as const;
+/** mcpl-harness 0.1.1 names itself so in `clientInfo` (its source hard-codes the name and version). */
+const HARNESS = { name: 'mcpl-harness-web', version: '0.1.0', dialect: 'mcpl-harness' } as const;
 /** agent-framework 0.1.0 names itself so in `clientInfo` (its version there is hard-coded). */
 const AGENT_FRAMEWORK = { name: 'agent-framework', version: '1.0.0', dialect: 'agent-framework' } as const;
 
@@ -148,20 +149,25 @@ describe('as mcpl-harness 0.1.1', () => {
     const { host, session, wire } = await connect(server, HARNESS);
     expect(host.dialect).toBe('mcpl-harness');
     expect(session.dialect).toMatchObject({ name: 'mcpl-harness', version: '0.4', legacy: true });
-    const init = wire.sent[0];
-    expect(init).toMatchObject({
-      id: 0,
+    // Its greeting, as its source (anima-research/mcpl-harness 0.1.1, src/session.ts) writes it.
+    expect(wire.sent[0]).toEqual({
+      jsonrpc: '2.0',
       method: 'initialize',
-      params: { clientInfo: { name: 'mcpl-harness', version: '0.1.1' } },
+      id: 0,
+      params: {
+        protocolVersion: '2024-11-05',
+        capabilities: {
+          experimental: {
+            mcpl: { version: '0.4', pushEvents: true, channels: true, modelInfo: true, scopedAccess: true },
+          },
+        },
+        clientInfo: { name: 'mcpl-harness-web', version: '0.1.0' },
+      },
     });
-    const capabilities = init?.params?.capabilities as { experimental?: { mcpl?: unknown } } | undefined;
-    expect(capabilities?.experimental?.mcpl).toEqual({
-      version: '0.4',
-      pushEvents: true,
-      contextHooks: { beforeInference: true },
-      channels: true,
-      featureSets: true,
-    });
+    // It advertises no context hooks, so the toy's context set is not granted.
+    expect(session.isFeatureSetEnabled('toy.context')).toBe(false);
+    // It answers model/info, with the model it stands for (a human at the harness).
+    expect(await session.modelInfo()).toMatchObject({ id: 'harness/human', vendor: 'mcpl-harness' });
     expect(Array.isArray(host.manifest?.featureSets)).toBe(true);
     // No policy: the grant is assumed at initialized, the same on both ends.
     expect(session.policySource).toBe('legacy');

@@ -180,7 +180,14 @@ describe('mcpl-harness 0.1.1 (0.4, never sends a policy)', () => {
     const init = await peer.request(
       1,
       'initialize',
-      initialize('mcpl-harness', { version: '0.4', pushEvents: true, channels: true }),
+      // Its greeting as its source writes it (anima-research/mcpl-harness 0.1.1, src/session.ts).
+      initialize('mcpl-harness-web', {
+        version: '0.4',
+        pushEvents: true,
+        channels: true,
+        modelInfo: true,
+        scopedAccess: true,
+      }),
     );
     const manifest = (result(init).capabilities as Record<string, Record<string, Record<string, unknown>>>)
       .experimental?.mcpl as Record<string, unknown>;
