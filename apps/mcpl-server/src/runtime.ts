@@ -449,11 +449,11 @@ function assemble(runtime: Runtime, identity: ToolIdentity, filters: FileFilters
           throw err;
         }
         if (!outcome.isError && SENDING_TOOLS.has(params.name)) {
-          const id = outcome.structured.message_id;
-          const sentTo =
-            params.name === 'send_dm'
-              ? { dm: (outcome.structured.recipient_ids as number[] | undefined) ?? [] }
-              : { stream: outcome.structured.stream_id as number };
+          const { message_id: id, stream_id: streamId, recipient_ids: recipients } = outcome.structured;
+          // Where it went: send_message gives its stream's id, send_dm its recipients.
+          const sentTo = Array.isArray(recipients)
+            ? { dm: recipients.filter((u): u is number => typeof u === 'number') }
+            : { stream: typeof streamId === 'number' ? streamId : String(streamId) };
           if (typeof id === 'number') runtime.sent.record(id, sentTo);
         }
         const result: CallToolResult = toMcpResult(outcome);
