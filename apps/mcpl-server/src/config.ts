@@ -275,7 +275,7 @@ const configShape = {
   ZULIP_LEGACY_HOSTS: oneOf<LegacyHostPolicy>(
     {
       group: 'MCPL',
-      help: 'What a 0.4 host that never sends a policy gets: advertised (what both sides advertise), mcp-only or inert.',
+      help: 'What a 0.4 host that never sends a policy gets: advertised (what both sides advertise or speak), mcp-only or inert.',
     },
     ['advertised', 'mcp-only', 'inert'],
     'advertised',

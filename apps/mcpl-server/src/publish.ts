@@ -1,7 +1,6 @@
 import {
   type CallOptions,
   checkMessageLength,
-  createStreamLookup,
   isZmcpError,
   normalizeMarkdown,
   readMessage,
@@ -12,6 +11,7 @@ import { type ContentBlock, McplRpcCode, rpcError } from '@zmcp/mcpl';
 import { appendAttachmentMarkdown, type DataAttachment, uploadAttachments } from '@zmcp/uploads';
 import type { ReplyRouter, ReplyTarget } from './routing.js';
 import type { Runtime } from './runtime-types.js';
+import { checkChannelWrite, writeTargetOf } from './write-policy.js';
 
 const EXTENSIONS: Readonly<Record<string, string>> = {
   'image/png': 'png',
@@ -98,16 +98,7 @@ export async function publishTo(
   }
   const call: CallOptions = { signal };
   await follow(runtime, router, target, call);
-  const lookup = await runtime.services.directory.streamLookup(call);
-  try {
-    if (target.kind === 'stream') runtime.policy.checkWrite({ stream: target.streamId }, lookup);
-    else runtime.policy.checkWrite({ dm: target.userIds }, createStreamLookup([]));
-  } catch (err) {
-    if (isZmcpError(err)) {
-      throw rpcError(McplRpcCode.ChannelNotPermitted, err.message, { channelId: channel.id });
-    }
-    throw err;
-  }
+  await checkChannelWrite(runtime, writeTargetOf(target), channel.id, call);
   const uploaded =
     media.length === 0
       ? []
@@ -134,7 +125,7 @@ export async function publishTo(
             { type: 'direct', to: [...target.userIds], content: piece, readBySender: true },
             call,
           );
-    runtime.sent.record(sent.id);
+    runtime.sent.record(sent.id, writeTargetOf(target));
     first ??= sent.id;
   }
   return first === undefined ? { delivered: false } : { delivered: true, messageId: String(first) };

@@ -60,10 +60,12 @@ import type { McplConfig } from './config.js';
 import { Connection } from './connection.js';
 import { publishTo } from './publish.js';
 import { CHANNEL_TYPE, channelMessage, MAX_OPEN_HISTORY, mcplChannel } from './render.js';
+import { rollBack } from './rollback.js';
 import type { Runtime } from './runtime-types.js';
 import { SentLog } from './sent-log.js';
 import { MESSAGING } from './sink.js';
 import { packageVersion } from './version.js';
+import { checkChannelWrite, writeTargetOf } from './write-policy.js';
 
 /** The read tools' feature set, and the context hook's. */
 export const HISTORY = 'zulip.history';
@@ -80,13 +82,14 @@ const FEATURE_SETS: Readonly<Record<string, FeatureSetDeclaration>> = {
   [MESSAGING]: {
     description:
       'Zulip streams and DMs as channels: live messages on open channels, mentions and DMs pushed from closed ones, catch-up after downtime, publishing, typing, acknowledgement, the send and attention tools, rollback of what was sent',
+    // What messaging cannot work without. channels/acknowledge and channels/typing are served
+    // whenever the grant holds them (§14.1 authorizes channel methods per method): a host that
+    // never acknowledges, as agent-framework 0.1.0, still gets its channels and deliveries.
     uses: [
       'channels.register',
       'channels.lifecycle',
       'channels.publish',
       'channels.incoming',
-      'channels.acknowledge',
-      'channels.typing',
       'pushEvents',
       'tools',
     ],
@@ -282,68 +285,73 @@ function assemble(runtime: Runtime, identity: ToolIdentity, filters: FileFilters
   for (const t of runtime.tools) featureSets.set(t.definition.name, t.definition.write ? MESSAGING : HISTORY);
   for (const d of attentionTools) featureSets.set(d.name, MESSAGING);
 
-  /** The registered channel a `channels/open` names: by id, or by `{type, address}`. */
-  const channelIdOf = async (
+  /**
+   * The channel a `channels/open` names (by id, or by `{type, address}`), made ready to open: a
+   * stream the bot can see but is not in is joined first, since Zulip sends stream events only to
+   * subscribers. A stream that does not exist, one the bot cannot see and one the access policy
+   * keeps closed get one and the same answer (`-32023`, the library's own for an unknown channel):
+   * a refusal tells nothing of what it refused, as core's read gate does. Joining is a write in the
+   * stream, so core's write check decides it (`-32017`); nothing unknown is ever subscribed to
+   * (subscribing to a name that does not exist would create it), and one Zulip answers under
+   * `unauthorized` is `-32024`.
+   */
+  const prepareOpen = async (
     conn: Connection,
     request: ChannelOpenRequest,
     call: CallOptions,
   ): Promise<string> => {
-    if (request.channel !== undefined) return request.channel.id;
-    if (request.channelId !== undefined) return request.channelId;
+    const unknown = () =>
+      new McplError('MCPL_UNKNOWN_CHANNEL', 'no channel this server may read is named so');
+    const named = request.channel?.id ?? request.channelId;
+    // What the engine registered (only what the policy lets it read) opens as it is.
+    if (named !== undefined && conn.engine.channels().some((c) => c.channel.id === named)) return named;
     const address = request.address as JsonObject | undefined;
-    if (
+    const byAddress =
+      named === undefined &&
       request.type === CHANNEL_TYPE &&
-      address !== undefined &&
+      typeof address === 'object' &&
       address !== null &&
-      typeof address === 'object'
-    ) {
-      if (typeof address.streamId === 'number') {
-        const known = conn.engine.channels().find((c) => c.channel.streamId === address.streamId);
-        if (known !== undefined) return known.channel.id;
-        const stream = await services.directory.stream(address.streamId, call).catch(() => undefined);
-        if (stream !== undefined) return streamChannelId(stream.name);
-      }
-      if (Array.isArray(address.userIds) && address.userIds.every((u) => typeof u === 'number')) {
-        return dmChannelId(address.userIds as number[]);
-      }
+      !Array.isArray(address)
+        ? address
+        : undefined;
+    if (byAddress !== undefined && Array.isArray(byAddress.userIds)) {
+      if (!byAddress.userIds.every((u) => typeof u === 'number')) throw unknown();
+      return dmChannelId(byAddress.userIds as number[]);
     }
-    throw new McplError('MCPL_UNKNOWN_CHANNEL', 'no channel has that address');
-  };
-
-  /**
-   * Subscribes the bot to a stream before its channel opens: Zulip sends stream events only to
-   * subscribers. Only a stream the bot can see is joined (subscribing to a name that does not
-   * exist would create it); one Zulip answers under `unauthorized` is a refusal.
-   */
-  const subscribeFirst = async (conn: Connection, channelId: string, call: CallOptions): Promise<void> => {
-    const parsed = parseChannelId(channelId);
-    if (parsed.kind !== 'stream') return;
-    if (conn.engine.channels().some((c) => c.channel.id === channelId)) return;
+    let match: (stream: StreamInfo) => boolean;
+    if (named !== undefined) {
+      let parsed: ReturnType<typeof parseChannelId>;
+      try {
+        parsed = parseChannelId(named);
+      } catch {
+        throw unknown();
+      }
+      // DM channels: the engine decides (DMs are read only with ZULIP_PRIVATE_STREAMS=__ALL__).
+      if (parsed.kind === 'dm') return named;
+      const name = parsed.name.trim().toLowerCase();
+      match = (stream) => stream.name.toLowerCase() === name;
+    } else if (byAddress !== undefined && typeof byAddress.streamId === 'number') {
+      const streamId = byAddress.streamId;
+      const known = conn.engine.channels().find((c) => c.channel.streamId === streamId);
+      if (known !== undefined) return known.channel.id;
+      match = (stream) => stream.stream_id === streamId;
+    } else {
+      throw unknown();
+    }
     services.directory.invalidate('streams');
     services.directory.invalidate('subscriptions');
     const [streams, subscriptions] = await Promise.all([
       services.directory.streams(call),
       services.directory.subscriptions(call),
     ]);
-    const name = parsed.name.trim().toLowerCase();
-    const stream = [...subscriptions, ...streams].find((s) => s.name.toLowerCase() === name);
-    if (stream === undefined) {
-      throw rpcError(
-        McplRpcCode.UnknownChannel,
-        `no stream the bot can see is named ${JSON.stringify(parsed.name.slice(0, 100))}; a private stream needs an invitation first`,
-        { channelId },
-      );
+    const stream = [...subscriptions, ...streams].find(match);
+    if (stream === undefined || !policy.canReadStream(stream.stream_id, createStreamLookup([stream]))) {
+      throw unknown();
     }
-    if (subscriptions.some((s) => s.stream_id === stream.stream_id)) return;
-    if (!policy.canReadStream(stream.stream_id, createStreamLookup([stream]))) {
-      throw rpcError(
-        McplRpcCode.ChannelNotPermitted,
-        `this server may not read ${channelId} (ZULIP_PRIVATE_STREAMS)`,
-        {
-          channelId,
-        },
-      );
-    }
+    const channelId = streamChannelId(stream.name);
+    if (subscriptions.some((s) => s.stream_id === stream.stream_id)) return channelId;
+    // Joining a stream is something the bot does in it: the write policy decides, as for the subscribe tool.
+    await checkChannelWrite(runtime, { stream: stream.stream_id }, channelId, call);
     const res = await client.subscribe(
       { subscriptions: [{ name: stream.name }], authorizationErrorsFatal: false },
       call,
@@ -356,6 +364,7 @@ function assemble(runtime: Runtime, identity: ToolIdentity, filters: FileFilters
         { channelId },
       );
     }
+    return channelId;
   };
 
   const deliveryChannel = (conn: Connection, channelId: string): ZulipChannel => {
@@ -440,8 +449,12 @@ function assemble(runtime: Runtime, identity: ToolIdentity, filters: FileFilters
           throw err;
         }
         if (!outcome.isError && SENDING_TOOLS.has(params.name)) {
-          const id = outcome.structured.message_id;
-          if (typeof id === 'number') runtime.sent.record(id);
+          const { message_id: id, stream_id: streamId, recipient_ids: recipients } = outcome.structured;
+          // Where it went: send_message gives its stream's id, send_dm its recipients.
+          const sentTo = Array.isArray(recipients)
+            ? { dm: recipients.filter((u): u is number => typeof u === 'number') }
+            : { stream: typeof streamId === 'number' ? streamId : String(streamId) };
+          if (typeof id === 'number') runtime.sent.record(id, sentTo);
         }
         const result: CallToolResult = toMcpResult(outcome);
         if (outcome.isError || !context.session.isMcpl || context.featureSet !== MESSAGING) return result;
@@ -452,8 +465,7 @@ function assemble(runtime: Runtime, identity: ToolIdentity, filters: FileFilters
       open: async (request, { session, signal }) => {
         const conn = connectionOf(session);
         const call: CallOptions = { signal };
-        const channelId = await channelIdOf(conn, request, call);
-        await subscribeFirst(conn, channelId, call);
+        const channelId = await prepareOpen(conn, request, call);
         const limit = Math.min(Math.max(0, Math.floor(request.history?.limit ?? 0)), MAX_OPEN_HISTORY);
         try {
           const opened = await conn.engine.openChannel(channelId, { backscroll: limit });
@@ -486,6 +498,8 @@ function assemble(runtime: Runtime, identity: ToolIdentity, filters: FileFilters
         const id = Number(messageId);
         const call: CallOptions = { signal };
         const target = deliveryChannel(conn, channel.id);
+        // A reaction is a write in the message's conversation: the one the channel names (checked below).
+        await checkChannelWrite(runtime, writeTargetOf(target), channel.id, call);
         let emoji = config.ackEmoji;
         if (value !== undefined) {
           try {
@@ -520,6 +534,7 @@ function assemble(runtime: Runtime, identity: ToolIdentity, filters: FileFilters
           typeof params.conversationId === 'string' ? params.conversationId : undefined,
         );
         if (target === undefined) return;
+        await checkChannelWrite(runtime, writeTargetOf(target), channel.id, { signal });
         const stop = params.state === 'stop' || params.typing === false || params.active === false;
         const op = stop ? 'stop' : 'start';
         await client.setTyping(
@@ -574,35 +589,7 @@ function assemble(runtime: Runtime, identity: ToolIdentity, filters: FileFilters
       const data = checkpoint.data as { sent?: unknown } | undefined;
       const mark = typeof data?.sent === 'number' ? data.sent : undefined;
       if (mark === undefined) return { success: false, reason: 'the checkpoint carries no send mark' };
-      const ids = runtime.sent.since(mark);
-      // The engine is told first: the agent's own deletions are not news to it.
-      connections.get(session)?.engine.suppressChanges(ids);
-      const deleted: number[] = [];
-      for (const id of ids) {
-        try {
-          await client.deleteMessage(id, { signal });
-          deleted.push(id);
-        } catch (err) {
-          if (isZmcpError(err, 'CORE_NOT_FOUND') || isZmcpError(err, 'CORE_BAD_REQUEST')) {
-            // Already gone, or no longer ours to delete: nothing left to undo here.
-            deleted.push(id);
-            continue;
-          }
-          runtime.sent.forget(deleted);
-          logger.warn('rollback stopped', {
-            deleted: deleted.length,
-            left: ids.length - deleted.length,
-            err,
-          });
-          return {
-            success: false,
-            reason: `deleted ${deleted.length} of ${ids.length} messages; Zulip refused the rest`,
-          };
-        }
-      }
-      runtime.sent.forget(deleted);
-      logger.info('rolled back', { deleted: deleted.length });
-      return { success: true };
+      return rollBack(runtime, connections.get(session)?.engine, mark, signal);
     },
   });
 

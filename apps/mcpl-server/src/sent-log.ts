@@ -1,10 +1,19 @@
+import type { WriteTarget } from '@zmcp/core';
+
+/** One message the server sent for the agent, and where it went. */
+export interface SentMessage {
+  readonly messageId: number;
+  /** Where it was sent: a stream (it may have been moved since) or a DM (a DM never moves). */
+  readonly sentTo: WriteTarget;
+}
+
 /**
  * The messages this server sent for the agent (tool sends and `channels/publish` alike), in order,
  * so a rollback can delete what was sent after a checkpoint. A checkpoint stores a mark (how many
  * had been sent when it was minted); marks only grow, so a branch after a rollback starts fresh.
  */
 export class SentLog {
-  #entries: { seq: number; messageId: number }[] = [];
+  #entries: (SentMessage & { seq: number })[] = [];
   #next = 0;
   readonly #limit: number;
 
@@ -17,16 +26,16 @@ export class SentLog {
     return this.#next;
   }
 
-  record(messageId: number): void {
-    this.#entries.push({ seq: this.#next++, messageId });
+  record(messageId: number, sentTo: WriteTarget): void {
+    this.#entries.push({ seq: this.#next++, messageId, sentTo });
     if (this.#entries.length > this.#limit) this.#entries.splice(0, this.#entries.length - this.#limit);
   }
 
   /** Messages sent at or after `mark`, newest first. */
-  since(mark: number): number[] {
+  since(mark: number): SentMessage[] {
     return this.#entries
       .filter((e) => e.seq >= mark)
-      .map((e) => e.messageId)
+      .map(({ messageId, sentTo }) => ({ messageId, sentTo }))
       .reverse();
   }
 

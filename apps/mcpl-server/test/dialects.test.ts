@@ -20,10 +20,10 @@ afterEach(async () => {
 
 const ids = (channels: readonly ChannelDescriptor[]) => channels.map((c) => c.id).sort();
 
-describe('mcpl-harness 0.1.1 (0.4, never sends a policy)', () => {
+describe('mcpl-harness 0.1.1 (0.4, never sends a policy; it greets as mcpl-harness-web 0.1.0)', () => {
   it('gets array-form feature sets, the assumed grant at initialized, pending channels after {}, and delivery', async () => {
     served = await serve(realm, {
-      host: { name: 'mcpl-harness', version: '0.1.1', dialect: 'mcpl-harness' },
+      host: { name: 'mcpl-harness-web', version: '0.1.0', dialect: 'mcpl-harness' },
       grant: null,
     });
     const { app, host, session } = served;
@@ -37,6 +37,11 @@ describe('mcpl-harness 0.1.1 (0.4, never sends a policy)', () => {
     expect(session.policySource).toBe('legacy');
     expect(host.policyEstablished).toBe(true);
     expect(host.isGranted('channels.lifecycle')).toBe(true);
+    // Its greeting advertises no context hooks: messaging and history, no context injection.
+    expect(session.featureSets.filter((f) => f.enabled).map((f) => f.name)).toEqual([
+      'zulip.messaging',
+      'zulip.history',
+    ]);
     // Its channels/list right after the handshake was answered, not refused for want of a policy.
     expect(host.handshakeChannels).toBeInstanceOf(Array);
     await app.connection(session)?.started;
@@ -60,6 +65,48 @@ describe('mcpl-harness 0.1.1 (0.4, never sends a policy)', () => {
 });
 
 describe('agent-framework 0.1.0 (0.4)', () => {
+  it('greets as it really does (no channels member) and still gets channels, incoming, typing and a publish', async () => {
+    // The host role's agent-framework dialect writes agent-framework 0.1.0's recorded handshake
+    // byte for byte (@zmcp/mcpl's test/fixtures/peers).
+    served = await serve(realm, {
+      host: { name: 'agent-framework', version: '1.0.0', dialect: 'agent-framework' },
+      grant: null,
+    });
+    const { app, host, session } = served;
+    expect(session.dialect).toMatchObject({ name: 'agent-framework', version: '0.4', legacy: true });
+    expect(session.sdk.getClientCapabilities()?.experimental?.mcpl).not.toHaveProperty('channels');
+    // An operator enables the sets it wants; agent-framework says so in a Notification.
+    await host.notifyPolicy({ enabled: ['zulip.messaging', 'zulip.history'], disabled: ['zulip.context'] });
+    await app.connection(session)?.started;
+    expect(session.isFeatureSetEnabled('zulip.messaging')).toBe(true);
+    await opened(session, ['zulip:general', 'zulip:random']);
+
+    const asked = realm.say('general', 'is the build green?', { topic: 'ci' });
+    const heard = await served.incoming.first((m) => m.messageId === String(asked));
+    expect(heard).toMatchObject({ channelId: 'zulip:general', threadId: 'ci' });
+
+    // It keeps typing alive with a bare {channelId} Notification, then publishes as a Request.
+    const typed = new Promise<Record<string, unknown>>((resolve) => {
+      const off = realm.sim.onRequest((r) => {
+        if (r.path.endsWith('/typing')) {
+          off();
+          resolve(r.params);
+        }
+      });
+    });
+    await host.typing({ channelId: 'zulip:general' });
+    expect(await typed).toMatchObject({ op: 'start', type: 'stream', topic: 'ci' });
+    const published = await host.publish({ channelId: 'zulip:general', content: 'yes, all green' });
+    expect(published?.delivered).toBe(true);
+    expect(realm.sim.realm.message(Number(published?.messageId))).toMatchObject({
+      topic: 'ci',
+      senderId: realm.bot,
+      content: 'yes, all green',
+    });
+    // The sending tools are served, under zulip.messaging.
+    expect((await host.listTools()).map((t) => t.name)).toContain('send_message');
+  });
+
   it('reads {registered}, takes a Notification policy, auto-opens by address and counts a duplicate as delivered', async () => {
     const pushed: string[] = [];
     let firstPush: () => void = () => undefined;
@@ -67,7 +114,7 @@ describe('agent-framework 0.1.0 (0.4)', () => {
       firstPush = resolve;
     });
     served = await serve(realm, {
-      host: { name: 'agent-framework', version: '0.1.0', dialect: 'agent-framework' },
+      host: { name: 'agent-framework', version: '1.0.0', dialect: 'agent-framework' },
       grant: null,
       // agent-framework answers a push it has seen with a refusal-shaped result.
       pushEvent: (event) => {

@@ -49,16 +49,39 @@ export function detectHostDialect(clientName: string | undefined, mcplVersion: u
 }
 
 /**
+ * What a 0.4 host handles without advertising it, read from its sources. agent-framework 0.1.0
+ * advertises no `channels` member (its `initialize` carries `version`, `pushEvents`,
+ * `contextHooks` and `featureSets` only), yet it answers `channels/register` and
+ * `channels/changed`, opens every channel it hears of (`channels/open`, `channels/close`), takes
+ * `channels/incoming`, publishes (`channels/publish`) and sends `channels/typing`. It never sends
+ * `channels/acknowledge` or `channels/outgoing/*`, so those stay out.
+ */
+const SPOKEN_UNADVERTISED: Readonly<Record<HostDialect['name'], readonly string[]>> = {
+  'agent-framework': [
+    'channels.register',
+    'channels.lifecycle',
+    'channels.publish',
+    'channels.incoming',
+    'channels.typing',
+  ],
+  'mcpl-harness': [],
+  spec: [],
+};
+
+/**
  * The grant both ends assume for a host that predates grants and never sends a policy
  * (`legacyHosts: 'advertised'` on the server, the 0.4 dialects of `McplHost`): what the server
- * advertises (`serverPaths`, `tools` included when it serves tools) and the host advertises,
+ * advertises (`serverPaths`, `tools` included when it serves tools) and the host speaks — what it
+ * advertises, and for a known dialect what its sources show it handles without advertising it —
  * plus `tools`, minus `contextHooks.beforeInference.inject.system`, which §13.4 denies by default.
  */
 export function assumedLegacyGrant(
   serverPaths: Iterable<string>,
   hostAdvertisement: unknown,
+  dialect: HostDialect['name'],
 ): CapabilityGrant {
   const theirs = advertisedPaths(hostAdvertisement);
+  for (const path of SPOKEN_UNADVERTISED[dialect]) theirs.add(path);
   theirs.add('tools');
   return CapabilityGrant.of(
     [...serverPaths].filter((path) => theirs.has(path) && path !== `${INJECT}system`),

@@ -64,7 +64,10 @@ export interface McplHostHandlers {
   incoming?(messages: ChannelMessage[]): IncomingVerdict[] | Promise<IncomingVerdict[]>;
   /** Per-descriptor authorization of a registration (§14.5). Default: accept all. */
   authorizeChannel?(descriptor: ChannelDescriptor): boolean | { accepted: false; reason: string };
-  /** The answer to `model/info`; without it, `model/info` is refused. */
+  /**
+   * The answer to `model/info`; without it, `model/info` is refused (as mcpl-harness, the
+   * harness's own answer: `{id: "harness/human", vendor: "mcpl-harness", ...}`).
+   */
   modelInfo?: JsonObject;
   /** Answers `inference/request`; without it, the request is refused. */
   inferenceRequest?(params: JsonObject): JsonObject | Promise<JsonObject>;
@@ -81,8 +84,9 @@ export interface McplHostOptions {
   version: string;
   /**
    * `experimental.mcpl` as the host advertises it. Default: version 0.5 with push events,
-   * context hooks, lifecycle, channels and feature sets; for a 0.4 dialect, version `0.4` with
-   * push events, context hooks, `channels: true` and feature sets. `null` connects as a plain
+   * context hooks, lifecycle, channels and feature sets; for a 0.4 dialect, what that host
+   * really sends (agent-framework 0.1.0: version `0.4`, push events, `beforeInference` and a
+   * blocking `afterInference`, feature sets, and no `channels` member). `null` connects as a plain
    * MCP client (not with a 0.4 dialect). A 0.4 dialect advertises a version below 0.5.
    */
   capabilities?: McplCapabilities | null;
@@ -161,16 +165,40 @@ const DEFAULT_HOST_CAPABILITIES: McplCapabilities = {
   featureSets: true,
 };
 
-/** What the 0.4 dialects advertise unless told otherwise (INTEROP.md records only the version). */
-const LEGACY_HOST_CAPABILITIES: McplCapabilities = {
-  version: '0.4',
-  pushEvents: true,
-  contextHooks: { beforeInference: true },
-  channels: true,
-  featureSets: true,
+/**
+ * What each 0.4 dialect sends in `initialize` unless told otherwise: the host's own greeting, read
+ * from its sources. agent-framework 0.1.0 (tag v0.1.0: `src/framework.ts` builds the
+ * `experimental.mcpl` object, `src/mcpl/server-connection.ts` writes the request) has no
+ * `channels` member, though it speaks channels. mcpl-harness 0.1.1 (`src/session.ts`) has no
+ * context hooks and no `featureSets` member; `scopedAccess` is a 0.3 capability 0.5 removed.
+ */
+const LEGACY_GREETINGS: Readonly<
+  Record<Exclude<McplHostDialect, 'spec'>, { protocolVersion: string; capabilities: McplCapabilities }>
+> = {
+  'mcpl-harness': {
+    protocolVersion: '2024-11-05',
+    capabilities: { version: '0.4', pushEvents: true, channels: true, modelInfo: true, scopedAccess: true },
+  },
+  'agent-framework': {
+    protocolVersion: '2024-11-05',
+    capabilities: {
+      version: '0.4',
+      pushEvents: true,
+      contextHooks: { beforeInference: true, afterInference: { blocking: true } },
+      featureSets: true,
+    },
+  },
 };
 
 const DIALECTS: readonly McplHostDialect[] = ['spec', 'mcpl-harness', 'agent-framework'];
+
+/** What mcpl-harness 0.1.1 answers `model/info` with (a human plays the model at the harness). */
+const HARNESS_MODEL_INFO: JsonObject = {
+  id: 'harness/human',
+  vendor: 'mcpl-harness',
+  contextWindow: 200000,
+  capabilities: ['text'],
+};
 
 const ACCEPTED: IncomingVerdict = Object.freeze({ accepted: true });
 
@@ -203,7 +231,7 @@ function hostProfile(options: McplHostOptions): {
   if (options.capabilities === null) {
     throw invalidOption(`the ${dialect} dialect speaks MCPL: capabilities cannot be null with it`);
   }
-  const advertised = options.capabilities ?? LEGACY_HOST_CAPABILITIES;
+  const advertised = options.capabilities ?? LEGACY_GREETINGS[dialect].capabilities;
   const seen = detectHostDialect(options.name, advertised.version);
   if (!seen.legacy) {
     throw invalidOption(
@@ -342,11 +370,28 @@ export class McplHost {
   #sequence(transport: Transport): SequencedTransport {
     const wire = new SequencedTransport(transport, this.#lane);
     this.#wire = wire;
-    if (this.#dialect === 'spec') return wire;
+    const dialect = this.#dialect;
+    if (dialect === 'spec') return wire;
     wire.rewrite = (message) => {
-      if ('method' in message && message.method === 'notifications/initialized' && !('id' in message)) {
+      if (!('method' in message)) return message;
+      // The handshake as the 0.4 host writes it (the SDK's client would offer its latest protocol
+      // version, and lay the members out in another order).
+      if (message.method === 'initialize' && 'id' in message) {
+        return {
+          jsonrpc: '2.0',
+          method: 'initialize',
+          id: message.id,
+          params: {
+            protocolVersion: LEGACY_GREETINGS[dialect].protocolVersion,
+            capabilities: message.params?.capabilities ?? {},
+            clientInfo: message.params?.clientInfo ?? {},
+          },
+        };
+      }
+      if (message.method === 'notifications/initialized' && !('id' in message)) {
         wire.rewrite = undefined;
         this.#assumeLegacyGrant();
+        return { jsonrpc: '2.0', method: 'notifications/initialized' };
       }
       return message;
     };
@@ -372,7 +417,7 @@ export class McplHost {
       );
     }
     this.#adopt(mcpl);
-    this.#grant = assumedLegacyGrant(this.#advertised(), this.#advertisement);
+    this.#grant = assumedLegacyGrant(this.#advertised(), this.#advertisement, this.#dialect);
     this.#established = true;
   }
 
@@ -1192,7 +1237,9 @@ export class McplHost {
     if (this.#dialect === 'agent-framework') this.#methods.request('model/info', neverAnswered);
     else {
       this.#serve('model/info', 'modelInfo', () => {
-        const info = this.#options.handlers?.modelInfo;
+        const info =
+          this.#options.handlers?.modelInfo ??
+          (this.#dialect === 'mcpl-harness' ? HARNESS_MODEL_INFO : undefined);
         if (info === undefined)
           throw rpcError(McplRpcCode.MethodNotFound, 'model/info is not offered by this host');
         return info;

@@ -184,9 +184,11 @@ export interface RollbackRequest {
 /** How a server treats a host that advertises MCPL before 0.5 and never sends a policy. */
 export type LegacyHostPolicy =
   /**
-   * Default. At `notifications/initialized`, assume a grant of what both sides advertise (plus
-   * `tools`, minus `contextHooks.beforeInference.inject.system`, which §13.4 says to deny by
-   * default), every feature set selected; Notification-form `disabled` still narrows it.
+   * Default. At `notifications/initialized`, assume a grant of what the server advertises and the
+   * host speaks (what it advertises, and for agent-framework 0.1.0 the channel methods it handles
+   * without advertising them), plus `tools`, minus `contextHooks.beforeInference.inject.system`
+   * (§13.4 says to deny it by default), every feature set selected; Notification-form `disabled`
+   * still narrows it.
    */
   | 'advertised'
   /** Serve it as a plain MCP client: tools ungated, no MCPL message sent or answered. */

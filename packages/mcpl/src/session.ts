@@ -388,7 +388,7 @@ export class McplSession {
       return;
     }
     if (policy === 'inert') return;
-    const grant = assumedLegacyGrant(this.#advertised(), this.#hostAdvertisement);
+    const grant = assumedLegacyGrant(this.#advertised(), this.#hostAdvertisement, this.#dialect.name);
     this.#setPolicy({ source: 'legacy', grant, selection: { disabled: [] } });
     this.#becomeReady();
   }

@@ -1,5 +1,6 @@
 // McplHost speaking as the 0.4 hosts INTEROP.md records, against this library's own server
 // role: the handshake, the grant both ends assume, and channels as each of them does them.
+import { readFileSync } from 'node:fs';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage, MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
@@ -11,8 +12,10 @@ import {
   type McplHostOptions,
   type McplServer,
   type McplSession,
+  NdjsonTransport,
 } from '../src/index.js';
-import { createToyServer, general, message, random } from './fixtures/toy.js';
+import { agentFrameworkFeatureSets, createToyServer, general, message, random } from './fixtures/toy.js';
+import { RawPeer } from './raw-peer.js';
 
 type Wire = {
   id?: string | number;
@@ -66,8 +69,18 @@ class Recorder implements Transport {
   }
 }
 
-const HARNESS = { name: 'mcpl-harness', version: '0.1.1', dialect: 'mcpl-harness' } as const;
-const AGENT_FRAMEWORK = { name: 'agent-framework', version: '0.1.0', dialect: 'agent-framework' } as const;
+/** mcpl-harness 0.1.1 names itself so in `clientInfo` (its source hard-codes the name and version). */
+const HARNESS = { name: 'mcpl-harness-web', version: '0.1.0', dialect: 'mcpl-harness' } as const;
+/** agent-framework 0.1.0 names itself so in `clientInfo` (its version there is hard-coded). */
+const AGENT_FRAMEWORK = { name: 'agent-framework', version: '1.0.0', dialect: 'agent-framework' } as const;
+
+/** The handshake agent-framework 0.1.0 writes, recorded (fixtures/peers/NOTICE.md). */
+const AGENT_FRAMEWORK_HANDSHAKE = readFileSync(
+  new URL('./fixtures/peers/agent-framework-0.1.0.handshake.jsonl', import.meta.url),
+  'utf8',
+)
+  .split('\n')
+  .filter((line) => line !== '');
 
 async function connect(server: McplServer, options: McplHostOptions) {
   const [hostSide, serverSide] = InMemoryTransport.createLinkedPair();
@@ -136,20 +149,25 @@ describe('as mcpl-harness 0.1.1', () => {
     const { host, session, wire } = await connect(server, HARNESS);
     expect(host.dialect).toBe('mcpl-harness');
     expect(session.dialect).toMatchObject({ name: 'mcpl-harness', version: '0.4', legacy: true });
-    const init = wire.sent[0];
-    expect(init).toMatchObject({
-      id: 0,
+    // Its greeting, as its source (anima-research/mcpl-harness 0.1.1, src/session.ts) writes it.
+    expect(wire.sent[0]).toEqual({
+      jsonrpc: '2.0',
       method: 'initialize',
-      params: { clientInfo: { name: 'mcpl-harness', version: '0.1.1' } },
+      id: 0,
+      params: {
+        protocolVersion: '2024-11-05',
+        capabilities: {
+          experimental: {
+            mcpl: { version: '0.4', pushEvents: true, channels: true, modelInfo: true, scopedAccess: true },
+          },
+        },
+        clientInfo: { name: 'mcpl-harness-web', version: '0.1.0' },
+      },
     });
-    const capabilities = init?.params?.capabilities as { experimental?: { mcpl?: unknown } } | undefined;
-    expect(capabilities?.experimental?.mcpl).toEqual({
-      version: '0.4',
-      pushEvents: true,
-      contextHooks: { beforeInference: true },
-      channels: true,
-      featureSets: true,
-    });
+    // It advertises no context hooks, so the toy's context set is not granted.
+    expect(session.isFeatureSetEnabled('toy.context')).toBe(false);
+    // It answers model/info, with the model it stands for (a human at the harness).
+    expect(await session.modelInfo()).toMatchObject({ id: 'harness/human', vendor: 'mcpl-harness' });
     expect(Array.isArray(host.manifest?.featureSets)).toBe(true);
     // No policy: the grant is assumed at initialized, the same on both ends.
     expect(session.policySource).toBe('legacy');
@@ -263,17 +281,27 @@ describe('as mcpl-harness 0.1.1', () => {
 });
 
 describe('as agent-framework 0.1.0', () => {
-  const advertised = {
-    version: '0.4',
-    pushEvents: true,
-    modelInfo: true,
-    contextHooks: { beforeInference: true },
-    channels: true,
-  };
+  it('writes agent-framework 0.1.0’s recorded handshake, byte for byte', async () => {
+    const server = new RawPeer();
+    const connecting = McplHost.connect(
+      new NdjsonTransport(server.toServer, server.fromServer),
+      AGENT_FRAMEWORK,
+    );
+    const initialize = await server.nextCall('initialize');
+    server.respond(initialize.id, {
+      protocolVersion: '2024-11-05',
+      capabilities: { experimental: { mcpl: { version: '0.5', featureSets: {} } } },
+      serverInfo: { name: 'raw-server', version: '0' },
+    });
+    await server.nextCall('notifications/initialized');
+    const host = await connecting;
+    expect(server.lines.slice(0, 2)).toEqual(AGENT_FRAMEWORK_HANDSHAKE);
+    await host.close();
+  });
 
   it('initializes with id 0, reads the object form, and narrows only by a non-empty Notification', async () => {
-    const { server } = createToyServer();
-    const { host, session, wire } = await connect(server, { ...AGENT_FRAMEWORK, capabilities: advertised });
+    const { server } = createToyServer({ featureSets: agentFrameworkFeatureSets });
+    const { host, session, wire } = await connect(server, AGENT_FRAMEWORK);
     expect(wire.sent[0]).toMatchObject({ id: 0, method: 'initialize' });
     expect(session.dialect).toMatchObject({ name: 'agent-framework', legacy: true });
     expect(Array.isArray(host.manifest?.featureSets)).toBe(false);
@@ -286,6 +314,11 @@ describe('as agent-framework 0.1.0', () => {
     await expect(host.notifyPolicy({ effectiveCapabilities: ['tools'] })).rejects.toMatchObject({
       code: 'MCPL_INVALID_ARGUMENT',
     });
+    // What its greeting leaves out but it speaks (channels) is granted with the rest.
+    expect(session.featureSets.filter((f) => f.enabled).map((f) => f.name)).toEqual([
+      'toy.messaging',
+      'toy.context',
+    ]);
     await host.notifyPolicy({ enabled: [], disabled: [] });
     expect(wire.calls('featureSets/update')).toEqual([]);
     await host.notifyPolicy({ disabled: ['toy.context'] });
@@ -306,7 +339,7 @@ describe('as agent-framework 0.1.0', () => {
 
   it('answers {registered}, auto-opens every registered channel by {type, address}, and reconciles a change before answering', async () => {
     const { server, record } = createToyServer({ channelsChanged: 'request' });
-    const { host, session, wire } = await connect(server, { ...AGENT_FRAMEWORK, capabilities: advertised });
+    const { host, session, wire } = await connect(server, AGENT_FRAMEWORK);
     const opened: string[] = [];
     const both = new Promise<void>((resolve) =>
       host.on('opened', (result) => {
@@ -353,7 +386,7 @@ describe('as agent-framework 0.1.0', () => {
         outgoing: () => undefined,
       },
     });
-    const { host, session } = await connect(server, { ...AGENT_FRAMEWORK, capabilities: advertised });
+    const { host, session } = await connect(server, AGENT_FRAMEWORK);
     const failed = next(host, 'openFailed');
     await session.registerChannels([general]);
     const [channelId, error] = await failed;
@@ -363,9 +396,12 @@ describe('as agent-framework 0.1.0', () => {
     await host.close();
   });
 
-  it('answers a duplicate push with {accepted: false, reason: "duplicate"}, and never answers model/info or channels/list', async () => {
-    const { server } = createToyServer({ timeouts: { requestMs: 100 } });
-    const { host, session, wire } = await connect(server, { ...AGENT_FRAMEWORK, capabilities: advertised });
+  it('answers a duplicate push with {accepted: false, reason: "duplicate"}, is never asked model/info, and never answers channels/list', async () => {
+    const { server } = createToyServer({
+      featureSets: agentFrameworkFeatureSets,
+      timeouts: { requestMs: 100 },
+    });
+    const { host, session, wire } = await connect(server, AGENT_FRAMEWORK);
     const input = {
       featureSet: 'toy.messaging',
       eventId: 'evt_1',
@@ -375,9 +411,10 @@ describe('as agent-framework 0.1.0', () => {
     expect((await session.pushEvent(input)).status).toBe('duplicate');
     expect(wire.answerTo('push/event')?.result).toEqual({ accepted: false, reason: 'duplicate' });
 
-    await expect(session.modelInfo()).rejects.toMatchObject({ code: 'MCPL_TIMEOUT' });
+    // It does not advertise modelInfo: the server may not ask.
+    await expect(session.modelInfo()).rejects.toMatchObject({ code: 'MCPL_CAPABILITY_DENIED' });
+    expect(wire.received.filter((m) => m.method === 'model/info')).toEqual([]);
     await expect(session.listHostChannels()).rejects.toMatchObject({ code: 'MCPL_TIMEOUT' });
-    expect(wire.answerTo('model/info')).toBeUndefined();
     expect(wire.answerTo('channels/list')).toBeUndefined();
     expect(await host.afterInference({ inferenceId: 'inf_1' })).toEqual({});
     await host.close();

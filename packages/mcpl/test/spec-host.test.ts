@@ -1,8 +1,9 @@
 // A host written from SPEC 0.5 and INTEROP.md, speaking raw JSON-RPC lines, replays whole
 // sessions against the toy server: first a 0.5 host, then each dialect INTEROP.md records.
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { manifestRevision } from '../src/index.js';
-import { createToyServer, general, message, random } from './fixtures/toy.js';
+import { agentFrameworkFeatureSets, createToyServer, general, message, random } from './fixtures/toy.js';
 import { FULL_GRANT, nextTurn, recordingLogger } from './helpers.js';
 import { params, RawPeer, result } from './raw-peer.js';
 
@@ -14,6 +15,14 @@ const SPEC_HOST = {
   channels: { register: true, publish: true, incoming: true, lifecycle: true },
   featureSets: true,
 };
+
+/** The handshake agent-framework 0.1.0 writes, recorded (fixtures/peers/NOTICE.md). */
+const AGENT_FRAMEWORK_HANDSHAKE = readFileSync(
+  new URL('./fixtures/peers/agent-framework-0.1.0.handshake.jsonl', import.meta.url),
+  'utf8',
+)
+  .split('\n')
+  .filter((line) => line !== '');
 
 function initialize(clientName: string, mcpl: Record<string, unknown>) {
   return {
@@ -171,7 +180,14 @@ describe('mcpl-harness 0.1.1 (0.4, never sends a policy)', () => {
     const init = await peer.request(
       1,
       'initialize',
-      initialize('mcpl-harness', { version: '0.4', pushEvents: true, channels: true }),
+      // Its greeting as its source writes it (anima-research/mcpl-harness 0.1.1, src/session.ts).
+      initialize('mcpl-harness-web', {
+        version: '0.4',
+        pushEvents: true,
+        channels: true,
+        modelInfo: true,
+        scopedAccess: true,
+      }),
     );
     const manifest = (result(init).capabilities as Record<string, Record<string, Record<string, unknown>>>)
       .experimental?.mcpl as Record<string, unknown>;
@@ -228,25 +244,22 @@ describe('mcpl-harness 0.1.1 (0.4, never sends a policy)', () => {
 
 describe('agent-framework 0.1.0 (0.4)', () => {
   it('initializes with id 0, narrows by Notification, and is read as it answers', async () => {
-    const { server } = createToyServer({ timeouts: { requestMs: 100 } });
+    const { server } = createToyServer({
+      featureSets: agentFrameworkFeatureSets,
+      timeouts: { requestMs: 100 },
+    });
     const peer = new RawPeer();
     const session = await peer.attach(server);
-    const init = await peer.request(
-      0,
-      'initialize',
-      initialize('agent-framework', {
-        version: '0.4',
-        pushEvents: true,
-        modelInfo: true,
-        channels: true,
-        contextHooks: { beforeInference: true },
-      }),
-    );
+    // Its recorded handshake, as it writes it: no `channels` member, though it speaks channels.
+    const [initializeLine, initializedLine] = AGENT_FRAMEWORK_HANDSHAKE;
+    const answered = peer.next((m) => m.method === undefined && m.id === 0);
+    peer.writeLine(initializeLine as string);
+    const init = await answered;
     expect(init.id).toBe(0);
     const manifest = (result(init).capabilities as Record<string, Record<string, Record<string, unknown>>>)
       .experimental?.mcpl as Record<string, unknown>;
     expect(Array.isArray(manifest.featureSets)).toBe(false);
-    peer.notify('notifications/initialized');
+    peer.writeLine(initializedLine as string);
     // It sends the policy only as a Notification, and only when there is something to disable.
     peer.notify('featureSets/update', { enabled: ['toy.messaging'], disabled: ['toy.context'] });
     expect((await peer.request(1, 'ping')).result).toEqual({});
@@ -281,10 +294,13 @@ describe('agent-framework 0.1.0 (0.4)', () => {
     peer.respond((await peer.nextCall('push/event')).id, { accepted: false, reason: 'duplicate' });
     expect((await second).status).toBe('duplicate');
 
-    // It never answers model/info: the request times out, and the SDK tells the host it gave up.
-    await expect(session.modelInfo()).rejects.toMatchObject({ code: 'MCPL_TIMEOUT' });
+    // It does not advertise modelInfo, so it is never asked; it never answers an inbound
+    // channels/list either: that request times out, and the SDK tells the host it gave up.
+    await expect(session.modelInfo()).rejects.toMatchObject({ code: 'MCPL_CAPABILITY_DENIED' });
+    await expect(session.listHostChannels()).rejects.toMatchObject({ code: 'MCPL_TIMEOUT' });
     const cancelled = await peer.nextCall('notifications/cancelled');
-    expect(cancelled.params?.requestId).toBe((await peer.nextCall('model/info')).id);
+    expect(cancelled.params?.requestId).toBe((await peer.nextCall('channels/list')).id);
+    expect(peer.received.some((m) => m.method === 'model/info')).toBe(false);
     peer.end();
   });
 });
