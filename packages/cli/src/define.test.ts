@@ -196,7 +196,10 @@ describe('Settings.parse', () => {
     ]);
     const naming = defineSettings(
       {
-        KEY: text({ group: 'G', defaultText: '', help: 'k', secret: true }, matching(/^[a-z0-9]{32}$/, 'a key')),
+        KEY: text(
+          { group: 'G', defaultText: '', help: 'k', secret: true },
+          matching(/^[a-z0-9]{32}$/, 'a key'),
+        ),
         NAME: text({ group: 'G', defaultText: '', help: 'n' }, (raw) => `${JSON.stringify(raw)} is no name`),
       },
       { bin: 'b' },
