@@ -83,7 +83,9 @@ describe('main', () => {
     ]) {
       const io = streams();
       expect(await main([], { ZULIP_AGENT_ALLOWED_USERS: '1', ...env }, io)).toBe(2);
-      expect(io.err()).toContain('ZULIP_EMAIL: expected an email address such as bot@example.com (got "[REDACTED]")');
+      expect(io.err()).toContain(
+        'ZULIP_EMAIL: expected an email address such as bot@example.com (got "[REDACTED]")',
+      );
       expect(io.err()).not.toContain(key);
     }
   });

@@ -69,7 +69,9 @@ describe('help, version and bad configuration', () => {
     ]) {
       const err = sink();
       expect(await main([], env, { stderr: err.stream })).toBe(2);
-      expect(err.text()).toContain('ZULIP_EMAIL: expected an email address such as bot@example.com (got "[REDACTED]")');
+      expect(err.text()).toContain(
+        'ZULIP_EMAIL: expected an email address such as bot@example.com (got "[REDACTED]")',
+      );
       expect(err.text()).not.toContain(key);
     }
   });
