@@ -88,6 +88,18 @@ describe('main', () => {
       );
       expect(io.err()).not.toContain(key);
     }
+    // The key as the zuliprc's path: the library's start-up problem names the path.
+    const asPath = streams();
+    expect(
+      await main(
+        [],
+        { ZULIP_AGENT_ALLOWED_USERS: '1', ZULIP_AGENT_STATE_DIR: w.stateDir, ZULIP_RC_PATH: key },
+        asPath,
+      ),
+    ).toBe(2);
+    // (The launcher resolves the path against its working directory first.)
+    expect(asPath.err()).toMatch(/zuliprc \S*\[REDACTED\] \(from ZULIP_RC_PATH\) does not exist/);
+    expect(asPath.err()).not.toContain(key);
   });
 
   it('exits 2 when the .mcp.json would put a secret on argv, and starts nothing', async () => {

@@ -109,6 +109,11 @@ describe('the zulip-mcp bin', () => {
       expect(stderr).not.toContain(key);
       expect(stderr).not.toContain('tok_9f8e7d6c5b4a3210');
     }
+    // The key as the zuliprc's path: the library's start-up problem names the path.
+    const asPath = await run([], childEnv({ ZULIP_RC_PATH: key }));
+    expect(asPath.code).toBe(2);
+    expect(asPath.stderr).toContain('zuliprc [REDACTED] (from ZULIP_RC_PATH) does not exist');
+    expect(asPath.stderr).not.toContain(key);
   });
 
   it('answers initialize and tools/list over stdio', async () => {

@@ -74,6 +74,11 @@ describe('help, version and bad configuration', () => {
       );
       expect(err.text()).not.toContain(key);
     }
+    // The key as the zuliprc's path: the library's start-up problem names the path.
+    const asPath = sink();
+    expect(await main([], { ZULIP_RC_PATH: key }, { stderr: asPath.stream })).toBe(2);
+    expect(asPath.text()).toContain('zuliprc [REDACTED] (from ZULIP_RC_PATH) does not exist');
+    expect(asPath.text()).not.toContain(key);
   });
 
   it('refuses the toolsets of zulip-mcp and an invalid filters file at start', async () => {
