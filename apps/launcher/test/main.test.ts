@@ -73,6 +73,35 @@ describe('main', () => {
     expect(io.out()).toBe('');
   });
 
+  it('never echoes a key pasted into the wrong variable, from the environment or beside a zuliprc', async () => {
+    const key = 'Zk3yZk3yZk3yZk3yZk3yZk3yZk3yZk3y';
+    const rc = join(w.dir, 'wrong-variable.zuliprc');
+    writeFileSync(rc, `[api]\nemail=bot@example.com\nkey=${key}\nsite=https://chat.example.com\n`);
+    for (const env of [
+      { ZULIP_EMAIL: key, ZULIP_SITE: 'https://chat.example.com' },
+      { ZULIP_EMAIL: key, ZULIP_RC_PATH: rc },
+    ]) {
+      const io = streams();
+      expect(await main([], { ZULIP_AGENT_ALLOWED_USERS: '1', ...env }, io)).toBe(2);
+      expect(io.err()).toContain(
+        'ZULIP_EMAIL: expected an email address such as bot@example.com (got "[REDACTED]")',
+      );
+      expect(io.err()).not.toContain(key);
+    }
+    // The key as the zuliprc's path: the library's start-up problem names the path.
+    const asPath = streams();
+    expect(
+      await main(
+        [],
+        { ZULIP_AGENT_ALLOWED_USERS: '1', ZULIP_AGENT_STATE_DIR: w.stateDir, ZULIP_RC_PATH: key },
+        asPath,
+      ),
+    ).toBe(2);
+    // (The launcher resolves the path against its working directory first.)
+    expect(asPath.err()).toMatch(/zuliprc \S*\[REDACTED\] \(from ZULIP_RC_PATH\) does not exist/);
+    expect(asPath.err()).not.toContain(key);
+  });
+
   it('exits 2 when the .mcp.json would put a secret on argv, and starts nothing', async () => {
     const path = writeMcpConfig({
       ...w.server,

@@ -160,7 +160,8 @@ function readBody(req: IncomingMessage, limit: number): Promise<string> {
  * `Origin` against the allow-list (403; requests without one pass), bearer token in
  * constant time (401 with `WWW-Authenticate: Bearer`). A new session beyond `maxSessions`
  * takes the place of the least recently used session with no request in flight (closed as
- * `reclaimed`; a session busy with a request is never evicted); only when every session has
+ * `reclaimed`; a session is busy from the moment a request for it arrives, body still on its
+ * way, until the response ends, and a busy one is never evicted); only when every session has
  * a request in flight is it refused with 503, a JSON-RPC error and a `Retry-After` of when
  * the soonest busy session's requests reach `requestTimeoutMs`. A session with no request in
  * progress for `sessionIdleMs` is closed; `DELETE` ends one at once. Session ids are never logged.
@@ -301,6 +302,29 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     return session;
   };
 
+  /**
+   * Counts a request as in flight on `session` from now until its response ends (the standalone
+   * GET stream only listens, so it does not keep a session alive), and marks the session used.
+   */
+  const track = (session: Session, method: string, res: ServerResponse): void => {
+    const counts = method !== 'GET';
+    const started = performance.now();
+    session.lastUsed = ++uses;
+    if (counts) {
+      session.active++;
+      session.inFlightSince.push(started);
+    }
+    scheduleIdle(session);
+    res.on('close', () => {
+      if (counts) {
+        session.active--;
+        session.inFlightSince.splice(session.inFlightSince.indexOf(started), 1);
+      }
+      session.lastUsed = ++uses;
+      scheduleIdle(session);
+    });
+  };
+
   const authorized = (req: IncomingMessage): boolean => {
     if (expectedToken === undefined) return true;
     const header = req.headers.authorization ?? '';
@@ -352,6 +376,20 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
       return;
     }
 
+    // A session is busy from the moment a request for it arrives, before its body is read: a
+    // session whose body is still on its way must not be reclaimed for a new one.
+    const sessionHeader = req.headers['mcp-session-id'];
+    const sessionId = Array.isArray(sessionHeader) ? sessionHeader[0] : sessionHeader;
+    let session: Session | undefined;
+    if (sessionId !== undefined) {
+      session = sessions.get(sessionId);
+      if (!session) {
+        sendJsonRpcError(res, 404, -32001, 'Session not found');
+        return;
+      }
+      track(session, method, res);
+    }
+
     let body: unknown;
     if (method === 'POST') {
       try {
@@ -372,16 +410,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
       }
     }
 
-    const sessionHeader = req.headers['mcp-session-id'];
-    const sessionId = Array.isArray(sessionHeader) ? sessionHeader[0] : sessionHeader;
-    let session: Session | undefined;
-    if (sessionId !== undefined) {
-      session = sessions.get(sessionId);
-      if (!session) {
-        sendJsonRpcError(res, 404, -32001, 'Session not found');
-        return;
-      }
-    } else {
+    if (session === undefined) {
       const initializing =
         method === 'POST' &&
         (Array.isArray(body) ? body.some(isInitializeRequest) : isInitializeRequest(body));
@@ -408,26 +437,14 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
       session = newSession();
       reserved.add(session);
       await session.server.connect(session.transport);
+      track(session, method, res);
+    } else if (session.closeReason !== undefined) {
+      // Ended (DELETE, idle, shutdown) while this request's body was arriving.
+      sendJsonRpcError(res, 404, -32001, 'Session not found');
+      return;
     }
 
     const current = session;
-    // The standalone GET stream only listens; it does not keep a session alive.
-    const counts = method !== 'GET';
-    const started = performance.now();
-    current.lastUsed = ++uses;
-    if (counts) {
-      current.active++;
-      current.inFlightSince.push(started);
-    }
-    scheduleIdle(current);
-    res.on('close', () => {
-      if (counts) {
-        current.active--;
-        current.inFlightSince.splice(current.inFlightSince.indexOf(started), 1);
-      }
-      current.lastUsed = ++uses;
-      scheduleIdle(current);
-    });
     try {
       await current.transport.handleRequest(req, res, body);
     } finally {

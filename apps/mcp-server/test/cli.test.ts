@@ -3,7 +3,7 @@
 // workspace libraries it imports to their sources (as every test here does), so the
 // test does not depend on other packages' dist/ being current.
 import { spawn } from 'node:child_process';
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -89,6 +89,31 @@ describe('the zulip-mcp bin', () => {
     expect(stderr).toContain('ZMCP_HTTP_TOKEN:');
     expect(stderr).not.toContain('super secret');
     expect(stderr).not.toContain('short secret');
+  });
+
+  it('never echoes a key pasted into the wrong variable, from the environment or beside a zuliprc', async () => {
+    const key = 'Zk3yZk3yZk3yZk3yZk3yZk3yZk3yZk3y';
+    const rc = join(stateDir, 'wrong-variable.zuliprc');
+    writeFileSync(rc, `[api]\nemail=bot@example.com\nkey=${key}\nsite=https://chat.example.com\n`);
+    // The key as the email, its own variable unset; then beside the zuliprc it came from; then an
+    // HTTP bearer token (16+ printable characters) in a variable that is no secret.
+    for (const env of [
+      { ZULIP_EMAIL: key, ZULIP_REALM: 'https://chat.example.com' },
+      { ZULIP_EMAIL: key, ZULIP_RC_PATH: rc },
+      { AGENT_TIMEZONE: 'tok_9f8e7d6c5b4a3210' },
+    ]) {
+      const { code, stdout, stderr } = await run([], childEnv(env));
+      expect(code).toBe(2);
+      expect(stdout).toBe('');
+      expect(stderr).toMatch(/^ {2}(ZULIP_EMAIL|AGENT_TIMEZONE): .*\(got "\[REDACTED\]"\)$/m);
+      expect(stderr).not.toContain(key);
+      expect(stderr).not.toContain('tok_9f8e7d6c5b4a3210');
+    }
+    // The key as the zuliprc's path: the library's start-up problem names the path.
+    const asPath = await run([], childEnv({ ZULIP_RC_PATH: key }));
+    expect(asPath.code).toBe(2);
+    expect(asPath.stderr).toContain('zuliprc [REDACTED] (from ZULIP_RC_PATH) does not exist');
+    expect(asPath.stderr).not.toContain(key);
   });
 
   it('answers initialize and tools/list over stdio', async () => {

@@ -349,6 +349,74 @@ describe('Streamable HTTP transport', () => {
     expect((await closed).reason).toBe('reclaimed');
   });
 
+  it('never evicts a session whose request body is still arriving', async () => {
+    const started = await start({ maxSessions: 2 });
+    const { server } = started;
+    const busy = await connectClient(server.url);
+    await connectClient(server.url);
+    const busyId = busy.transport.sessionId as string;
+    // The other session is used last, so the busy one is the least recently used.
+    await busy.client.listTools();
+    await connectClient(server.url).then(({ client }) => client.listTools());
+
+    // A request for the busy session: headers sent, body still on its way. `Expect: 100-continue`
+    // is the barrier: the server answers it as it hands the request to its handler.
+    const body = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 7,
+      method: 'tools/call',
+      params: { name: 'echo', arguments: { text: 'slow upload' } },
+    });
+    const continued = barrier();
+    let answered!: (res: RawResponse) => void;
+    const answer = new Promise<RawResponse>((resolve) => {
+      answered = resolve;
+    });
+    const req = httpRequest(
+      server.url,
+      {
+        method: 'POST',
+        headers: {
+          ...postHeaders,
+          'mcp-session-id': busyId,
+          'mcp-protocol-version': LATEST_PROTOCOL_VERSION,
+          'content-length': String(Buffer.byteLength(body)),
+          expect: '100-continue',
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () =>
+          answered({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body: Buffer.concat(chunks).toString('utf8'),
+          }),
+        );
+      },
+    );
+    req.on('error', (err) => answered({ status: 0, headers: {}, body: String(err) }));
+    req.on('continue', () => continued.resolve());
+    req.flushHeaders();
+    cleanup.push(async () => req.destroy());
+    await continued.promise;
+    req.write(body.slice(0, 10));
+
+    // A storm of new sessions, one after another: each takes the place of an idle one, never the busy one.
+    for (let i = 0; i < 4; i++) {
+      const opened = await raw(server.url, 'POST', postHeaders, initializeBody);
+      expect(opened.status).toBe(200);
+    }
+    expect(started.closed.length).toBeGreaterThanOrEqual(4);
+    expect(started.closed.map((c) => c.id)).not.toContain(busyId);
+
+    req.end(body.slice(10));
+    const done = await answer;
+    expect(done.status).toBe(200);
+    expect(done.body).toContain('slow upload');
+  });
+
   it('ends a session on DELETE; its id is then unknown', async () => {
     const started = await start();
     const { server } = started;

@@ -59,6 +59,28 @@ describe('help, version and bad configuration', () => {
     expect(err.text()).not.toContain('short-secret-value');
   });
 
+  it('never echoes a key pasted into the wrong variable, from the environment or beside a zuliprc', async () => {
+    const key = 'Zk3yZk3yZk3yZk3yZk3yZk3yZk3yZk3y';
+    const rc = join(realm.stateDir, 'wrong-variable.zuliprc');
+    await writeFile(rc, `[api]\nemail=bot@example.com\nkey=${key}\nsite=https://chat.example.com\n`);
+    for (const env of [
+      { ZULIP_EMAIL: key, ZULIP_SITE: 'https://chat.example.com' },
+      { ZULIP_EMAIL: key, ZULIP_RC_PATH: rc },
+    ]) {
+      const err = sink();
+      expect(await main([], env, { stderr: err.stream })).toBe(2);
+      expect(err.text()).toContain(
+        'ZULIP_EMAIL: expected an email address such as bot@example.com (got "[REDACTED]")',
+      );
+      expect(err.text()).not.toContain(key);
+    }
+    // The key as the zuliprc's path: the library's start-up problem names the path.
+    const asPath = sink();
+    expect(await main([], { ZULIP_RC_PATH: key }, { stderr: asPath.stream })).toBe(2);
+    expect(asPath.text()).toContain('zuliprc [REDACTED] (from ZULIP_RC_PATH) does not exist');
+    expect(asPath.text()).not.toContain(key);
+  });
+
   it('refuses the toolsets of zulip-mcp and an invalid filters file at start', async () => {
     const err = sink();
     expect(await main([], { ...realm.env, ZULIP_TOOLSETS: 'read,session' }, { stderr: err.stream })).toBe(2);

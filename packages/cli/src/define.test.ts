@@ -170,16 +170,54 @@ describe('Settings.parse', () => {
     expect(found).toEqual(['APP_TOKEN: expected 16 or more characters without spaces']);
     const pasted = problems({ APP_TOKEN: token, APP_OWNER: owner.APP_OWNER, APP_HOST: `x ${token}` });
     expect(pasted).toEqual(['APP_HOST: expected a host name (got "x [REDACTED]")']);
-    const url = problems({ ...owner, APP_HOST: 'https://bot:hunter2@chat.example.com' });
-    expect(url).toEqual(['APP_HOST: expected a host name (got "https://[REDACTED]@chat.example.com")']);
+    // (Short: a value of 16 characters without spaces could be the token itself, and is blanked whole.)
+    const url = problems({ ...owner, APP_HOST: 'http://u:pw@h.i' });
+    expect(url).toEqual(['APP_HOST: expected a host name (got "http://[REDACTED]@h.i")']);
     // The word after an unknown option may be the secret someone tried to pass: it is skipped unseen.
     expect(problems(owner, ['--token', token])).toEqual(['--token: unknown option (app --help lists them)']);
     expect(problems(owner, ['--token=hunter2'])).toEqual(['--token: unknown option (app --help lists them)']);
   });
 
   it('cuts a long value in a problem', () => {
-    const [line] = problems({ ...owner, APP_HOST: `${'a'.repeat(100)} b` });
-    expect(line).toBe(`APP_HOST: expected a host name (got "${'a'.repeat(57)}...")`);
+    const [line] = problems({ ...owner, APP_HOST: 'a b '.repeat(25) });
+    expect(line).toBe(`APP_HOST: expected a host name (got "${'a b '.repeat(14)}a...")`);
+  });
+
+  it('never shows a value a secret setting would take, even with that setting unset', () => {
+    // The token pasted into the wrong variable while its own is unset (or set elsewhere, as in a
+    // file): any value, word or run of letters and digits the token's rule accepts is blanked,
+    // also where a check's own message names the value.
+    const token = 'Tok_0123456789abcdef';
+    expect(problems({ ...owner, APP_HOST: token })).toEqual([
+      'APP_HOST: expected a host name (got "[REDACTED]")',
+    ]);
+    expect(problems({ ...owner, APP_HOST: `host ${token}` })).toEqual([
+      'APP_HOST: expected a host name (got "host [REDACTED]")',
+    ]);
+    const naming = defineSettings(
+      {
+        KEY: text(
+          { group: 'G', defaultText: '', help: 'k', secret: true },
+          matching(/^[a-z0-9]{32}$/, 'a key'),
+        ),
+        NAME: text({ group: 'G', defaultText: '', help: 'n' }, (raw) => `${JSON.stringify(raw)} is no name`),
+      },
+      { bin: 'b' },
+    );
+    const key = 'abcdefghijklmnopqrstuvwxyz012345';
+    let message = '';
+    try {
+      naming.parse({ NAME: `id=${key};` }, [`${key}`]);
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toContain('NAME: "id=[REDACTED];" is no name (got "id=[REDACTED];")');
+    expect(message).toContain('"[REDACTED]": unexpected argument');
+    expect(message).not.toContain(key);
+    // Short values stay readable.
+    expect(problems({ ...owner, APP_STYLE: 'long' })).toEqual([
+      'APP_STYLE: expected one of iso, short (got "long")',
+    ]);
   });
 
   it('reads an earlier name as its replacement, and refuses one that means something else beside it', () => {

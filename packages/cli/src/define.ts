@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import { CliError, isCliError } from './errors.js';
+import { createRedactor } from './logging.js';
 import { quoteForError } from './quote.js';
 import { flagSwitch, type Setting, type SettingInfo, settingMetaOf } from './settings.js';
 
@@ -80,6 +81,9 @@ export interface HelpTextOptions {
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
+
+/** The shortest value hidden wherever it turns up: shorter ones would blank out ordinary words. */
+const MIN_HIDDEN_LENGTH = 16;
 
 /** Empty variables count as unset. */
 function isSet(value: string | undefined): value is string {
@@ -206,8 +210,8 @@ export class Settings<S extends SettingsShape> {
    *
    * @throws CliError `CLI_CONFIG_INVALID` naming every bad variable or flag and what was
    *   expected, never a secret's value (not even one pasted into another variable, nor the
-   *   user-info of a URL); `details.problems` lists the lines. With `configError`, the error it
-   *   builds from that one.
+   *   user-info of a URL), nor any value a secret setting would accept, since it may be one;
+   *   `details.problems` lists the lines. With `configError`, the error it builds from that one.
    */
   readonly parse = (env: Env, argv: readonly string[]): SettingValues<S> => {
     const problems: string[] = [];
@@ -232,28 +236,54 @@ export class Settings<S extends SettingsShape> {
     );
 
     const secretKeys = new Set(this.#infos.filter((s) => s.secret).map((s) => s.name));
-    // Long enough to be worth hiding wherever they turn up; short ones would blank out words.
-    const secretValues = [...secretKeys]
-      .map((key) => input[key]?.trim())
-      .filter((value): value is string => value !== undefined && value.length >= 16);
+    const hidden = this.#hiddenValues(input, argv);
+    const redact = createRedactor(hidden);
     const reported = new Set<string>();
     for (const { key, message } of issues) {
       const raw = input[key];
-      const shown =
-        raw !== undefined && !secretKeys.has(key) ? ` (got ${quoteForError(raw, secretValues)})` : '';
+      const shown = raw !== undefined && !secretKeys.has(key) ? ` (got ${quoteForError(raw, hidden)})` : '';
       const line = `${source[key] ?? key}: ${message}${shown}`;
       if (reported.has(line)) continue;
       reported.add(line);
       problems.push(line);
     }
     if (problems.length > 0 || !result.success) {
-      const err = new CliError('CLI_CONFIG_INVALID', invalidConfigurationMessage(problems), {
-        details: { problems },
+      // Whole lines, not only the values they quote: a check's message may name the value too.
+      const lines = problems.map(redact);
+      const err = new CliError('CLI_CONFIG_INVALID', invalidConfigurationMessage(lines), {
+        details: { problems: lines },
       });
       throw this.#configError(err);
     }
     return result.data;
   };
+
+  /**
+   * What no problem may show: every secret setting's value, and every part of any value given
+   * (the whole value, its words, its runs of letters and digits) that a secret setting of this
+   * bin would accept as its own, since a secret may sit in the wrong variable while its own is
+   * unset (or come from a file). Only parts of {@link MIN_HIDDEN_LENGTH} characters or more:
+   * shorter ones would blank out ordinary words.
+   */
+  #hiddenValues(input: Readonly<Record<string, string | undefined>>, argv: readonly string[]): string[] {
+    const hidden = new Set<string>();
+    const secrets = this.#infos.filter((s) => s.secret).map((s) => this.schema.shape[s.name] as z.ZodType);
+    for (const info of this.#infos) {
+      const value = input[info.name]?.trim();
+      if (info.secret && value !== undefined && value.length >= MIN_HIDDEN_LENGTH) hidden.add(value);
+    }
+    if (secrets.length === 0) return [...hidden].sort((a, b) => b.length - a.length);
+    for (const raw of [...Object.values(input), ...argv]) {
+      if (raw === undefined) continue;
+      const parts = new Set([raw.trim(), ...raw.split(/\s+/), ...raw.split(/[^A-Za-z0-9]+/)]);
+      for (const part of parts) {
+        if (part.length < MIN_HIDDEN_LENGTH || hidden.has(part)) continue;
+        if (secrets.some((schema) => schema.safeParse(part).success)) hidden.add(part);
+      }
+    }
+    // Longest first, so a part holding another is blanked whole.
+    return [...hidden].sort((a, b) => b.length - a.length);
+  }
 
   #readLegacy(
     env: Env,

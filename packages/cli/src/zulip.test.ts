@@ -58,6 +58,17 @@ describe('checkZulipSite', () => {
 });
 
 describe('startupConfigurationProblem', () => {
+  it('never shows what is shaped like a Zulip API key, though the library names the value', async () => {
+    const key = 'Zk3yZk3yZk3yZk3yZk3yZk3yZk3yZk3y';
+    const missing = await loadCredentials({
+      env: { ZULIP_RC_PATH: `/home/bot/${key}` },
+      homedir: '/nonexistent',
+    }).catch((err: unknown) => err);
+    expect(startupConfigurationProblem(missing)).toBe(
+      'zuliprc /home/bot/[REDACTED] (from ZULIP_RC_PATH) does not exist (CORE_CONFIG_INVALID)',
+    );
+  });
+
   it('reports a library configuration error as its message and code', async () => {
     const missing = await loadCredentials({
       env: { ZULIP_EMAIL: 'bot@example.com' },

@@ -124,11 +124,23 @@ const startupConfigurationCodes: ReadonlySet<string> = new Set([
 ]);
 
 /**
+ * A library's message with every run of letters and digits that core's rule takes for a Zulip API
+ * key blanked: a message may name a value (a path, a file) that is a key in the wrong variable.
+ */
+function withoutKeys(message: string): string {
+  return message.replace(/[A-Za-z0-9]+/g, (run) =>
+    credentialProblem('apiKey', run) === undefined ? '[REDACTED]' : run,
+  );
+}
+
+/**
  * The one line a bin reports a start-up failure with when it means the configuration is wrong
  * (missing or malformed credentials or zuliprc, credentials Zulip refuses, a missing upload root,
  * an invalid session id or filters file): the library's message and its code. Credentials Zulip
  * refuses are reported by where they came from (`source`). `undefined` for any other failure.
- * Pass the line to `reportInvalidConfiguration` with a redactor: it may quote a value.
+ * Anything in the message shaped like a Zulip API key is blanked (`ZULIP_RC_PATH=<key>` names
+ * the path). Pass the line to `reportInvalidConfiguration` with a redactor too: it may quote a
+ * value.
  */
 export function startupConfigurationProblem(err: unknown, source?: CredentialSource): string | undefined {
   const code = (err as { code?: unknown } | null)?.code;
@@ -143,5 +155,5 @@ export function startupConfigurationProblem(err: unknown, source?: CredentialSou
         : 'ZULIP_EMAIL and ZULIP_API_KEY';
     return `Zulip refused the credentials (${code}): check ${from}, and that the account is active`;
   }
-  return `${message} (${code})`;
+  return `${withoutKeys(message)} (${code})`;
 }

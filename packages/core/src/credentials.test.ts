@@ -1,4 +1,6 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { constants } from 'node:fs';
+import { mkdtemp, open, rm, symlink, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -245,7 +247,50 @@ describe('loadCredentials from a zuliprc', () => {
   it('reports an unreadable file with its path', async () => {
     const err = await failure(loadCredentials({ env: { ZULIP_RC_PATH: dir }, homedir: dir }));
     expect(err.message).toContain(dir);
-    expect(err.message).toContain('cannot be read');
+    expect(err.message).toContain('is not a regular file');
+    const refused = Object.assign(new Error('denied'), { code: 'EACCES' });
+    const denied = await failure(
+      loadCredentials({ env: { ZULIP_RC_PATH: dir }, homedir: dir, readFile: () => Promise.reject(refused) }),
+    );
+    expect(denied.message).toContain('cannot be read (EACCES)');
+  });
+});
+
+describe('loadCredentials on a zuliprc that is no small regular file', () => {
+  const fifos: string[] = [];
+  afterEach(async () => {
+    // A reader stuck opening a FIFO is let go by a writer.
+    for (const fifo of fifos.splice(0)) {
+      await open(fifo, constants.O_WRONLY | constants.O_NONBLOCK).then(
+        (h) => h.close(),
+        () => undefined,
+      );
+    }
+  });
+
+  it('refuses a FIFO and a link to /dev/zero at once, without waiting or reading on', async () => {
+    const fifo = join(dir, 'fifo.zuliprc');
+    execFileSync('mkfifo', [fifo]);
+    fifos.push(fifo);
+    const zero = join(dir, 'zero.zuliprc');
+    await symlink('/dev/zero', zero);
+    for (const path of [fifo, zero]) {
+      const err = await failure(loadCredentials({ env: { ZULIP_RC_PATH: path }, homedir: dir }));
+      expect(err).toMatchObject({
+        code: 'CORE_CONFIG_INVALID',
+        details: { path, variable: 'ZULIP_RC_PATH' },
+      });
+      expect(err.message).toBe(`zuliprc ${path} (from ZULIP_RC_PATH) is not a regular file`);
+    }
+  });
+
+  it('refuses a zuliprc larger than 1 MiB without reading it', async () => {
+    const path = join(dir, 'huge.zuliprc');
+    await writeFile(path, RC);
+    await truncate(path, 1024 * 1024 + 1);
+    const err = await failure(loadCredentials({ env: { ZULIP_CONFIG: path }, homedir: dir }));
+    expect(err).toMatchObject({ code: 'CORE_CONFIG_INVALID', details: { path, variable: 'ZULIP_CONFIG' } });
+    expect(err.message).toBe(`zuliprc ${path} (from ZULIP_CONFIG) is larger than 1048576 bytes`);
   });
 });
 

@@ -1,4 +1,5 @@
-import { readFile as fsReadFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { inspect } from 'node:util';
 import { parseSite } from './client/site.js';
@@ -42,8 +43,44 @@ export interface LoadCredentialsOptions {
   env: Readonly<Record<string, string | undefined>>;
   /** The home directory, for `~/.zuliprc`, usually `os.homedir()`. */
   homedir: string;
-  /** Reads a file as UTF-8; defaults to `fs.promises.readFile`. */
+  /**
+   * Reads a file as UTF-8. The default reads a regular file of at most 1 MiB, opened
+   * non-blocking: a FIFO, a device (`/dev/zero` behind a link) or a larger file is refused
+   * without waiting on it or reading it all.
+   */
   readFile?: ((path: string) => Promise<string>) | undefined;
+}
+
+/** The largest zuliprc read: a real one is a few lines. */
+const ZULIPRC_MAX_BYTES = 1024 * 1024;
+
+/** A zuliprc refused for what it is, not for what it says: the phrase follows its name. */
+class ZuliprcRefused extends Error {}
+
+/**
+ * Reads a zuliprc as core's one file read: opened non-blocking so a FIFO cannot hang start-up,
+ * judged by `fstat` on the opened descriptor (whatever link led to it), read for at most the cap
+ * plus one byte so a huge file never grows memory.
+ */
+async function readZuliprc(path: string): Promise<string> {
+  const handle = await open(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+  try {
+    const stat = await handle.stat();
+    if (!stat.isFile()) throw new ZuliprcRefused('is not a regular file');
+    const tooLarge = new ZuliprcRefused(`is larger than ${ZULIPRC_MAX_BYTES} bytes`);
+    if (stat.size > ZULIPRC_MAX_BYTES) throw tooLarge;
+    const buffer = Buffer.allocUnsafe(ZULIPRC_MAX_BYTES + 1);
+    let total = 0;
+    for (;;) {
+      const { bytesRead } = await handle.read(buffer, total, buffer.length - total, total);
+      if (bytesRead === 0) break;
+      total += bytesRead;
+      if (total > ZULIPRC_MAX_BYTES) throw tooLarge;
+    }
+    return buffer.toString('utf8', 0, total);
+  } finally {
+    await handle.close();
+  }
 }
 
 function configError(message: string, details: Record<string, unknown>, cause?: unknown): ZmcpError {
@@ -210,7 +247,7 @@ export async function loadCredentials(options: LoadCredentialsOptions): Promise<
     return guarded({ ...(fromEnv as Omit<Credentials, 'source'>), source: { kind: 'env' } });
   }
   const path = explicit !== undefined ? (set(env, explicit) as string) : join(options.homedir, '.zuliprc');
-  const read = options.readFile ?? ((file: string) => fsReadFile(file, 'utf8'));
+  const read = options.readFile ?? readZuliprc;
   let text: string;
   try {
     text = await read(path);
@@ -231,7 +268,11 @@ export async function loadCredentials(options: LoadCredentialsOptions): Promise<
       );
     }
     const why =
-      code === 'ENOENT' ? 'does not exist' : `cannot be read (${typeof code === 'string' ? code : 'error'})`;
+      cause instanceof ZuliprcRefused
+        ? cause.message
+        : code === 'ENOENT'
+          ? 'does not exist'
+          : `cannot be read (${typeof code === 'string' ? code : 'error'})`;
     throw configError(
       `zuliprc ${path}${explicit === undefined ? '' : ` (from ${explicit})`} ${why}`,
       { path, ...(explicit === undefined ? {} : { variable: explicit }) },

@@ -159,6 +159,8 @@ export {
 export { isNoBotsContent, isNoBotsMessage, isNoBotsTopic } from './text/nobots.js';
 export type { PermalinkTarget } from './text/permalink.js';
 export { decodeHashComponent, encodeHashComponent, messagePermalink, permalink } from './text/permalink.js';
+export type { NamedPerson } from './text/person-names.js';
+export { PersonNames, personLabel, quotePerson } from './text/person-names.js';
 export { splitMessage } from './text/split.js';
 export type {
   DateRange,

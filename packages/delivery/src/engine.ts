@@ -14,9 +14,10 @@ import {
   isZmcpError,
   type Logger,
   type Message,
-  type MessageLineFormatter,
   type NarrowTerm,
   noopLogger,
+  PersonNames,
+  personLabel,
   type QueueGap,
   type QueueItem,
   type ReactionEvent,
@@ -54,7 +55,7 @@ import {
 import { DeliveryError, isDeliveryError } from './errors.js';
 import type { FiltersPatch } from './filters.js';
 import type { FiltersPlane, FiltersView } from './filters-plane.js';
-import { changeItem, type MissedLimits, messageItem, renderMissed } from './render.js';
+import { changeItem, type MissedLimits, messageItem, type Renderer, renderMissed } from './render.js';
 import type {
   AnnounceOutcome,
   ChannelAnnouncement,
@@ -296,7 +297,9 @@ export class DeliveryEngine {
   #queue: EventQueue | undefined;
   #loop: Promise<void> | undefined;
   #ready: Promise<void> | undefined;
-  #line!: MessageLineFormatter;
+  #render!: Renderer;
+  /** The realm's display names, kept current from the queue, so every line tells people apart. */
+  readonly #people = new PersonNames();
   #self = 0;
   #head = 0;
   readonly #streams = new Map<number, StreamFacts>();
@@ -427,12 +430,16 @@ export class DeliveryEngine {
       );
     }
     this.#self = reg.user_id;
-    this.#line = createMessageLineFormatter({
-      escape: true,
-      selfUserId: this.#self,
-      timeStyle: this.#o.timeStyle,
-      timeZone: this.#o.timeZone,
-    });
+    this.#render = {
+      line: createMessageLineFormatter({
+        escape: true,
+        selfUserId: this.#self,
+        timeStyle: this.#o.timeStyle,
+        timeZone: this.#o.timeZone,
+        people: this.#people,
+      }),
+      people: this.#people,
+    };
     // An empty realm answers -1.
     const through = Math.max(0, reg.max_message_id ?? saved?.head ?? 0);
     // A channel the session never saw starts where the last run stopped (or now, on a first run).
@@ -862,6 +869,9 @@ export class DeliveryEngine {
     for (const u of reg.realm_users ?? []) {
       this.#users.set(u.user_id, { name: u.full_name, email: u.email, isBot: u.is_bot === true });
     }
+    if (reg.realm_users !== undefined) {
+      this.#people.replace([...this.#users].map(([user_id, u]) => ({ user_id, full_name: u.name })));
+    }
   }
 
   #setStreams(streams: readonly StreamInfo[], subscriptions: readonly StreamInfo[]): void {
@@ -1165,7 +1175,10 @@ export class DeliveryEngine {
         private: facts?.invite_only ?? true,
       };
     }
-    const names = c.target.userIds.map((u) => escapeMsgName(this.#users.get(u)?.name ?? `user ${u}`));
+    const names = c.target.userIds.map((u) => {
+      const name = this.#users.get(u)?.name;
+      return escapeMsgName(name === undefined ? `user ${u}` : personLabel(name, u, this.#people));
+    });
     return {
       id: c.id,
       kind: 'dm',
@@ -1242,8 +1255,10 @@ export class DeliveryEngine {
       const existing = this.#channels.get(dmKey(users));
       if (existing?.registered === true) return existing;
       for (const r of m.display_recipient) {
-        if (!this.#users.has(r.id))
+        if (!this.#users.has(r.id)) {
           this.#users.set(r.id, { name: r.full_name, email: r.email, isBot: false });
+          this.#people.set(r.id, r.full_name);
+        }
       }
       c = this.#dmChannel(users, watermark ?? m.id - 1);
     }
@@ -1301,7 +1316,7 @@ export class DeliveryEngine {
 
   #item(c: Channel, m: Message, recovered: boolean): DeliveryItem {
     const isBot = this.#users.get(m.sender_id)?.isBot === true;
-    return messageItem(this.#line, m, c.id, messageTags(m, this.#self, isBot), recovered);
+    return messageItem(this.#render, m, c.id, messageTags(m, this.#self, isBot), recovered);
   }
 
   #onMessage(m: Message, recovered: boolean): void {
@@ -1787,11 +1802,13 @@ export class DeliveryEngine {
       case 'realm_user': {
         const p = event.person as { user_id: number; full_name?: unknown; email?: unknown; is_bot?: unknown };
         const known = this.#users.get(p.user_id);
+        const name = typeof p.full_name === 'string' ? p.full_name : (known?.name ?? `user ${p.user_id}`);
         this.#users.set(p.user_id, {
-          name: typeof p.full_name === 'string' ? p.full_name : (known?.name ?? `user ${p.user_id}`),
+          name,
           email: typeof p.email === 'string' ? p.email : (known?.email ?? ''),
           isBot: typeof p.is_bot === 'boolean' ? p.is_bot : (known?.isBot ?? false),
         });
+        this.#people.set(p.user_id, name);
         return;
       }
       default:
@@ -2036,7 +2053,7 @@ export class DeliveryEngine {
             display_recipient: before?.display_recipient ?? now.display_recipient,
           };
       const item = changeItem(
-        this.#line,
+        this.#render,
         'edited',
         shown as FormattableMessage,
         c.id,
@@ -2075,7 +2092,7 @@ export class DeliveryEngine {
         }
       }
       const item = changeItem(
-        this.#line,
+        this.#render,
         'moved',
         shown,
         c.id,
@@ -2155,7 +2172,7 @@ export class DeliveryEngine {
       const addressing =
         before === undefined ? (c.target.kind === 'dm' ? 'dm' : 'ambient') : addressingOf(before, this.#self);
       const item = changeItem(
-        this.#line,
+        this.#render,
         'deleted',
         shown,
         c.id,
@@ -2207,7 +2224,7 @@ export class DeliveryEngine {
       last_moved_timestamp: undefined,
     };
     const item = changeItem(
-      this.#line,
+      this.#render,
       event.op === 'add' ? 'reaction' : 'reaction-remove',
       shown,
       c.id,

@@ -10,7 +10,7 @@ export type DeliveryErrorCode =
   | 'DELIVERY_INVALID_ARGUMENT'
   /** A state file exists but is not UTF-8 JSON of the expected shape; `details.file` names it. */
   | 'DELIVERY_STATE_CORRUPT'
-  /** The file system refused an operation; `details.operation` and `details.file` say which. */
+  /** The file system refused an operation, or a read was refused (not a regular file, or over its cap); `details.operation` and `details.file` say which. */
   | 'DELIVERY_IO_FAILED'
   /** A cursor was advanced for a stream that is not being monitored; `details.stream` names it. */
   | 'DELIVERY_NOT_MONITORED'

@@ -1,4 +1,18 @@
-import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { constants } from 'node:fs';
+import {
+  chmod,
+  mkdir,
+  mkdtemp,
+  open,
+  readdir,
+  readFile,
+  rm,
+  stat,
+  symlink,
+  truncate,
+  writeFile,
+} from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -107,6 +121,33 @@ describe('FileStateStore on disk', () => {
     const err = await caught(new FileStateStore({ dir }).read(key, Schema));
     expect(isDeliveryError(err, 'DELIVERY_IO_FAILED')).toBe(true);
     expect((err as { details: { operation: string } }).details.operation).toBe('read');
+  });
+
+  it('refuses a FIFO, a link to /dev/zero or a file over 64 MiB as DELIVERY_IO_FAILED, without waiting or reading it', async () => {
+    await mkdir(dir, { recursive: true });
+    const file = join(dir, 'agent-1.delivery.json');
+    const store = new FileStateStore({ dir });
+    execFileSync('mkfifo', [file]);
+    try {
+      const err = await caught(store.read(key, Schema));
+      expect(err).toMatchObject({ code: 'DELIVERY_IO_FAILED', details: { operation: 'read', file } });
+      expect((err as Error).message).toContain('it is not a regular file');
+    } finally {
+      // A reader stuck opening the FIFO is let go by a writer.
+      await open(file, constants.O_WRONLY | constants.O_NONBLOCK).then(
+        (h) => h.close(),
+        () => undefined,
+      );
+    }
+    await rm(file);
+    await symlink('/dev/zero', file);
+    expect(await caught(store.read(key, Schema))).toMatchObject({ code: 'DELIVERY_IO_FAILED' });
+    await rm(file);
+    await writeFile(file, '{"n": 1}');
+    await truncate(file, 64 * 1024 * 1024 + 1);
+    const big = await caught(store.read(key, Schema));
+    expect(big).toMatchObject({ code: 'DELIVERY_IO_FAILED' });
+    expect((big as Error).message).toContain('it is larger than 67108864 bytes');
   });
 
   it('reports a directory it cannot create as DELIVERY_IO_FAILED', async () => {

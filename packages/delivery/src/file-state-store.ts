@@ -18,6 +18,8 @@ export interface FileStateStoreOptions {
 
 const FILE_MODE = 0o600;
 const DIR_MODE = 0o700;
+/** The largest state file read: far above what a session keeps, far below what would hurt. */
+const MAX_STATE_BYTES = 64 * 1024 * 1024;
 
 // Shared by every FileStateStore in the process, keyed by absolute path, so two stores opened
 // on one directory still serialize their updates of one file.
@@ -142,7 +144,7 @@ export class FileStateStore implements StateStore {
   async #load<T>(file: string, schema: ZodType<T>): Promise<T | undefined> {
     let bytes: Uint8Array;
     try {
-      bytes = await this.#fs.readFile(file);
+      bytes = await this.#fs.readFile(file, MAX_STATE_BYTES);
     } catch (err) {
       if (errnoCode(err) === 'ENOENT') return undefined;
       throw ioError('read', file, err);

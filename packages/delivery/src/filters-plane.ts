@@ -3,7 +3,7 @@ import { stat } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import { writeFileAtomic } from './atomic-write.js';
 import { DeliveryError, errnoCode, ioError } from './errors.js';
-import { type DeliveryFileSystem, resolveFileSystem } from './file-system.js';
+import { type DeliveryFileSystem, FileRefusedError, resolveFileSystem } from './file-system.js';
 import {
   applyFiltersPatch,
   CompiledFilters,
@@ -181,10 +181,18 @@ export interface FileFiltersPlaneOptions {
   pollIntervalMs?: number | undefined;
   /** How long to wait after a change before reading, so a write in progress settles. Default 50 ms. */
   settleMs?: number | undefined;
+  /**
+   * The largest filters file read, in bytes. Default 1 MiB. A larger file, or one that is no
+   * regular file (a FIFO, a device, a directory, whatever link leads to it), is invalid: a
+   * start-up failure, or stale while running; it is never read past the cap, nor waited on.
+   */
+  maxBytes?: number | undefined;
   /** File-system calls, for injecting failures in tests. */
   fs?: Partial<DeliveryFileSystem> | undefined;
 }
 
+/** The default cap of a filters file: far above any list of streams and people a realm has. */
+const DEFAULT_MAX_BYTES = 1024 * 1024;
 const FILE_MODE = 0o600;
 const DIR_MODE = 0o700;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -212,6 +220,7 @@ export class FileFiltersPlane implements FiltersPlane {
   readonly #listeners = new Listeners();
   readonly #lock = new KeyedMutex();
   readonly #settleMs: number;
+  readonly #maxBytes: number;
   #document: FiltersDocument;
   #filters: CompiledFilters;
   #bytes: Uint8Array | undefined;
@@ -231,6 +240,7 @@ export class FileFiltersPlane implements FiltersPlane {
     document: FiltersDocument,
     bytes: Uint8Array,
     settleMs: number,
+    maxBytes: number,
   ) {
     this.file = file;
     this.#fs = fs;
@@ -239,6 +249,7 @@ export class FileFiltersPlane implements FiltersPlane {
     this.#bytes = bytes;
     this.#filters = new CompiledFilters(document, baseline);
     this.#settleMs = settleMs;
+    this.#maxBytes = maxBytes;
   }
 
   /**
@@ -246,7 +257,8 @@ export class FileFiltersPlane implements FiltersPlane {
    * starts watching it.
    *
    * @throws DeliveryError `DELIVERY_FILTERS_INVALID` when the file exists but is not a valid
-   *   filters document (a start-up failure: there is no last-known-good yet), or the seed or
+   *   filters document, no regular file or larger than `maxBytes` (a start-up failure: there is
+   *   no last-known-good yet), or the seed or
    *   baseline is invalid; `DELIVERY_IO_FAILED` when it cannot be read or created.
    */
   static async open(options: FileFiltersPlaneOptions): Promise<FileFiltersPlane> {
@@ -257,7 +269,8 @@ export class FileFiltersPlane implements FiltersPlane {
       'the suppressed-reactions baseline',
     ).suppressedReactionEmojis as string[];
     const seed = parseFiltersDocument(options.seed ?? {}, 'the filters seed');
-    let loaded = await load(fs, file);
+    const maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
+    let loaded = await load(fs, file, maxBytes);
     if (!loaded.ok && loaded.missing) {
       const bytes = encode(seed);
       try {
@@ -283,6 +296,7 @@ export class FileFiltersPlane implements FiltersPlane {
       loaded.document,
       loaded.bytes,
       options.settleMs ?? 50,
+      maxBytes,
     );
     plane.#lastStat = await statSignature(file);
     plane.#lastDir = await statSignature(dirname(file));
@@ -310,7 +324,7 @@ export class FileFiltersPlane implements FiltersPlane {
     return this.#lock.run('update', async () => {
       if (this.#closed) throw new DeliveryError('DELIVERY_NOT_RUNNING', 'the filters plane is closed');
       // Re-read first: an operator's edit not yet reloaded must not be overwritten.
-      const fresh = await load(this.#fs, this.file);
+      const fresh = await load(this.#fs, this.file, this.#maxBytes);
       if (!fresh.ok) {
         this.#markStale(fresh.reason);
         throw staleError(this.file, fresh.reason);
@@ -328,7 +342,7 @@ export class FileFiltersPlane implements FiltersPlane {
   async reload(): Promise<void> {
     await this.#lock.run('update', async () => {
       if (this.#closed) return;
-      const loaded = await load(this.#fs, this.file);
+      const loaded = await load(this.#fs, this.file, this.#maxBytes);
       if (loaded.ok) this.#accept(loaded.document, loaded.bytes, 'file');
       else this.#markStale(loaded.reason);
     });
@@ -425,11 +439,14 @@ function encode(doc: FiltersDocument): Uint8Array {
   return Buffer.from(`${JSON.stringify(doc, null, 2)}\n`, 'utf8');
 }
 
-async function load(fs: DeliveryFileSystem, file: string): Promise<Loaded> {
+async function load(fs: DeliveryFileSystem, file: string, maxBytes: number): Promise<Loaded> {
   let bytes: Uint8Array;
   try {
-    bytes = await fs.readFile(file);
+    bytes = await fs.readFile(file, maxBytes);
   } catch (err) {
+    // Not a regular file, or too large: the file is invalid, as one that does not parse.
+    if (err instanceof FileRefusedError)
+      return { ok: false, missing: false, reason: err.message, cause: err };
     const code = errnoCode(err);
     if (code === 'ENOENT') return { ok: false, missing: true, reason: 'the file is missing' };
     const io = ioError('read', file, err);

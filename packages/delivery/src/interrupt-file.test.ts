@@ -1,4 +1,17 @@
-import { mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { constants } from 'node:fs';
+import {
+  mkdtemp,
+  open,
+  readdir,
+  readFile,
+  rename,
+  rm,
+  stat,
+  symlink,
+  truncate,
+  writeFile,
+} from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -65,6 +78,40 @@ describe('consumeInterruptFile', () => {
     await writeFile(join(dir, 'file'), '');
     const err = await consumeInterruptFile(join(dir, 'file', 'interrupt')).catch((e: unknown) => e);
     expect(isDeliveryError(err, 'DELIVERY_IO_FAILED')).toBe(true);
+  });
+
+  it('refuses a FIFO, a link to /dev/zero or a file over 1 MiB without waiting or reading it, and removes it', async () => {
+    const fifo = join(dir, 'fifo');
+    execFileSync('mkfifo', [fifo]);
+    const release = async () => {
+      // A reader stuck opening the FIFO (now under its claimed name) is let go by a writer.
+      for (const name of await readdir(dir)) {
+        await open(join(dir, name), constants.O_WRONLY | constants.O_NONBLOCK).then(
+          (h) => h.close(),
+          () => undefined,
+        );
+      }
+    };
+    try {
+      await rename(fifo, path);
+      const err = await consumeInterruptFile(path).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: 'DELIVERY_IO_FAILED' });
+      expect((err as Error).message).toContain('it is not a regular file');
+    } finally {
+      await release();
+    }
+    expect(await readdir(dir)).toEqual([]);
+    await symlink('/dev/zero', path);
+    await expect(consumeInterruptFile(path)).rejects.toMatchObject({ code: 'DELIVERY_IO_FAILED' });
+    await drop('');
+    await truncate(path, 1024 * 1024 + 1);
+    await expect(consumeInterruptFile(path)).rejects.toMatchObject({
+      code: 'DELIVERY_IO_FAILED',
+      message: expect.stringContaining('it is larger than 1048576 bytes'),
+    });
+    // Nothing is left to trip the next poll.
+    expect(await readdir(dir)).toEqual([]);
+    expect(await consumeInterruptFile(path)).toBeUndefined();
   });
 
   it('refuses an empty path', async () => {

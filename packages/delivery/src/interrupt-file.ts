@@ -2,7 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { type FSWatcher, watch } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { DeliveryError, errnoCode, ioError } from './errors.js';
-import { type DeliveryFileSystem, resolveFileSystem } from './file-system.js';
+import { type DeliveryFileSystem, FileRefusedError, resolveFileSystem } from './file-system.js';
+
+/** The largest interrupt file read: many notes of the longest messages Zulip allows. */
+const MAX_INTERRUPT_BYTES = 1024 * 1024;
 
 /** Options of `consumeInterruptFile`. */
 export interface ConsumeInterruptFileOptions {
@@ -15,10 +18,12 @@ export interface ConsumeInterruptFileOptions {
  * when there is none. The file is first claimed by an atomic rename to a unique name beside
  * it, then read and deleted, so a writer replacing the file meanwhile never has its new
  * content deleted unread, and two consumers never both get one file. Invalid UTF-8 is
- * decoded to U+FFFD instead of failing, so a bad file cannot wedge every later poll.
+ * decoded to U+FFFD instead of failing, so a bad file cannot wedge every later poll. A claimed
+ * file that is no regular file (a FIFO, a device behind a link) or holds more than 1 MiB is
+ * removed unread, never waited on or read past the cap.
  *
- * @throws DeliveryError `DELIVERY_IO_FAILED` when the file cannot be claimed or read
- *   (a missing file is not an error); `DELIVERY_INVALID_ARGUMENT` for an empty path.
+ * @throws DeliveryError `DELIVERY_IO_FAILED` when the file cannot be claimed or read, or was
+ *   refused as above (a missing file is not an error); `DELIVERY_INVALID_ARGUMENT` for an empty path.
  */
 export async function consumeInterruptFile(
   path: string,
@@ -41,8 +46,10 @@ export async function consumeInterruptFile(
   }
   let bytes: Uint8Array;
   try {
-    bytes = await fs.readFile(claimed);
+    bytes = await fs.readFile(claimed, MAX_INTERRUPT_BYTES);
   } catch (err) {
+    // A FIFO, a device or a huge file is claimed and dropped, so it cannot trip every later poll.
+    if (err instanceof FileRefusedError) await fs.unlink(claimed).catch(() => undefined);
     throw ioError('read claimed interrupt file', claimed, err);
   }
   // The text is in hand; a claimed file that cannot be removed is never read again anyway.

@@ -1,9 +1,20 @@
-import { escapeMsgAttr, type FormattableMessage, type MessageLineFormatter } from '@zmcp/core';
+import {
+  escapeMsgAttr,
+  type FormattableMessage,
+  type MessageLineFormatter,
+  type PersonNames,
+  personLabel,
+} from '@zmcp/core';
 import type { DeliveryItem, DeliveryItemKind, MissedInfo } from './sink.js';
 
-/** How the engine renders what the model reads: core's one message-line formatter, escaping on. */
+/**
+ * How the engine renders what the model reads: core's one message-line formatter, escaping on,
+ * and the realm's display names it tells people apart by (the author's name carries the user id
+ * where the line's does).
+ */
 export interface Renderer {
   readonly line: MessageLineFormatter;
+  readonly people: PersonNames;
 }
 
 function iso(seconds: number): string {
@@ -13,7 +24,7 @@ function iso(seconds: number): string {
 
 /** The item of a message. */
 export function messageItem(
-  line: MessageLineFormatter,
+  { line, people }: Renderer,
   message: FormattableMessage,
   channelId: string,
   tags: readonly string[],
@@ -25,7 +36,7 @@ export function messageItem(
     messageId: message.id,
     channelId,
     ...(message.type === 'stream' ? { topic: message.subject } : {}),
-    author: { id: message.sender_id, name: message.sender_full_name },
+    author: { id: message.sender_id, name: personLabel(message.sender_full_name, message.sender_id, people) },
     timestamp: iso(message.timestamp),
     text: line(message),
     head: line.head(message),
@@ -56,7 +67,7 @@ const ID_PREFIX: Readonly<Record<Exclude<DeliveryItemKind, 'message'>, string>> 
  * never advances a watermark; `messageId` is the message's own.
  */
 export function changeItem(
-  line: MessageLineFormatter,
+  { line, people }: Renderer,
   kind: Exclude<DeliveryItemKind, 'message'>,
   shown: FormattableMessage,
   channelId: string,
@@ -69,7 +80,7 @@ export function changeItem(
     kind,
     messageId: shown.id,
     channelId,
-    author: { id: shown.sender_id, name: shown.sender_full_name },
+    author: { id: shown.sender_id, name: personLabel(shown.sender_full_name, shown.sender_id, people) },
     timestamp: iso(shown.timestamp),
     text: MARKERS[kind] + line(shown),
     head: line.head(shown),

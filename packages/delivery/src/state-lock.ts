@@ -4,6 +4,7 @@ import { hostname } from 'node:os';
 import { dirname } from 'node:path';
 import { processIsAlive } from './atomic-write.js';
 import { DeliveryError, errnoCode, ioError } from './errors.js';
+import { FileRefusedError, readBoundedFile } from './file-system.js';
 
 /** Exclusive use of one piece of state, held until released. */
 export interface StateLock {
@@ -24,14 +25,16 @@ interface Holder {
 const FILE_MODE = 0o600;
 const DIR_MODE = 0o700;
 const ATTEMPTS = 4;
+/** A lock this library writes is one short line of JSON. */
+const MAX_LOCK_BYTES = 64 * 1024;
 
 // The nonces of the locks this process holds or is creating: a lock naming this pid with a
 // nonce not listed here was left by an earlier process that had the same pid.
 const ours = new Set<string>();
 
-function parseHolder(bytes: Buffer): Holder | undefined {
+function parseHolder(bytes: Uint8Array): Holder | undefined {
   try {
-    const value = JSON.parse(bytes.toString('utf8')) as Partial<Holder>;
+    const value = JSON.parse(Buffer.from(bytes).toString('utf8')) as Partial<Holder>;
     if (
       Number.isSafeInteger(value.pid) &&
       typeof value.host === 'string' &&
@@ -48,11 +51,13 @@ function parseHolder(bytes: Buffer): Holder | undefined {
 
 /** The holder of `file`: undefined when there is no file, `'unreadable'` when it is not a lock. */
 async function readHolder(file: string): Promise<Holder | 'unreadable' | undefined> {
-  let bytes: Buffer;
+  let bytes: Uint8Array;
   try {
-    bytes = await fsp.readFile(file);
+    bytes = await readBoundedFile(file, MAX_LOCK_BYTES);
   } catch (err) {
     if (errnoCode(err) === 'ENOENT') return undefined;
+    // A FIFO, a device or a huge file is no lock this library wrote: held, as any unreadable one.
+    if (err instanceof FileRefusedError) return 'unreadable';
     throw ioError('read', file, err);
   }
   return parseHolder(bytes) ?? 'unreadable';

@@ -1,4 +1,18 @@
-import { mkdir, mkdtemp, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { constants } from 'node:fs';
+import {
+  mkdir,
+  mkdtemp,
+  open as openFile,
+  readFile,
+  rename,
+  rm,
+  stat,
+  symlink,
+  truncate,
+  unlink,
+  writeFile,
+} from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FileFiltersPlane, type FiltersEvent, type FiltersPlane } from '@zmcp/delivery';
@@ -6,7 +20,15 @@ import { afterEach, describe, expect, it } from 'vitest';
 
 const dirs: string[] = [];
 const planes: FiltersPlane[] = [];
+const fifos: string[] = [];
 afterEach(async () => {
+  // A reader stuck opening a FIFO (what a plane without bounds does) is let go by a writer.
+  for (const fifo of fifos.splice(0)) {
+    await openFile(fifo, constants.O_WRONLY | constants.O_NONBLOCK).then(
+      (h) => h.close(),
+      () => undefined,
+    );
+  }
   await Promise.all(planes.splice(0).map((p) => p.close()));
   await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
 });
@@ -22,6 +44,12 @@ async function open(file: string, extra: Partial<Parameters<typeof FileFiltersPl
   const plane = await FileFiltersPlane.open({ file, pollIntervalMs: 600_000, ...extra });
   planes.push(plane);
   return plane;
+}
+
+/** A named pipe at `path`: opening it for reading blocks until a writer comes. */
+function mkfifo(path: string): void {
+  execFileSync('mkfifo', [path]);
+  fifos.push(path);
 }
 
 /** Resolves with the first event for which `match` is true. */
@@ -69,6 +97,34 @@ describe('FileFiltersPlane', () => {
     await writeFile(file, '{"streams": "a"}');
     await expect(open(file)).rejects.toMatchObject({ code: 'DELIVERY_FILTERS_INVALID' });
     await expect(readFile(file, 'utf8')).resolves.toBe('{"streams": "a"}');
+  });
+
+  it('refuses to start on a file that is no regular file, or larger than the cap, without hanging or reading it all', async () => {
+    const file = await tempFile();
+    mkfifo(file);
+    await expect(open(file)).rejects.toMatchObject({
+      code: 'DELIVERY_FILTERS_INVALID',
+      details: { file, reason: 'it is not a regular file' },
+    });
+    await unlink(file);
+    await symlink('/dev/zero', file);
+    await expect(open(file)).rejects.toMatchObject({
+      code: 'DELIVERY_FILTERS_INVALID',
+      details: { reason: 'it is not a regular file' },
+    });
+    await unlink(file);
+    // A sparse file past the default cap of 1 MiB, and a small one past a smaller cap.
+    await writeFile(file, '');
+    await truncate(file, 1024 * 1024 + 1);
+    await expect(open(file)).rejects.toMatchObject({
+      code: 'DELIVERY_FILTERS_INVALID',
+      details: { reason: 'it is larger than 1048576 bytes' },
+    });
+    await writeFile(file, '{"streams": ["general"]}');
+    await expect(open(file, { maxBytes: 10 })).rejects.toMatchObject({
+      details: { reason: 'it is larger than 10 bytes' },
+    });
+    await expect(open(file, { maxBytes: 24 })).resolves.toBeDefined();
   });
 
   it('fails to start when the file cannot be created', async () => {
@@ -134,6 +190,34 @@ describe('FileFiltersPlane', () => {
     await writeFile(file, '{"streams": ["e"]}');
     await repaired;
     await expect(plane.update({ streams: ['f'] })).resolves.toMatchObject({ stale: false });
+  });
+
+  it('a FIFO, a link to /dev/zero or an oversized file while running marks the plane stale, never hangs or grows', async () => {
+    const file = await tempFile();
+    const plane = await open(file, { seed: { streams: ['a'] }, maxBytes: 4096 });
+    const swap = async (make: (path: string) => Promise<void> | void, reason: string) => {
+      const stale = when(plane, (e) => e.kind === 'stale' && e.reason === reason);
+      const next = `${file}.next`;
+      await make(next);
+      await rename(next, file);
+      await stale;
+      expect(plane.filters.document).toEqual({ streams: ['a'] });
+      // An update re-reads the file first: refused at once, not stuck on the pipe.
+      await expect(plane.update({ streams: ['b'] })).rejects.toMatchObject({
+        code: 'DELIVERY_FILTERS_STALE',
+        details: { reason },
+      });
+      const repaired = reloadedTo(plane, ['a']);
+      await writeFile(next, '{"streams": ["a"]}');
+      await rename(next, file);
+      await repaired;
+    };
+    await swap((path) => mkfifo(path), 'it is not a regular file');
+    await swap((path) => symlink('/dev/zero', path), 'it is not a regular file');
+    await swap(async (path) => {
+      await writeFile(path, '');
+      await truncate(path, 64 * 1024 * 1024);
+    }, 'it is larger than 4096 bytes');
   });
 
   it('updates write atomically, keep the operator-owned key, and report it only as count and digest', async () => {

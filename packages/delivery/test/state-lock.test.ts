@@ -1,5 +1,5 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { promises } from 'node:fs';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { constants, promises } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -147,6 +147,31 @@ describe('FileStateStore.lock', () => {
       details: { host: elsewhere.host, since: elsewhere.since },
     });
     await writeFile(file, 'not a lock');
+    await expect(store.lock(KEY)).rejects.toMatchObject({
+      code: 'DELIVERY_STATE_LOCKED',
+      message: expect.stringContaining('not a lock this library wrote'),
+    });
+  });
+
+  it('counts a FIFO or a link to /dev/zero in the lock’s place as held, without waiting on it or reading on', async () => {
+    const dir = await stateDir();
+    const store = new FileStateStore({ dir });
+    const file = join(dir, 'agent.delivery.lock');
+    execFileSync('mkfifo', [file]);
+    try {
+      await expect(store.lock(KEY)).rejects.toMatchObject({
+        code: 'DELIVERY_STATE_LOCKED',
+        message: expect.stringContaining('not a lock this library wrote'),
+      });
+    } finally {
+      // A reader stuck opening the FIFO is let go by a writer.
+      await promises.open(file, constants.O_WRONLY | constants.O_NONBLOCK).then(
+        (h) => h.close(),
+        () => undefined,
+      );
+    }
+    await rm(file);
+    await promises.symlink('/dev/zero', file);
     await expect(store.lock(KEY)).rejects.toMatchObject({
       code: 'DELIVERY_STATE_LOCKED',
       message: expect.stringContaining('not a lock this library wrote'),

@@ -2,6 +2,7 @@ import {
   type CallOptions,
   createStreamLookup,
   escapeMsgName,
+  PersonNames,
   type ResolvedUser,
   readPrintedName,
   resolveUser,
@@ -46,6 +47,11 @@ export class RealmDirectory {
   readonly #now: () => number;
   readonly #slots = new Map<ListName, Cached<unknown>>();
   #index: StreamIndex | undefined;
+  /**
+   * The display names of the last user list fetched, indexed once per list: what every message
+   * line the tools print tells people apart by (see core's `PersonNames`).
+   */
+  readonly people = new PersonNames();
 
   constructor(client: ZulipClient, options: RealmDirectoryOptions = {}) {
     this.#client = client;
@@ -77,7 +83,26 @@ export class RealmDirectory {
 
   /** Every user of the realm, bots and deactivated users included. */
   users(call?: CallOptions): Promise<User[]> {
-    return this.#cached('users', () => this.#client.getUsers({}, call));
+    return this.#cached('users', () =>
+      this.#client.getUsers({}, call).then((users) => {
+        this.people.replace(users);
+        return users;
+      }),
+    );
+  }
+
+  /**
+   * {@link people}, with the user list fetched first when it is stale (as {@link users}). A failed
+   * fetch leaves the names known so far: a name that hides characters is told apart regardless.
+   * @throws what the call's own abort signal throws.
+   */
+  async knownPeople(call?: CallOptions): Promise<PersonNames> {
+    try {
+      await this.users(call);
+    } catch (err) {
+      if (call?.signal?.aborted === true) throw err;
+    }
+    return this.people;
   }
 
   /** Forgets cached lists so the next call fetches them again (after subscribing, say). */

@@ -1,5 +1,6 @@
 import {
   type AccessPolicy,
+  type CallOptions,
   createMessageLineFormatter,
   type FormattableMessage,
   type MessageLineFormatter,
@@ -61,8 +62,17 @@ export interface ToolServices {
   readonly uploadRoots: UploadRoots | undefined;
   readonly directory: RealmDirectory;
   readonly now: () => number;
-  /** Formats one message as the message line every tool prints. */
+  /**
+   * Formats one message as the message line every tool prints, telling people apart by the names
+   * the directory knows so far (`directory.people`).
+   */
   line(message: FormattableMessage): string;
+  /**
+   * Formats messages as message lines once the directory knows the realm's names (the user list
+   * is fetched first when stale), so a sender whose name another person shares is printed with
+   * the user id.
+   */
+  lines(messages: readonly FormattableMessage[], call?: CallOptions): Promise<string[]>;
 }
 
 /** Binds the services every tool of one server shares. */
@@ -70,11 +80,13 @@ export function createToolServices(options: ToolServicesOptions): ToolServices {
   const timeZone = options.timeZone ?? 'UTC';
   const timeStyle = options.timeStyle ?? 'iso';
   const now = options.now ?? Date.now;
+  const directory = new RealmDirectory(options.client, { now });
   const formatter: MessageLineFormatter = createMessageLineFormatter({
     timeZone,
     timeStyle,
     selfUserId: options.identity.user_id,
     escape: true,
+    people: directory.people,
   });
   return {
     client: options.client,
@@ -88,9 +100,13 @@ export function createToolServices(options: ToolServicesOptions): ToolServices {
     markdownAutofix: options.markdownAutofix ?? true,
     pageBudgetBytes: options.pageBudgetBytes ?? DEFAULT_PAGE_BUDGET_BYTES,
     uploadRoots: options.uploadRoots,
-    directory: new RealmDirectory(options.client, { now }),
+    directory,
     now,
     line: (message) => formatter(message),
+    lines: async (messages, call) => {
+      if (messages.length > 0) await directory.knownPeople(call);
+      return messages.map((message) => formatter(message));
+    },
   };
 }
 

@@ -18,8 +18,11 @@ export interface HeldMessage {
   stream?: string;
   topic?: string;
   sender: string;
+  senderId: number;
   /** Names of the participants other than the sender and the reader (group DMs). */
   others: string[];
+  /** Their user ids, in the same order. */
+  otherIds: number[];
   participants: number;
   /** The reader's flags say it mentions them. */
   mentioned: boolean;
@@ -64,11 +67,14 @@ export class RealmView {
     if (m === undefined) return undefined;
     const user = (uid: number) => realm.user(uid)?.fullName ?? `?${uid}`;
     const flags = realm.flags(this.#selfId, id);
+    const otherIds = (m.recipientIds ?? []).filter((u) => u !== m.senderId && u !== this.#selfId);
     const held: HeldMessage = {
       id,
       type: m.type,
       sender: user(m.senderId),
-      others: (m.recipientIds ?? []).filter((u) => u !== m.senderId && u !== this.#selfId).map(user),
+      senderId: m.senderId,
+      others: otherIds.map(user),
+      otherIds,
       participants: m.recipientIds?.length ?? 0,
       mentioned: flags.some((f) =>
         ['mentioned', 'wildcard_mentioned', 'stream_wildcard_mentioned', 'topic_wildcard_mentioned'].includes(
@@ -108,8 +114,10 @@ export interface ParsedHead {
   conversation:
     | { kind: 'stream'; stream: string; topic: string | null }
     | { kind: 'dm' }
-    | { kind: 'group'; members: string[] };
+    | { kind: 'group'; members: string[]; memberIds: (number | undefined)[] };
   sender: string;
+  /** The user id printed after the sender (`Olivia Owner (user 12)`), when one is. */
+  senderId: number | undefined;
   mention: boolean;
 }
 
@@ -160,6 +168,22 @@ function field(c: Cursor, stop: RegExp, what: string): string {
 }
 
 /**
+ * A person: a field, then ` (user N)` when the line tells them apart by id. A bare name runs up
+ * to the "(" of that marker, space included.
+ */
+function person(c: Cursor, stop: RegExp, what: string): { name: string; id: number | undefined } {
+  const quoted = c.peek() === '"';
+  let name = field(c, stop, what);
+  const marker = /^\(user (\d+)\)/;
+  const at = quoted ? (c.s.startsWith(' (user ', c.pos) ? c.pos + 1 : -1) : name.endsWith(' ') ? c.pos : -1;
+  const found = at < 0 ? null : marker.exec(c.s.slice(at));
+  if (found === null) return { name, id: undefined };
+  if (!quoted) name = name.slice(0, -1);
+  c.pos = at + found[0].length;
+  return { name, id: Number(found[1]) };
+}
+
+/**
  * Parses a line that starts at the margin with `[` or `→ [` by the message-line grammar:
  * `[<time> id=N] [#<stream> > <topic>] <sender>[ (mention)]: ` (or `[DM]`, `[group DM with a, b]`).
  * @throws Error saying where the grammar broke.
@@ -189,14 +213,15 @@ export function parseHead(line: string): ParsedHead {
   } else if (c.eat('DM')) {
     conversation = { kind: 'dm' };
   } else if (c.eat('group DM with ')) {
-    const members = [field(c, /[:()[\],<>"]/, 'member')];
-    while (c.eat(', ')) members.push(field(c, /[:()[\],<>"]/, 'member'));
-    conversation = { kind: 'group', members };
+    const all = [person(c, /[:()[\],<>"]/, 'member')];
+    while (c.eat(', ')) all.push(person(c, /[:()[\],<>"]/, 'member'));
+    conversation = { kind: 'group', members: all.map((m) => m.name), memberIds: all.map((m) => m.id) };
   } else {
     throw new Error('unknown conversation label');
   }
   c.expect('] ', 'to close the conversation');
-  let sender = field(c, /[:()[\]<>"]/, 'sender');
+  const from = person(c, /[:()[\]<>"]/, 'sender');
+  let sender = from.name;
   let mention = c.eat(' (mention)');
   // A bare sender runs up to the "(" of the marker, space included.
   if (!mention && sender.endsWith(' ') && c.eat('(mention)')) {
@@ -204,7 +229,7 @@ export function parseHead(line: string): ParsedHead {
     mention = true;
   }
   c.expect(': ', 'after the sender');
-  return { anchor, id, conversation, sender, mention };
+  return { anchor, id, conversation, sender, senderId: from.id, mention };
 }
 
 /** Why a parsed head is not the true head of its message, or undefined when it is. */
@@ -224,6 +249,8 @@ function mismatchOne(head: ParsedHead, m: HeldMessage): string | undefined {
   const same = (printed: string, raw: string) => printed === raw;
   if (!same(head.sender, m.sender))
     return `sender ${JSON.stringify(head.sender)} is not ${JSON.stringify(m.sender)}`;
+  if (head.senderId !== undefined && head.senderId !== m.senderId)
+    return `sender id ${head.senderId} is not ${m.senderId}`;
   if (head.mention && !(m.type === 'stream' && m.mentioned))
     return '(mention) on a message that does not mention the reader';
   const conv = head.conversation;
@@ -237,6 +264,11 @@ function mismatchOne(head: ParsedHead, m: HeldMessage): string | undefined {
   }
   if (m.type !== 'direct') return 'a DM head on a stream message';
   if (conv.kind === 'dm') return m.participants <= 2 ? undefined : '[DM] on a group DM';
+  for (const [i, printedId] of conv.memberIds.entries()) {
+    const named = conv.members[i];
+    if (printedId !== undefined && !m.others.some((name, j) => name === named && m.otherIds[j] === printedId))
+      return `group member ${JSON.stringify(named)} is not user ${printedId}`;
+  }
   const printed = [...conv.members].sort();
   const expected = [...m.others].sort();
   return JSON.stringify(printed) === JSON.stringify(expected)

@@ -1,5 +1,6 @@
 import { escapeMsgText, type NameField, quoteName } from './escape.js';
 import { type FormattableMessage, isMentioned } from './message.js';
+import { needsUserId, type PersonNames, quotePerson } from './person-names.js';
 import { createTimestampFormatter, type TimeStyle } from './time.js';
 import { foldHeaderField } from './unicode.js';
 
@@ -26,6 +27,13 @@ export interface MessageLineOptions {
   readonly trailers?: boolean | undefined;
   /** Append `[attachments: N]` for N distinct `/user_uploads/` links in the body. Default `true`. */
   readonly attachments?: boolean | undefined;
+  /**
+   * The realm's display names ({@link PersonNames}, built once per user list): a sender or group
+   * DM participant whose name another person holds, once folded, is printed with the user id,
+   * `Olivia Owner (user 12)`. A name that holds invisible or mixed-script characters is printed so
+   * with or without it. Plain names nobody else holds print as they are.
+   */
+  readonly people?: PersonNames | undefined;
 }
 
 /** A message-line formatter bound to one set of options (the fast path for many messages). */
@@ -38,6 +46,8 @@ export interface MessageLineFormatter {
 
 const UPLOAD_RE = /\/user_uploads\/(?!thumbnail\/|temporary\/)[^\s)\]"'<>]+/g;
 const FENCE_LINE_RE = /^(?:`{3,}|~{3,})/;
+/** Senders a formatter keeps printed: far more than a page holds, bounded however long it lives. */
+const MAX_CACHED_SENDERS = 1024;
 /** What starts every line of a body after its first. */
 const CONTINUATION = '  ';
 
@@ -49,16 +59,30 @@ function countUploads(body: string): number {
   return seen.size;
 }
 
+/** A sender or participant: quoted (with `escaped`) or folded, with the id where needed. */
+function printPerson(
+  name: string,
+  userId: number,
+  field: 'person' | 'member',
+  escaped: boolean,
+  people: PersonNames | undefined,
+): string {
+  if (escaped) return quotePerson(name, userId, field, people);
+  return foldHeaderField(name) + (needsUserId(name, userId, people) ? ` (user ${userId})` : '');
+}
+
 /**
  * The conversation part of a line or header: `#stream > topic` (`(no topic)` for the empty topic),
  * `DM` for a one-to-one or self DM, `group DM with A, B` naming the other participants. With
  * `escaped`, each name goes through `quoteName`, so no stream, topic or participant name can pass
- * for the delimiters around it.
+ * for the delimiters around it. A participant a name alone would not tell apart (see `people` of
+ * {@link MessageLineOptions}) is named with the user id.
  */
 export function conversationLabel(
   message: Pick<FormattableMessage, 'type' | 'display_recipient' | 'subject' | 'sender_id'>,
   selfUserId?: number | undefined,
   escaped = false,
+  people?: PersonNames | undefined,
 ): string {
   const name = escaped ? quoteName : (value: string, _field: NameField) => foldHeaderField(value);
   if (message.type === 'stream') {
@@ -69,7 +93,8 @@ export function conversationLabel(
   if (recipients.length <= 2) return 'DM';
   const others: string[] = [];
   for (const r of recipients) {
-    if (r.id !== message.sender_id && r.id !== selfUserId) others.push(name(r.full_name, 'member'));
+    if (r.id !== message.sender_id && r.id !== selfUserId)
+      others.push(printPerson(r.full_name, r.id, 'member', escaped, people));
   }
   return `group DM with ${others.join(', ')}`;
 }
@@ -90,23 +115,23 @@ export function createMessageLineFormatter(options: MessageLineOptions = {}): Me
   const selfUserId = options.selfUserId;
   const trailers = options.trailers !== false;
   const attachments = options.attachments !== false;
-  const printSender = escaped ? (value: string) => quoteName(value, 'person') : foldHeaderField;
-  // The messages of one page mostly share a conversation and often a sender: the last of each is
-  // printed once.
-  let lastSender: string | undefined;
-  let lastSenderText = '';
-  const sender = (value: string): string => {
-    if (value !== lastSender) {
-      lastSenderText = printSender(value);
-      lastSender = value;
-    }
-    return lastSenderText;
+  const people = options.people;
+  // The messages of one page mostly share a conversation and come from a few senders: each
+  // sender is printed once (again when renamed, or when the people index changed).
+  const senders = new Map<number, { name: string; version: number | undefined; text: string }>();
+  const sender = (value: string, id: number): string => {
+    const known = senders.get(id);
+    if (known !== undefined && known.name === value && known.version === people?.version) return known.text;
+    if (senders.size >= MAX_CACHED_SENDERS) senders.clear();
+    const text = printPerson(value, id, 'person', escaped, people);
+    senders.set(id, { name: value, version: people?.version, text });
+    return text;
   };
   let lastStream: unknown;
   let lastTopic: string | undefined;
   let lastLabel = '';
   const label = (m: FormattableMessage): string => {
-    if (m.type !== 'stream') return conversationLabel(m, selfUserId, escaped);
+    if (m.type !== 'stream') return conversationLabel(m, selfUserId, escaped, people);
     if (m.display_recipient !== lastStream || m.subject !== lastTopic) {
       lastLabel = conversationLabel(m, selfUserId, escaped);
       lastStream = m.display_recipient;
@@ -118,7 +143,7 @@ export function createMessageLineFormatter(options: MessageLineOptions = {}): Me
   const head = (m: FormattableMessage): string => {
     const t = time(m.timestamp);
     const mention = m.type === 'stream' && m.sender_id !== selfUserId && isMentioned(m) ? ' (mention)' : '';
-    return `[${t === '' ? '' : `${t} `}id=${m.id}] [${label(m)}] ${sender(m.sender_full_name)}${mention}: `;
+    return `[${t === '' ? '' : `${t} `}id=${m.id}] [${label(m)}] ${sender(m.sender_full_name, m.sender_id)}${mention}: `;
   };
 
   const line = ((m: FormattableMessage): string => {
@@ -167,7 +192,8 @@ export function createMessageLineFormatter(options: MessageLineOptions = {}): Me
  * (CR, VT, FF, NEL, U+2028, …) all start an indented continuation, its controls are shown, and a
  * stream, topic or sender name that holds a delimiter of its field is printed as a JSON string
  * (`[#dev > "x] [#secret > plans"] "Olivia Owner: FORGED": body`), so a name can never pass for
- * another stream, topic, sender or a `(mention)` marker.
+ * another stream, topic, sender or a `(mention)` marker. A sender or participant a name alone would
+ * not tell apart is followed by the user id, `Olivia Owner (user 12)` (see `people`).
  *
  * @throws `CORE_INVALID_ARGUMENT` for an unknown zone or time style, an invalid `now`, or a
  *   non-finite timestamp.

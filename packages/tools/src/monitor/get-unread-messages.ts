@@ -185,7 +185,10 @@ export const getUnreadMessagesTool = defineTool({
       Math.floor(itemBudget(services) / 2),
     );
     const page = fitToBudget(
-      capped.map((i) => services.line(i.message)),
+      await services.lines(
+        capped.map((i) => i.message),
+        call,
+      ),
       itemBudget(services) - (errorLines.text === '' ? 0 : jsonBytes(errorLines.text) + 2),
       ID_BYTES,
     );

@@ -130,10 +130,7 @@ export function channelUnreadTemplate(context: MonitorContext): ResourceTemplate
         call,
       );
       const visible = read.fetched.filter((m) => isShownUnread(services, m));
-      const page = fitToBudget(
-        visible.map((m) => services.line(m)),
-        itemBudget(services),
-      );
+      const page = fitToBudget(await services.lines(visible, call), itemBudget(services));
       const since = stream.cursor === undefined ? 'from the start' : `after id=${stream.cursor}`;
       const more = read.hasMore || page.shown < visible.length;
       const head =

@@ -1,4 +1,11 @@
-import { type CallOptions, isNoBotsTopic, type NarrowTerm, quoteName, type User } from '@zmcp/core';
+import {
+  type CallOptions,
+  isNoBotsTopic,
+  type NarrowTerm,
+  type PersonNames,
+  quotePerson,
+  type User,
+} from '@zmcp/core';
 import { ToolError } from '../errors.js';
 import type { ToolServices } from '../services.js';
 import { normalizeTopicInput, resolveStream, streamLabel, topicLabel } from './shared.js';
@@ -31,10 +38,13 @@ export async function resolveDmUsers(
   return { ids: users.map((u) => u.user_id).sort((a, b) => a - b), users };
 }
 
-/** The label of a DM conversation with these users (the bot left out). */
-export function dmLabel(users: readonly User[]): string {
+/**
+ * The label of a DM conversation with these users (the bot left out), each named as message
+ * lines name them: with the user id where a name alone would not tell them apart.
+ */
+export function dmLabel(users: readonly Pick<User, 'user_id' | 'full_name'>[], people?: PersonNames): string {
   if (users.length === 0) return 'DM with yourself';
-  return `DM with ${users.map((u) => quoteName(u.full_name, 'member')).join(', ')}`;
+  return `DM with ${users.map((u) => quotePerson(u.full_name, u.user_id, 'member', people)).join(', ')}`;
 }
 
 /**
@@ -86,5 +96,9 @@ export async function resolveConversation(
     );
   }
   const { ids, users } = await resolveDmUsers(services, input.dm ?? [], call);
-  return { narrow: [{ operator: 'dm', operand: ids }], label: dmLabel(users), kind: 'dm' };
+  return {
+    narrow: [{ operator: 'dm', operand: ids }],
+    label: dmLabel(users, services.directory.people),
+    kind: 'dm',
+  };
 }

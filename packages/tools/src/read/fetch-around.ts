@@ -164,7 +164,9 @@ export const fetchAroundTool = defineTool({
     }
     const { visible, hidden } = splitNoBots(read);
     const at = visible.findIndex((m) => m.id === anchor.id);
-    const lines = visible.map((m) => (m.id === anchor.id ? ANCHOR_MARK : '') + services.line(m));
+    const lines = (await services.lines(visible, call)).map(
+      (line, i) => (visible[i]?.id === anchor.id ? ANCHOR_MARK : '') + line,
+    );
     const budget = itemBudget(services);
     let { lo, hi } = centre(lines, at, budget);
     let text = lines.slice(lo, hi).join('\n');

@@ -4,6 +4,7 @@ import {
   type Message,
   messagePermalink,
   quoteName,
+  quotePerson,
   type User,
 } from '@zmcp/core';
 import { z } from 'zod';
@@ -91,7 +92,12 @@ export const getMessageTool = defineTool({
     const head = `Message ${message.id} in ${conversation.label}, sent by ${quoteName(message.sender_full_name, 'person')} (${quoteName(message.sender_email, 'member')}, id ${message.sender_id}, ${kind}).`;
     const details: string[] = [];
     if (reactions.length > 0) {
-      const name = (id: number) => quoteName(byId.get(id)?.full_name ?? `user ${id}`, 'member');
+      const name = (id: number) => {
+        const person = byId.get(id);
+        return person === undefined
+          ? `user ${id}`
+          : quotePerson(person.full_name, id, 'member', services.directory.people);
+      };
       details.push(
         `Reactions: ${reactions.map((r) => `:${r.emoji_name}: ×${r.count} (${r.user_ids.map(name).join(', ')})`).join('; ')}`,
       );
@@ -103,7 +109,7 @@ export const getMessageTool = defineTool({
     details.push(`Link: ${link}`);
     const tail = details.join('\n');
     const budget = Math.max(200, itemBudget(services) - jsonBytes(tail) - 24 * reactions.length);
-    const body = fitToBudget([services.line(message)], budget);
+    const body = fitToBudget(await services.lines([message], call), budget);
     return {
       text: `${head}\n${body.text}\n${tail}`,
       data: {

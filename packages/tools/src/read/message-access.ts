@@ -87,6 +87,6 @@ export function conversationOf(
       { operator: 'dm', operand: others },
       { operator: 'with', operand: message.id },
     ],
-    label: dmLabel(people),
+    label: dmLabel(people, services.directory.people),
   };
 }

@@ -405,7 +405,7 @@ export async function readMessagePage(
           : { kind: 'since', afterId: edge.id, limit: need };
   }
   const { visible, hidden } = splitNoBots(read);
-  const lines = visible.map((m) => services.line(m));
+  const lines = await services.lines(visible, call);
   const budget = itemBudget(services);
   const fit = older ? fitFromEnd(lines, budget) : fitToBudget(lines, budget, ID_BYTES);
   const shown = older ? visible.slice(visible.length - fit.shown) : visible.slice(0, fit.shown);

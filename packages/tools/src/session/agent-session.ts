@@ -8,6 +8,7 @@ import {
   type NarrowTerm,
   noopLogger,
   quoteName,
+  quotePerson,
   readNarrow,
 } from '@zmcp/core';
 import { type InterruptWatcher, watchInterruptFile } from '@zmcp/delivery';
@@ -309,7 +310,7 @@ export class SessionCore implements AgentSession {
     if (ended.reason === 'nobots') {
       return `The session in ${where} is over: the topic was renamed to opt out of bots (/nobots). Do not post there.`;
     }
-    return `The session in ${where} is over: ${quoteName(ended.byName ?? 'someone', 'person')} reacted :${this.dismissEmoji}: to your message ${ended.messageId ?? '?'}, which dismisses you. Do not post there again; call set_context only if someone asks for you again.`;
+    return `The session in ${where} is over: ${ended.byName === undefined ? 'someone' : ended.byUserId === undefined ? quoteName(ended.byName, 'person') : quotePerson(ended.byName, ended.byUserId, 'person', this.services.directory.people)} reacted :${this.dismissEmoji}: to your message ${ended.messageId ?? '?'}, which dismisses you. Do not post there again; call set_context only if someone asks for you again.`;
   }
 
   /**
@@ -456,6 +457,8 @@ export class SessionCore implements AgentSession {
    * @throws ZmcpError `CORE_ACCESS_DENIED` and the request codes.
    */
   async catchUp(b: Binding, call: CallOptions): Promise<Absorbed & { hasMore: boolean }> {
+    // What `present` prints tells people apart by the realm's names: know them first.
+    await this.services.directory.knownPeople(call);
     const res = await this.readSince(b, call);
     return { ...this.absorb(res.messages), hasMore: res.hasMore };
   }

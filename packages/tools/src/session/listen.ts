@@ -226,6 +226,8 @@ class Listening {
     const session = this.#session;
     const services = session.services;
     await session.ensureSubscribed(this.#binding, this.call);
+    // What `present` prints tells people apart by the realm's names: know them first.
+    await services.directory.knownPeople(this.call);
     while (this.#wake === undefined) {
       const b = this.#binding;
       const queue = await EventQueue.open(services.client, {

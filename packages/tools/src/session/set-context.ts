@@ -59,7 +59,9 @@ export const setContextTool = defineTool({
       read = [...read, target.trigger].sort((a, b) => a.id - b.id);
     const visible = read.filter((m) => !isNoBotsMessage(m));
     const hidden = read.length - visible.length;
-    const lines = visible.map((m) => (m.id === triggerId ? ANCHOR_MARK : '') + services.line(m));
+    const lines = (await services.lines(visible, call)).map(
+      (line, i) => (visible[i]?.id === triggerId ? ANCHOR_MARK : '') + line,
+    );
     const fit = fitFromEnd(lines, itemBudget(services));
     const shown = visible.slice(visible.length - fit.shown);
     const newestRead = read[read.length - 1]?.id ?? 0;

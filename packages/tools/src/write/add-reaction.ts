@@ -27,7 +27,7 @@ export const addReactionTool = defineTool({
     const mine = ownReactions(services, message);
     const { type, code } = await resolveReaction(services, emoji, input.reaction_type, mine, call);
     const already = () => ({
-      text: `Message ${message.id} in ${whereOf(message)} already has this bot's :${emoji.name}: reaction; nothing changed.`,
+      text: `Message ${message.id} in ${whereOf(message, services.directory.people)} already has this bot's :${emoji.name}: reaction; nothing changed.`,
       data: { message_id: message.id, emoji_name: emoji.name, reaction_type: type, changed: false },
     });
     if (mine.some((r) => r.emoji_name === emoji.name && r.reaction_type === type)) return already();
@@ -42,7 +42,7 @@ export const addReactionTool = defineTool({
       throw err;
     }
     return {
-      text: `Reacted :${emoji.name}: to message ${message.id} in ${whereOf(message)}.`,
+      text: `Reacted :${emoji.name}: to message ${message.id} in ${whereOf(message, services.directory.people)}.`,
       data: { message_id: message.id, emoji_name: emoji.name, reaction_type: type, changed: true },
     };
   },

@@ -7,7 +7,8 @@ import {
   type Message,
   messagePermalink,
   normalizeMarkdown,
-  quoteName,
+  type PersonNames,
+  quotePerson,
   readMessage,
   type Stream,
   type StreamInfoLookup,
@@ -246,11 +247,11 @@ export function writeTargetOf(
   return { dm: others.length > 0 ? others : [services.identity.user_id] };
 }
 
-/** `#stream > topic` or `DM with ...`, for summaries. */
-export function whereOf(message: Message): string {
+/** `#stream > topic` or `DM with ...`, for summaries; people named as message lines name them. */
+export function whereOf(message: Message, people?: PersonNames): string {
   if (message.type === 'stream') return streamTopic(String(message.display_recipient), message.subject);
   const names = Array.isArray(message.display_recipient)
-    ? message.display_recipient.map((r) => quoteName(r.full_name, 'member')).join(', ')
+    ? message.display_recipient.map((r) => quotePerson(r.full_name, r.id, 'member', people)).join(', ')
     : '';
   return `DM with ${names}`;
 }
@@ -270,8 +271,8 @@ export function permalinkOf(services: ToolServices, message: Message): string | 
 }
 
 /** One message line, cut to the page budget. */
-export function lineOf(services: ToolServices, message: Message): string {
-  return fitToBudget([services.line(message)], services.pageBudgetBytes).text;
+export async function lineOf(services: ToolServices, message: Message, call: CallOptions): Promise<string> {
+  return fitToBudget(await services.lines([message], call), services.pageBudgetBytes).text;
 }
 
 /**
@@ -434,7 +435,7 @@ export async function sendPrepared(
     id,
     message,
     permalink: permalinkOf(services, message),
-    line: lineOf(services, message),
+    line: await lineOf(services, message, callOf(signal)),
     uploaded,
     length,
   };

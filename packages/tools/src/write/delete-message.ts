@@ -34,8 +34,8 @@ export const deleteMessageTool = defineTool({
     await services.client.deleteMessage(message.id, call);
     return {
       text: [
-        `Deleted message ${message.id} in ${whereOf(message)}. It read:`,
-        lineOf(services, message),
+        `Deleted message ${message.id} in ${whereOf(message, services.directory.people)}. It read:`,
+        await lineOf(services, message, call),
       ].join('\n'),
       data: { message_id: message.id, deleted: true as const },
     };

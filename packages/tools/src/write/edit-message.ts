@@ -143,7 +143,9 @@ export const editMessageTool = defineTool({
     const permalink = permalinkOf(services, message);
     const what = [
       content === undefined ? '' : 'content edited',
-      moving ? `moved from ${whereOf(original)} to ${whereOf(message)}` : '',
+      moving
+        ? `moved from ${whereOf(original, services.directory.people)} to ${whereOf(message, services.directory.people)}`
+        : '',
     ]
       .filter((s) => s !== '')
       .join(', ');
@@ -156,7 +158,7 @@ export const editMessageTool = defineTool({
     return {
       text: [
         `Message ${original.id}: ${what}${scope}${permalink === null ? '' : ` (${permalink})`}.`,
-        lineOf(services, message),
+        await lineOf(services, message, call),
       ].join('\n'),
       data: {
         message_id: original.id,

@@ -41,7 +41,7 @@ export const removeReactionTool = defineTool({
     } catch (err) {
       if (zulipCodeOf(err) === 'REACTION_DOES_NOT_EXIST') {
         return {
-          text: `Message ${message.id} in ${whereOf(message)} has no :${emoji.name}: reaction from this bot; nothing changed.`,
+          text: `Message ${message.id} in ${whereOf(message, services.directory.people)} has no :${emoji.name}: reaction from this bot; nothing changed.`,
           data: {
             message_id: message.id,
             emoji_name: emoji.name,
@@ -53,7 +53,7 @@ export const removeReactionTool = defineTool({
       throw err;
     }
     return {
-      text: `Removed this bot's :${emoji.name}: reaction from message ${message.id} in ${whereOf(message)}.`,
+      text: `Removed this bot's :${emoji.name}: reaction from message ${message.id} in ${whereOf(message, services.directory.people)}.`,
       data: { message_id: message.id, emoji_name: emoji.name, reaction_type: type, changed: true },
     };
   },

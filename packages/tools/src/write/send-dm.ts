@@ -1,4 +1,4 @@
-import { quoteName, type User, ZmcpError } from '@zmcp/core';
+import { quoteName, quotePerson, type User, ZmcpError } from '@zmcp/core';
 import { AttachmentsSchema } from '@zmcp/uploads';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
@@ -104,7 +104,9 @@ export const sendDmTool = defineTool({
     const sent = await sendPrepared(services, { type: 'direct', users }, prepared, attachments, signal);
     if ('isError' in sent) return sent;
     const permalink = sent.permalink;
-    const names = users.map((u) => quoteName(u.full_name, 'member')).join(', ');
+    const names = users
+      .map((u) => quotePerson(u.full_name, u.user_id, 'member', services.directory.people))
+      .join(', ');
     return {
       text: [
         `Sent direct message ${sent.id} to ${names}${attachmentsNote(sent.uploaded.length)}${permalink === null ? '' : ` (${permalink})`}.`,
