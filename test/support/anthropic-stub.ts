@@ -522,3 +522,64 @@ export async function startAnthropicStub(options: AnthropicStubOptions): Promise
       }),
   };
 }
+
+/** What stays the same from run to run of one Claude Code version: the shape of a request. */
+export interface RequestShape {
+  method: string;
+  path: string;
+  /** Header names, sorted, and the values that identify the client and the API it speaks. */
+  headerNames: string[];
+  headers: Record<string, string | string[]>;
+  body: {
+    keys: string[];
+    model: unknown;
+    max_tokens: unknown;
+    stream: unknown;
+    thinking: unknown;
+    tools: string[];
+    /** Each system block: its cache_control, and the first line of its text (the rest varies). */
+    system: { firstLine: string; cache_control?: unknown }[];
+    /** Each message: its role and the types of its blocks. */
+    messages: { role: string; blocks: string[] }[];
+  };
+}
+
+/**
+ * The shape of a recorded `/v1/messages` request, for a fixture: header names, the client's
+ * version and betas, the body's fields, the tool names, the system blocks and the roles and block
+ * types of the messages. Texts, ids and paths, which vary from run to run, are left out.
+ */
+export function requestShape(record: RecordedRequest): RequestShape {
+  const h = record.headers;
+  const body = record.body as MessagesBody;
+  const one = (name: string) => String(h[name] ?? '');
+  const system = typeof body.system === 'string' ? [{ type: 'text', text: body.system }] : (body.system ?? []);
+  return {
+    method: record.method,
+    path: record.path,
+    headerNames: Object.keys(h).sort(),
+    headers: {
+      'anthropic-version': one('anthropic-version'),
+      'anthropic-beta': one('anthropic-beta').split(','),
+      'user-agent': one('user-agent'),
+      'x-app': one('x-app'),
+      'content-type': one('content-type'),
+    },
+    body: {
+      keys: Object.keys(body).sort(),
+      model: body.model,
+      max_tokens: body.max_tokens,
+      stream: body.stream,
+      thinking: body.thinking,
+      tools: (body.tools ?? []).map((t) => t.name),
+      system: system.map((b) => ({
+        firstLine: (b.text ?? '').split('\n')[0]?.replace(/cc_version=[^;]*/, 'cc_version=…') ?? '',
+        ...(b.cache_control === undefined ? {} : { cache_control: b.cache_control }),
+      })),
+      messages: body.messages.map((m) => ({
+        role: m.role,
+        blocks: typeof m.content === 'string' ? ['string'] : m.content.map((b) => b.type),
+      })),
+    },
+  };
+}
