@@ -553,7 +553,8 @@ export function requestShape(record: RecordedRequest): RequestShape {
   const h = record.headers;
   const body = record.body as MessagesBody;
   const one = (name: string) => String(h[name] ?? '');
-  const system = typeof body.system === 'string' ? [{ type: 'text', text: body.system }] : (body.system ?? []);
+  const system =
+    typeof body.system === 'string' ? [{ type: 'text', text: body.system }] : (body.system ?? []);
   return {
     method: record.method,
     path: record.path,
