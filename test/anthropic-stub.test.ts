@@ -181,7 +181,10 @@ describe('the Messages API stub', () => {
     expect(await missing.json()).toMatchObject({ type: 'error', error: { type: 'not_found_error' } });
     expect((await post(stub.url, '/v1/messages', { nope: true })).status).toBe(400);
     await post(stub.url, '/v1/messages', body());
-    expect((await post(stub.url, '/v1/messages', body())).status).toBe(500);
+    const past = await post(stub.url, '/v1/messages', body());
+    // Not worth retrying: Claude Code would otherwise back off ten times before it gives up.
+    expect(past.status).toBe(400);
+    expect(past.headers.get('x-should-retry')).toBe('false');
     expect(stub.problems).toEqual([
       'request 0: POST /v1/files is not served',
       'request 1: not a Messages API body',

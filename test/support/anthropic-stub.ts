@@ -303,8 +303,13 @@ function stopReasonOf(turn: ModelTurn): string {
   return turn.stopReason ?? ((turn.toolCalls ?? []).length > 0 ? 'tool_use' : 'end_turn');
 }
 
+/** An API error; `x-should-retry: false`, so the client gives up at once instead of backing off. */
 function sendError(res: ServerResponse, status: number, type: string, message: string): void {
-  res.writeHead(status, { 'content-type': 'application/json', 'request-id': apiId('req') });
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'request-id': apiId('req'),
+    'x-should-retry': 'false',
+  });
   res.end(JSON.stringify({ type: 'error', error: { type, message }, request_id: apiId('req') }));
 }
 
@@ -446,13 +451,13 @@ export async function startAnthropicStub(options: AnthropicStubOptions): Promise
       const step = script[n];
       if (step === undefined) {
         problems.push(`request ${record.seq}: main turn ${n} is past the script's ${script.length}`);
-        return sendError(res, 500, 'api_error', `The stub's script has no turn ${n}.`);
+        return sendError(res, 400, 'invalid_request_error', `The stub's script has no turn ${n}.`);
       }
       try {
         settle(await step(request));
       } catch (err) {
         problems.push(`turn ${n}: ${err instanceof Error ? err.message : String(err)}`);
-        return sendError(res, 500, 'api_error', `The stub's turn ${n} threw.`);
+        return sendError(res, 400, 'invalid_request_error', `The stub's turn ${n} threw.`);
       }
       if (n === script.length - 1) finish();
     }

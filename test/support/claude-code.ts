@@ -46,6 +46,8 @@ export const OFFLINE_SWITCHES: Readonly<Record<string, string>> = {
   // Interactive sessions otherwise fetch Anthropic's plugin marketplace (downloads.claude.ai),
   // then try to clone it from github.com, over SSH too, which no proxy variable stops.
   CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL: '1',
+  // A failed model request is a failed test: no ten retries with backoff.
+  CLAUDE_CODE_MAX_RETRIES: '0',
 };
 
 /**
