@@ -94,8 +94,12 @@ export async function claudeHome(claude = claudeCodeBin()): Promise<ClaudeHome> 
   const dir = await mkdtemp(join(tmpdir(), 'zmcp-claude-home-'));
   const binDir = join(dir, 'bin');
   const workDir = join(dir, 'work');
+  // Claude Code keeps its scratch files (claude-<uid>/) and session sockets (cc-socks/) under
+  // TMPDIR: inside the home, they go with it.
+  const tmpDir = join(dir, 'tmp');
   await mkdir(binDir);
   await mkdir(workDir);
+  await mkdir(tmpDir);
   await symlink(claude, join(binDir, 'claude'));
   return {
     dir,
@@ -105,7 +109,7 @@ export async function claudeHome(claude = claudeCodeBin()): Promise<ClaudeHome> 
       return {
         PATH: [binDir, join(process.execPath, '..'), '/usr/local/bin', '/usr/bin', '/bin'].join(delimiter),
         HOME: dir,
-        TMPDIR: tmpdir(),
+        TMPDIR: tmpDir,
         LANG: 'C.UTF-8',
         ...OFFLINE_SWITCHES,
         ANTHROPIC_BASE_URL: stubUrl,
