@@ -1,13 +1,19 @@
 import { basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { defineProject, type UserWorkspaceConfig } from 'vitest/config';
+import { configDefaults, defineProject, type UserWorkspaceConfig } from 'vitest/config';
 
 const setupFile = fileURLToPath(new URL('./test/setup/fail-on-console.ts', import.meta.url));
+
+/**
+ * The slow end-to-end tests that run real agent CLIs (`pnpm test:e2e`, vitest.e2e.config.ts):
+ * never part of `pnpm test`.
+ */
+export const REAL_E2E_TESTS = '**/*.e2e-real.test.ts';
 
 /** Vitest settings shared by every package: tests run on sources via the `@zmcp/source` condition. */
 export function packageProject(
   dir: string,
-  options: { name?: string; include?: string[] } = {},
+  options: { name?: string; include?: string[]; exclude?: string[] } = {},
 ): UserWorkspaceConfig {
   return defineProject({
     resolve: { conditions: ['@zmcp/source'] },
@@ -16,6 +22,7 @@ export function packageProject(
       name: options.name ?? basename(dir),
       root: dir,
       include: options.include ?? ['src/**/*.test.ts', 'test/**/*.test.ts'],
+      exclude: options.exclude ?? [...configDefaults.exclude, REAL_E2E_TESTS],
       environment: 'node',
       // Test files share a worker's module graph instead of importing everything afresh for each
       // file (half the suite's CPU time). So a test leaves no global state behind: timers, env,
