@@ -15,7 +15,10 @@ export const SERVER_NAME = 'zulip';
 export interface BackendInvocation {
   /** Executable, looked up on `PATH`: `claude`, `codex` or `opencode`. */
   command: string;
+  /** Options only: nothing on the command line comes from Zulip (the prompt goes on stdin). */
   args: string[];
+  /** What the agent reads on stdin: the prompt, which each backend reads from there verbatim. */
+  stdin: string;
   /** Variables added to the launcher's environment for this run (never on the command line). */
   env: Record<string, string>;
   /** Files to write (mode 0600) before starting, such as Claude Code's MCP configuration. */
@@ -104,10 +107,11 @@ function claude(input: InvocationInput): BackendInvocation {
   }
   return {
     command: 'claude',
-    // The prompt right after -p: --allowedTools and --mcp-config take lists and would swallow it.
+    // The prompt on stdin, never on the command line: there a caller's name like
+    // "--system-prompt=..." would be read as an option, and --allowedTools and --mcp-config take
+    // lists that swallow what follows. `claude -p` with no prompt argument reads it from stdin.
     args: [
       '-p',
-      input.prompt,
       '--allowedTools',
       `mcp__${SERVER_NAME}`,
       '--mcp-config',
@@ -117,6 +121,7 @@ function claude(input: InvocationInput): BackendInvocation {
       input.systemPrompt,
       ...input.extraArgs,
     ],
+    stdin: input.prompt,
     env: {},
     files: [
       { path: file, content: `${JSON.stringify({ mcpServers: { [SERVER_NAME]: entry } }, null, 2)}\n` },
@@ -160,7 +165,9 @@ function codex(input: InvocationInput): BackendInvocation {
   overrides.push(`developer_instructions=${tomlString(input.systemPrompt, 'system prompt')}`);
   return {
     command: 'codex',
-    args: ['exec', ...overrides.flatMap((o) => ['-c', o]), ...input.extraArgs, '--', input.prompt],
+    // "-" after "--": the prompt is read from stdin, verbatim, and no extra argument can take it.
+    args: ['exec', ...overrides.flatMap((o) => ['-c', o]), ...input.extraArgs, '--', '-'],
+    stdin: input.prompt,
     env,
     files: [],
     secrets,
@@ -200,8 +207,10 @@ function opencode(input: InvocationInput): BackendInvocation {
   };
   return {
     command: 'opencode',
-    // The prompt first: later positionals would be read as more words of it.
-    args: ['run', input.prompt, ...input.extraArgs],
+    // The prompt on stdin: on the command line OpenCode quotes a message that holds a space and
+    // escapes its quotes, and reads a leading "--" as an option; stdin reaches the model verbatim.
+    args: ['run', ...input.extraArgs],
+    stdin: input.prompt,
     // Inline configuration, in the environment: header and env values never reach argv.
     env: { OPENCODE_CONFIG_CONTENT: JSON.stringify(config) },
     files: [{ path: instructions, content: `${input.systemPrompt}\n` }],
@@ -214,7 +223,8 @@ function opencode(input: InvocationInput): BackendInvocation {
  * the command that starts one agent run: Claude Code gets a `.mcp.json` of its own (it expands
  * the references itself), Codex gets `-c mcp_servers...` overrides with every env and header
  * value forwarded from its environment by name, OpenCode gets inline JSON configuration in
- * `OPENCODE_CONFIG_CONTENT`. Secrets never reach the command line.
+ * `OPENCODE_CONFIG_CONTENT`. Secrets never reach the command line, and neither does the prompt:
+ * each backend reads it from stdin (`stdin`), where it arrives verbatim.
  *
  * @throws LauncherError `LAUNCHER_MCP_CONFIG_INVALID` for a reference to an unset variable,
  *   `LAUNCHER_BACKEND_UNSUPPORTED` for an entry the backend cannot carry.

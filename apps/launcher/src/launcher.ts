@@ -654,6 +654,7 @@ class ZulipLauncher implements Launcher {
     const agent = startAgentProcess({
       command: invocation.command,
       args: invocation.args,
+      stdin: invocation.stdin,
       cwd: this.#workdir,
       env: { ...this.#env, ...invocation.env, ZULIP_AGENT_RUN: runId },
       logFile,

@@ -1,6 +1,7 @@
 // A stand-in for the agent CLIs (claude, codex, opencode) in tests and the bench. The launcher
-// finds it on PATH under the backend's name (a shim in a temp dir imports this file). It records
-// the argv, environment and configuration it was given, then does what an agent does: reads the
+// finds it on PATH under the backend's name (a shim in a temp dir imports this file). It reads
+// its argv and stdin as the real CLI does (clis.mjs: a command line the real one refuses is
+// refused the same way), records what it was given, then does what an agent does: reads the
 // zulip server out of that configuration, starts it, and talks MCP to it: set_context → reply →
 // listen → end_session.
 //
@@ -12,6 +13,16 @@
 //   bench               record the start time and exit 0 at once (no MCP)
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
+import {
+  CliUsageError,
+  claudePrompt,
+  codexPrompt,
+  opencodePrompt,
+  parseClaude,
+  parseCodexExec,
+  parseOpencodeRun,
+  readStdin,
+} from './clis.mjs';
 
 const startedAt = performance.timeOrigin + performance.now();
 const backend = basename(process.argv[1] ?? 'agent');
@@ -47,27 +58,34 @@ function toml(value) {
   return JSON.parse(value);
 }
 
-/** The zulip server this backend was told about, as a command to start: from the config the launcher gave it. */
-function serverFromConfig() {
+/**
+ * The prompt and the zulip server this backend was told about, read from its argv, stdin and
+ * configuration the way the real CLI reads them (see clis.mjs).
+ */
+function serverFromConfig(stdin) {
   if (backend === 'claude') {
-    const file = argv[argv.indexOf('--mcp-config') + 1];
+    const parsed = parseClaude(argv);
+    if (parsed.options.print !== true)
+      throw new CliUsageError('stand-in: only claude --print is modelled', 1);
+    const prompt = claudePrompt(parsed, stdin);
+    const [file] = parsed.options['mcp-config'] ?? [];
     const config = JSON.parse(readFileSync(file, 'utf8'));
     const entry = config.mcpServers.zulip;
     const env = Object.fromEntries(Object.entries(entry.env ?? {}).map(([k, v]) => [k, expand(v)]));
     return {
       config,
-      prompt: argv[argv.indexOf('-p') + 1],
+      options: parsed.options,
+      prompt,
       server: { command: entry.command, args: entry.args ?? [], env, cwd: entry.cwd },
     };
   }
   if (backend === 'codex') {
+    const parsed = parseCodexExec(argv);
+    const prompt = codexPrompt(parsed, stdin);
     const overrides = {};
-    for (let i = 0; i < argv.length; i++) {
-      if (argv[i] === '-c') {
-        const item = argv[++i];
-        const eq = item.indexOf('=');
-        overrides[item.slice(0, eq)] = toml(item.slice(eq + 1));
-      }
+    for (const item of parsed.options.config ?? []) {
+      const eq = item.indexOf('=');
+      overrides[item.slice(0, eq)] = toml(item.slice(eq + 1));
     }
     const key = 'mcp_servers.zulip';
     const env = { ...(overrides[`${key}.env`] ?? {}) };
@@ -75,7 +93,8 @@ function serverFromConfig() {
       if (process.env[name] !== undefined) env[name] = process.env[name];
     return {
       config: overrides,
-      prompt: argv[argv.length - 1],
+      options: parsed.options,
+      prompt,
       server: {
         command: overrides[`${key}.command`],
         args: overrides[`${key}.args`] ?? [],
@@ -84,11 +103,14 @@ function serverFromConfig() {
       },
     };
   }
+  const parsed = parseOpencodeRun(argv);
+  const prompt = opencodePrompt(parsed, stdin);
   const config = JSON.parse(process.env.OPENCODE_CONFIG_CONTENT ?? '{}');
   const entry = config.mcp.zulip;
   return {
     config,
-    prompt: argv[1],
+    options: parsed.options,
+    prompt,
     server: { command: entry.command[0], args: entry.command.slice(1), env: entry.environment ?? {} },
   };
 }
@@ -124,13 +146,40 @@ if (mode === 'fail') {
   process.exit(3);
 }
 
-const { config, prompt, server } = serverFromConfig();
-const conversation = JSON.parse(/^Conversation: (.*)$/m.exec(prompt)?.[1] ?? '{}');
+const stdin = await readStdin();
+let invocation;
+try {
+  invocation = serverFromConfig(stdin);
+} catch (err) {
+  if (!(err instanceof CliUsageError)) throw err;
+  // What the real CLI does with a command line it cannot use: a line on stderr and its exit code.
+  record({ stdin, usageError: err.message, exitCode: err.exitCode });
+  process.stderr.write(`${err.message}\n`);
+  process.exit(err.exitCode);
+}
+const { config, options, prompt, server } = invocation;
+/** The prompt's JSON line of ids; undefined when it is missing or mangled (opencode quoting it). */
+function conversationOf(text) {
+  try {
+    const value = JSON.parse(/^Conversation: (.*)$/m.exec(text)?.[1] ?? '');
+    return typeof value === 'object' && value !== null ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+const conversation = conversationOf(prompt);
 record({
   config,
+  options,
   prompt,
+  stdin,
   server: { command: server.command, args: server.args, envKeys: Object.keys(server.env) },
 });
+if (conversation === undefined) {
+  // A model could not tell where it was called: it answers nowhere, and the run fails.
+  process.stderr.write('stand-in: the prompt has no readable Conversation line\n');
+  process.exit(4);
+}
 
 const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
 const { StdioClientTransport, getDefaultEnvironment } = await import(

@@ -1,0 +1,29 @@
+// Types of clis.mjs, for the TypeScript tests that check the stand-ins against the real CLIs.
+
+export declare class CliUsageError extends Error {
+  constructor(message: string, exitCode: number);
+  readonly exitCode: number;
+}
+
+export interface ParsedClaude {
+  options: Record<string, true | string[]>;
+  prompt: string | undefined;
+}
+export declare function parseClaude(argv: string[]): ParsedClaude;
+export declare function claudePrompt(parsed: ParsedClaude, stdin: string): string;
+
+export interface ParsedCodexExec {
+  options: Record<string, true | string[]>;
+  prompt: string | undefined;
+}
+export declare function parseCodexExec(argv: string[]): ParsedCodexExec;
+export declare function codexPrompt(parsed: ParsedCodexExec, stdin: string): string;
+
+export interface ParsedOpencodeRun {
+  options: Record<string, boolean | string | string[]>;
+  message: string[];
+}
+export declare function parseOpencodeRun(argv: string[]): ParsedOpencodeRun;
+export declare function opencodePrompt(parsed: ParsedOpencodeRun, stdin: string): string;
+
+export declare function readStdin(): Promise<string>;
