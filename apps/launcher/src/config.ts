@@ -105,7 +105,7 @@ function backendArgs(backend: BackendName) {
     {
       group: 'Agents',
       defaultText: 'none',
-      help: `Extra arguments for ${backend}, as a JSON list of strings; environment references are refused.`,
+      help: `Extra arguments for ${backend}, as a JSON list of strings; environment references and {file:…} are refused.`,
     },
     (raw) => {
       let parsed: unknown;
@@ -120,7 +120,7 @@ function backendArgs(backend: BackendName) {
       const bad = parsed.findIndex((a: string) => hasEnvReference(a));
       if (bad >= 0) {
         return problem(
-          `item ${bad} holds an environment reference; nothing is expanded, and secrets stay off command lines`,
+          `item ${bad} holds an environment reference or a {file:…} substitution; nothing is expanded, and secrets stay off command lines`,
         );
       }
       return parsed as string[];
