@@ -552,14 +552,15 @@ class ZulipLauncher implements Launcher {
     if (run !== undefined) {
       await ledger.add(storeTrigger(trigger), 'followup', { into: run.trigger.messageId });
       run.followUps.push(trigger.messageId);
-      this.#emit({ type: 'trigger', trigger, action: 'followup' });
+      // The note names the message: the agent gets it once, through listen or in the note.
+      await run.mailbox.post(trigger.messageId, followUpNote(message, this.#selfId)).catch((err: unknown) => {
+        this.#logger.warn('could not write the interrupt file', { runId: run.runId, err });
+      });
       this.#logger.info('follow-up handed to the running agent', {
         messageId: trigger.messageId,
         runId: run.runId,
       });
-      await run.mailbox.post(trigger.messageId, followUpNote(message, this.#selfId)).catch((err: unknown) => {
-        this.#logger.warn('could not write the interrupt file', { runId: run.runId, err });
-      });
+      this.#emit({ type: 'trigger', trigger, action: 'followup' });
       return;
     }
     const waiting = this.#waiting.find((t) => t.conversation === trigger.conversation);

@@ -189,3 +189,71 @@ describe('Zulip text on the way to an agent', () => {
     expect(first?.startsWith('Olivia Owner (user id 1)')).toBe(false);
   });
 });
+
+describe('a follow-up to a running agent', () => {
+  it('reaches it once, as a message or as an interrupt note, never both, with every backend', async () => {
+    const launcher = await w.launch({
+      streamBackends: [
+        { stream: 'ops', backend: 'codex' },
+        { stream: 'design', backend: 'opencode' },
+      ],
+      maxRunning: 3,
+    });
+    const botPost = (text: string | RegExp) =>
+      w.nextRequest(
+        (r) =>
+          r.method === 'POST' &&
+          r.path.endsWith('/messages') &&
+          r.userId === w.bot.userId &&
+          (typeof text === 'string'
+            ? String(r.params.content ?? '').includes(text)
+            : text.test(String(r.params.content ?? ''))),
+      );
+    const conversations = [
+      ['claude', 'general', 'rollout'],
+      ['codex', 'ops', 'pager'],
+      ['opencode', 'design', 'icons'],
+    ] as const;
+    const runs = await Promise.all(
+      conversations.map(async ([backend, stream, topic]) => {
+        const listening = w.nextListen(topic);
+        const onIt = botPost(`${backend} is on it.`);
+        const first = w.mention(w.ann, topic, '', stream);
+        await onIt;
+        await listening;
+        // The follow-up: written to the agent's interrupt file, and in the topic its listen watches.
+        const answered = botPost(`${backend} `);
+        const followUp = w.mention(w.ann, topic, 'also check the canary', stream);
+        await w.event('trigger', (e) => e.trigger.messageId === followUp && e.action === 'followup');
+        await answered;
+        // A plain message after it: the agent's next listen hands it over, and anything still pending.
+        const sentinel = w.post(w.bo, topic, 'and the logs', stream);
+        await botPost(new RegExp(`${backend} read (\\d+,)*${sentinel}\\b`));
+        const botMessage = w.messages({ topic, sender: w.bot.userId })[0];
+        w.sim.realm.addReaction(w.ann.userId, botMessage?.id as number, 'stop');
+        const end = await w.ended(first);
+        return { backend, first, followUp, end };
+      }),
+    );
+    await launcher.close();
+    const records = w.records();
+    for (const { backend, first, followUp, end } of runs) {
+      expect(end.outcome, backend).toBe('done');
+      expect(end.followUpsDelivered, backend).toBe(1);
+      const record = records.find((r) => r.backend === backend) as StubRecord;
+      // Everything that reached the agent: what listen handed over (messages, and the messages
+      // its interrupt notes pass on) and what arrived with a reply.
+      const reached = record.events.flatMap((e) =>
+        e.step === 'listen'
+          ? [...(e.messages as number[]), ...(e.passedOn as number[])]
+          : e.step === 'reply'
+            ? (e.arrived as number[])
+            : [],
+      );
+      const times = reached.filter((id) => id === followUp).length;
+      expect(times, `${backend}: times the follow-up ${followUp} reached the agent`).toBe(1);
+      expect(w.events.filter((e) => e.type === 'started' && e.backend === backend)).toHaveLength(1);
+      expect(w.reactions(first)).toEqual(['check']);
+    }
+  });
+});

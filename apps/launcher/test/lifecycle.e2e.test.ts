@@ -47,7 +47,7 @@ function pidsOf(record: StubRecord): number[] {
 }
 
 describe('a running agent', () => {
-  it('gets follow-ups through its interrupt file, never a second agent, and ends when dismissed', async () => {
+  it('gets a follow-up once (listen, or its interrupt file), never a second agent, and ends when dismissed', async () => {
     const launcher = await w.launch();
     const listening = w.nextListen('deploy');
     const onIt = w.nextRequest(isBotPost(w, 'claude is on it.'));
@@ -57,12 +57,18 @@ describe('a running agent', () => {
     await listening;
     expect(w.reactions(first)).toContain('working_on_it');
 
-    const interrupted = w.nextRequest(isBotPost(w, 'claude got an interrupt'));
+    const answered = w.nextRequest(isBotPost(w, 'claude '));
     const second = w.mention(w.ann, 'Deploy', 'also check the canary');
     await w.event('trigger', (e) => e.trigger.messageId === second && e.action === 'followup');
-    const reply = await interrupted;
-    // The note carries the follow-up as a message line, with its id.
-    expect(String(reply.params.content)).toContain(`id=${second}`);
+    // The agent got it as a new message, or in the note (a message line, with its id).
+    expect(String((await answered).params.content)).toMatch(new RegExp(`read ${second}\\b|id=${second}\\]`));
+    // A plain message after the note: once the agent answers it, anything pending was handed over.
+    const sentinel = w.post(w.bo, 'deploy', 'and the logs');
+    await w.nextRequest(
+      (r) =>
+        isBotPost(w, 'claude read')(r) &&
+        new RegExp(`read (\\d+,)*${sentinel}\\b`).test(String(r.params.content)),
+    );
 
     // A person reacts 🛑 to the agent's message: the session ends, the agent leaves.
     const botMessage = w.messages({ topic: 'deploy', sender: w.bot.userId })[0];
@@ -74,9 +80,14 @@ describe('a running agent', () => {
     const [record] = w.records();
     expect(w.records()).toHaveLength(1);
     expect(record?.events.map((e) => e.step)).toContain('end_session');
-    expect(record?.events.some((e) => e.step === 'listen' && (e.interrupts as string[]).length > 0)).toBe(
-      true,
+    const reached = (record?.events ?? []).flatMap((e) =>
+      e.step === 'listen'
+        ? [...(e.messages as number[]), ...(e.passedOn as number[])]
+        : e.step === 'reply'
+          ? (e.arrived as number[])
+          : [],
     );
+    expect(reached.filter((id) => id === second)).toHaveLength(1);
     await launcher.close();
     expect(w.reactions(first)).toEqual(['check']);
     expect(w.reactions(second)).toEqual([]);

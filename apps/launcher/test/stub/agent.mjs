@@ -244,18 +244,28 @@ if (mode !== 'quick') {
       else if (line.startsWith('    ') && interrupts.length > 0)
         interrupts.push(`${interrupts.pop()} ${line.trim()}`);
     }
-    event({ step: 'listen', status: heard.status, interrupts, messages: heard.ids });
+    // The messages an agent got, as a model reads them: new messages, and those the notes pass on.
+    const passedOn = interrupts.flatMap((note) =>
+      [...note.matchAll(/\bid=(\d+)\]/g)].map((m) => Number(m[1])),
+    );
+    event({ step: 'listen', status: heard.status, interrupts, messages: heard.ids, passedOn });
     if (heard.status === 'dismissed' || heard.status === 'ended' || heard.status === 'cancelled') break;
     if (heard.status === 'timeout') continue;
-    const answer =
-      interrupts.length > 0
-        ? `${backend} got an interrupt: ${interrupts.join(' | ').slice(0, 300)}`
-        : `${backend} read ${heard.ids.join(',')}`;
+    const parts = [];
+    if (heard.ids.length > 0) parts.push(`${backend} read ${heard.ids.join(',')}`);
+    if (interrupts.length > 0)
+      parts.push(`${backend} got an interrupt: ${interrupts.join(' | ').slice(0, 300)}`);
+    let answer = parts.join('; ');
+    // A reply hands over what arrived meanwhile: the agent answers that too, then listens again.
     // A reply refused because the session ended meanwhile (a dismissal) ends the loop, as for an agent.
-    const sent = await call('reply', { content: answer }).then(
-      () => true,
-      () => false,
-    );
+    let sent = true;
+    while (answer !== undefined && sent) {
+      const replied = await call('reply', { content: answer }).catch(() => undefined);
+      sent = replied !== undefined;
+      const arrived = replied?.arrived_ids ?? [];
+      if (arrived.length > 0) event({ step: 'reply', arrived });
+      answer = arrived.length > 0 ? `${backend} read ${arrived.join(',')}` : undefined;
+    }
     if (!sent) break;
   }
 }
