@@ -66,7 +66,11 @@ export function systemPrompt(additions: readonly (string | undefined)[]): string
   ].join('\n\n');
 }
 
-/** The interrupt note for a follow-up: the message as one message line (listen escapes it for the model). */
+/**
+ * The interrupt note for a follow-up: the message as the one escaped message line every surface
+ * prints (core's formatter with `escape`: names quoted, the body's line breaks indented, `<`
+ * escaped), so no topic, name or body can forge another conversation or speaker in it.
+ */
 export function followUpNote(message: Message, selfUserId: number): string {
-  return `A new message calls you in this conversation (the launcher passes it on):\n${formatMessageLine(message, { selfUserId, timeZone: 'UTC' })}`;
+  return `A new message calls you in this conversation (the launcher passes it on):\n${formatMessageLine(message, { selfUserId, timeZone: 'UTC', escape: true })}`;
 }
