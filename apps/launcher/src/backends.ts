@@ -8,6 +8,31 @@ export type BackendName = 'claude' | 'codex' | 'opencode';
 /** Every backend, in the order `--help` lists them. */
 export const backendNames: readonly BackendName[] = ['claude', 'codex', 'opencode'];
 
+/**
+ * How Codex approves calls of the zulip server's tools: its `default_tools_approval_mode` for the
+ * server. `approve` runs them; `auto` asks before a tool not annotated read-only (every tool that
+ * writes, `reply` and `listen` among them), `writes` the same, `prompt` before every tool.
+ */
+export type CodexToolApproval = 'approve' | 'auto' | 'writes' | 'prompt';
+
+/** Every Codex approval mode, the default first. */
+export const codexToolApprovals: readonly CodexToolApproval[] = ['approve', 'auto', 'writes', 'prompt'];
+
+/**
+ * Why Codex, configured with `mode` and these extra arguments, cannot run the zulip tools an
+ * agent needs; undefined when it can. `codex exec` answers every approval request with its
+ * approval policy, "never" (checked with codex 0.171.0: `approval: never`), so any mode but
+ * `approve` refuses every tool that writes, unless `--approve-for-me` hands the requests to
+ * Codex's automatic reviewer (`approval: on-request`).
+ */
+export function codexApprovalProblem(
+  mode: CodexToolApproval,
+  extraArgs: readonly string[],
+): string | undefined {
+  if (mode === 'approve' || extraArgs.includes('--approve-for-me')) return undefined;
+  return `with ${mode}, codex exec would refuse every zulip tool that writes (reply, listen, end_session, send_message…)${mode === 'prompt' ? ' and every other' : ''}: it asks before each, and codex exec answers with its approval policy "never". Use approve, or add --approve-for-me to the codex arguments to let Codex's automatic reviewer answer.`;
+}
+
 /** The name the zulip server has in every configuration the launcher writes for a backend. */
 export const SERVER_NAME = 'zulip';
 
@@ -44,6 +69,8 @@ export interface InvocationInput {
   runDir: string;
   /** The environment references expand against (the launcher's own). */
   env: Readonly<Record<string, string | undefined>>;
+  /** Codex only: how it approves the zulip tools. Default `approve`. */
+  codexToolApproval?: CodexToolApproval | undefined;
 }
 
 const SECRET_NAME = /KEY|TOKEN|SECRET|PASS|AUTH|CRED|COOKIE/i;
@@ -162,6 +189,10 @@ function codex(input: InvocationInput): BackendInvocation {
     if (headers.length > 0)
       overrides.push(`${key}.env_http_headers=${tomlTable(headers, 'env_http_headers')}`);
   }
+  // codex exec asks before a tool the mode does not approve, and nobody answers: see codexApprovalProblem.
+  overrides.push(
+    `${key}.default_tools_approval_mode=${tomlString(input.codexToolApproval ?? 'approve', 'codexToolApproval')}`,
+  );
   overrides.push(`developer_instructions=${tomlString(input.systemPrompt, 'system prompt')}`);
   return {
     command: 'codex',

@@ -94,6 +94,8 @@ describe('a mention starts an agent', () => {
       'ZULIP_STATE_DIR',
     ]);
     expect(String(overrides.developer_instructions)).toContain('The code lives in ./service.');
+    // Codex runs the zulip tools without asking: codex exec has no one to ask.
+    expect(overrides['mcp_servers.zulip.default_tools_approval_mode']).toBe('approve');
     // The values travel in codex's environment, forwarded by name.
     expect(codex.env.ZULIP_API_KEY).toBe(w.bot.apiKey);
 
@@ -255,5 +257,19 @@ describe('a follow-up to a running agent', () => {
       expect(w.events.filter((e) => e.type === 'started' && e.backend === backend)).toHaveLength(1);
       expect(w.reactions(first)).toEqual(['check']);
     }
+  });
+});
+
+describe('the Codex approval mode of the zulip tools', () => {
+  it('is refused at start-up when it would make codex exec refuse every tool that writes', async () => {
+    for (const mode of ['auto', 'writes', 'prompt'] as const) {
+      await expect(w.launch({ backend: 'codex', codexToolApproval: mode })).rejects.toMatchObject({
+        code: 'LAUNCHER_CONFIG_INVALID',
+        message: expect.stringContaining('codex exec would refuse every zulip tool that writes'),
+        details: { problems: ['codexToolApproval'] },
+      });
+    }
+    // Another backend in use: nothing to refuse.
+    await (await w.launch({ backend: 'claude', codexToolApproval: 'auto' })).close();
   });
 });

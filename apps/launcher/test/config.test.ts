@@ -134,6 +134,36 @@ describe('parseConfig', () => {
     expect(found.join('\n')).not.toContain('has spaces');
   });
 
+  it('gives Codex an approval mode for the zulip tools that works, and refuses one that cannot', () => {
+    expect(parseConfig(allowed, []).codexToolApproval).toBe('approve');
+    // Any other mode asks before each write tool, and codex exec has no one to ask.
+    for (const mode of ['auto', 'writes', 'prompt']) {
+      for (const env of [{ ZULIP_AGENT_BACKEND: 'codex' }, { ZULIP_AGENT_STREAM_BACKENDS: 'ops=codex' }]) {
+        const [line] = problems({ ...allowed, ...env, ZULIP_AGENT_CODEX_TOOL_APPROVAL: mode });
+        expect(line).toMatch(/^ZULIP_AGENT_CODEX_TOOL_APPROVAL: /);
+        expect(line).toContain('codex exec would refuse every zulip tool that writes (reply, listen');
+        expect(line).toContain('--approve-for-me');
+      }
+      // Not in use, or with codex's automatic reviewer to answer: accepted as configured.
+      expect(parseConfig({ ...allowed, ZULIP_AGENT_CODEX_TOOL_APPROVAL: mode }, []).codexToolApproval).toBe(
+        mode,
+      );
+      const reviewed = parseConfig(
+        {
+          ...allowed,
+          ZULIP_AGENT_BACKEND: 'codex',
+          ZULIP_AGENT_CODEX_TOOL_APPROVAL: mode,
+          ZULIP_AGENT_CODEX_ARGS: '["--approve-for-me"]',
+        },
+        [],
+      );
+      expect(reviewed.codexToolApproval).toBe(mode);
+    }
+    expect(problems({ ...allowed, ZULIP_AGENT_CODEX_TOOL_APPROVAL: 'never' })).toEqual([
+      'ZULIP_AGENT_CODEX_TOOL_APPROVAL: expected one of approve, auto, writes, prompt (got "never")',
+    ]);
+  });
+
   it('takes no secret as a flag', () => {
     const secrets = configSettings().filter((s) => s.secret);
     expect(secrets.map((s) => s.name)).toEqual(['ZULIP_API_KEY']);

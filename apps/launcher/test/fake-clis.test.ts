@@ -6,6 +6,7 @@ import {
   CliUsageError,
   claudePrompt,
   codexPrompt,
+  codexRefusal,
   opencodePrompt,
   parseClaude,
   parseCodexExec,
@@ -96,6 +97,26 @@ describe('the codex stand-in reads its command line as codex exec 0.171.0 does',
     [['exec', ...provider, '--', '--system-prompt=x'], '', { prompt: '--system-prompt=x' }],
   ])('%j with stdin %j', (argv, stdin, expected) => {
     expect(codex(argv, stdin)).toEqual(expected);
+  });
+});
+
+describe('the codex stand-in refuses MCP tools as codex exec 0.171.0 does (approval policy never)', () => {
+  const exec = parseCodexExec(['exec', '-']);
+  const write = { readOnlyHint: false, destructiveHint: false, openWorldHint: true };
+  const read = { readOnlyHint: true, destructiveHint: false, openWorldHint: true };
+  const refused = 'MCP tool call requires approval, but approval policy is never';
+  const mode = (value?: string) =>
+    value === undefined ? {} : { 'mcp_servers.zulip.default_tools_approval_mode': value };
+  it.each<[string | undefined, typeof write, string | undefined]>([
+    [undefined, write, refused],
+    [undefined, read, undefined],
+    ['auto', write, refused],
+    ['writes', write, refused],
+    ['writes', read, undefined],
+    ['prompt', read, refused],
+    ['approve', write, undefined],
+  ])('mode %s, annotations %j', (value, annotations, expected) => {
+    expect(codexRefusal(exec, mode(value), annotations)).toBe(expected);
   });
 });
 

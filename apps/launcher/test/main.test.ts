@@ -87,6 +87,22 @@ describe('main', () => {
     expect(w.sim.requests.filter((r) => r.userId === w.bot.userId)).toEqual([]);
   });
 
+  it('exits 2 when codex would refuse every zulip tool that writes, saying why, and starts nothing', async () => {
+    const path = writeMcpConfig(w.server);
+    const io = streams();
+    const env = baseEnv({
+      ZULIP_AGENT_MCP_CONFIG: path,
+      ZULIP_AGENT_BACKEND: 'codex',
+      ZULIP_AGENT_CODEX_TOOL_APPROVAL: 'auto',
+    });
+    expect(await main([], env, io)).toBe(2);
+    expect(io.err()).toContain(
+      'ZULIP_AGENT_CODEX_TOOL_APPROVAL: with auto, codex exec would refuse every zulip tool that writes (reply, listen, end_session, send_message…)',
+    );
+    expect(io.err()).toContain('Use approve, or add --approve-for-me to the codex arguments');
+    expect(w.sim.requests.filter((r) => r.userId === w.bot.userId)).toEqual([]);
+  });
+
   it('exits 2 when the .mcp.json is missing, or the credentials are', async () => {
     const io = streams();
     expect(await main([], baseEnv({ ZULIP_AGENT_MCP_CONFIG: join(w.dir, 'none.json') }), io)).toBe(2);

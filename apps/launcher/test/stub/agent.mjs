@@ -17,6 +17,7 @@ import {
   CliUsageError,
   claudePrompt,
   codexPrompt,
+  codexRefusal,
   opencodePrompt,
   parseClaude,
   parseCodexExec,
@@ -94,6 +95,8 @@ function serverFromConfig(stdin) {
     return {
       config: overrides,
       options: parsed.options,
+      // What codex does before each call of a zulip tool (the annotations come from tools/list).
+      refusal: (annotations) => codexRefusal(parsed, overrides, annotations),
       prompt,
       server: {
         command: overrides[`${key}.command`],
@@ -157,7 +160,7 @@ try {
   process.stderr.write(`${err.message}\n`);
   process.exit(err.exitCode);
 }
-const { config, options, prompt, server } = invocation;
+const { config, options, prompt, server, refusal } = invocation;
 /** The prompt's JSON line of ids; undefined when it is missing or mangled (opencode quoting it). */
 function conversationOf(text) {
   try {
@@ -196,7 +199,17 @@ const client = new Client({ name: `stub-${backend}`, version: '0.0.0' });
 await client.connect(transport);
 event({ step: 'connected', serverPid: transport.pid });
 
+const annotations = new Map(
+  refusal === undefined ? [] : (await client.listTools()).tools.map((t) => [t.name, t.annotations ?? {}]),
+);
+
 async function call(name, args) {
+  const refused = refusal?.(annotations.get(name));
+  if (refused !== undefined) {
+    // The CLI answers the model with the refusal; the model cannot do what it was asked to.
+    event({ step: name, error: refused });
+    throw new Error(`${name} failed: ${refused}`);
+  }
   const result = await client.callTool({ name, arguments: args }, undefined, { timeout: 600_000 });
   if (result.isError === true) {
     event({ step: name, error: result.content?.[0]?.text });

@@ -18,6 +18,11 @@ export interface ParsedCodexExec {
 }
 export declare function parseCodexExec(argv: string[]): ParsedCodexExec;
 export declare function codexPrompt(parsed: ParsedCodexExec, stdin: string): string;
+export declare function codexRefusal(
+  parsed: ParsedCodexExec,
+  overrides: Record<string, unknown>,
+  annotations?: { readOnlyHint?: boolean; destructiveHint?: boolean; openWorldHint?: boolean },
+): string | undefined;
 
 export interface ParsedOpencodeRun {
   options: Record<string, boolean | string | string[]>;

@@ -327,6 +327,31 @@ export function codexPrompt(parsed, stdin) {
   return `${parsed.prompt}\n\n<stdin>\n${stdin}${stdin.endsWith('\n') ? '' : '\n'}</stdin>`;
 }
 
+/**
+ * Why `codex exec` refuses a call of an MCP tool, or undefined when it runs it: a tool that needs
+ * approval is refused, since `codex exec` runs with approval policy "never" (its header says
+ * `approval: never`; only --approve-for-me, which hands approvals to an automatic reviewer, makes
+ * it `on-request`, and that reviewer is a model the stand-in does not play). Whether a tool needs
+ * approval is the server's `default_tools_approval_mode` (default `auto`) applied to the tool's
+ * annotations, as codex decides it.
+ */
+export function codexRefusal(parsed, overrides, annotations = {}) {
+  const mode = overrides['mcp_servers.zulip.default_tools_approval_mode'] ?? 'auto';
+  let needs;
+  if (mode === 'approve') needs = false;
+  else if (mode === 'prompt') needs = true;
+  else if (mode === 'writes') needs = annotations.readOnlyHint !== true;
+  else if (mode === 'auto') {
+    if (annotations.destructiveHint === true) needs = true;
+    else if (annotations.readOnlyHint === true) needs = false;
+    else needs = (annotations.destructiveHint ?? true) || (annotations.openWorldHint ?? true);
+  } else throw new CliUsageError(`Error loading config.toml: unknown variant \`${mode}\``, 1);
+  if (!needs) return undefined;
+  if (parsed.options['approve-for-me'] || parsed.options['dangerously-bypass-approvals-and-sandbox'])
+    throw new CliUsageError('stand-in: approvals other than "never" are not modelled', 1);
+  return 'MCP tool call requires approval, but approval policy is never';
+}
+
 /** `opencode run` options (yargs): 'bool', 'string', 'number' or 'array'. */
 const OPENCODE_RUN_OPTIONS = {
   help: 'bool',
