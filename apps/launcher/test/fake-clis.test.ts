@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import {
   CliUsageError,
   claudePrompt,
+  claudeRefusal,
   codexPrompt,
   codexRefusal,
   opencodePrompt,
@@ -69,6 +70,21 @@ describe('the claude stand-in reads its command line as Claude Code 2.1.332 does
       allowedTools: ['mcp__zulip'],
       model: ['sonnet'],
     });
+  });
+});
+
+describe('the claude stand-in runs a zulip tool only when --allowedTools names it (no one to ask with --print)', () => {
+  it.each<[string[], string | undefined]>([
+    [['-p', '--allowedTools', 'mcp__zulip'], undefined],
+    [['-p', '--allowedTools', 'Read,mcp__zulip__reply'], undefined],
+    [['-p', '--permission-mode', 'bypassPermissions'], undefined],
+    [['-p'], "Claude requested permissions to use mcp__zulip__reply, but you haven't granted it yet."],
+    [
+      ['-p', '--allowedTools', 'mcp__zulip__listen'],
+      "Claude requested permissions to use mcp__zulip__reply, but you haven't granted it yet.",
+    ],
+  ])('%j', (argv, expected) => {
+    expect(claudeRefusal(parseClaude([...argv]), 'reply')).toBe(expected);
   });
 });
 

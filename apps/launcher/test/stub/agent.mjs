@@ -16,6 +16,7 @@ import { basename, join } from 'node:path';
 import {
   CliUsageError,
   claudePrompt,
+  claudeRefusal,
   codexPrompt,
   codexRefusal,
   opencodePrompt,
@@ -76,12 +77,17 @@ function serverFromConfig(stdin) {
     return {
       config,
       options: parsed.options,
+      // What Claude Code does before each call of a zulip tool.
+      refusal: (_annotations, tool) => claudeRefusal(parsed, tool),
       prompt,
       server: { command: entry.command, args: entry.args ?? [], env, cwd: entry.cwd },
     };
   }
   if (backend === 'codex') {
     const parsed = parseCodexExec(argv);
+    // What codex exec says on stderr before it starts (0.171.0): nothing for "-".
+    if (parsed.prompt === undefined) process.stderr.write('Reading prompt from stdin...\n');
+    else if (parsed.prompt !== '-') process.stderr.write('Reading additional input from stdin...\n');
     const prompt = codexPrompt(parsed, stdin);
     const overrides = {};
     for (const item of parsed.options.config ?? []) {
@@ -204,7 +210,7 @@ const annotations = new Map(
 );
 
 async function call(name, args) {
-  const refused = refusal?.(annotations.get(name));
+  const refused = refusal?.(annotations.get(name), name);
   if (refused !== undefined) {
     // The CLI answers the model with the refusal; the model cannot do what it was asked to.
     event({ step: name, error: refused });

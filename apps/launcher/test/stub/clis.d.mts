@@ -11,6 +11,7 @@ export interface ParsedClaude {
 }
 export declare function parseClaude(argv: string[]): ParsedClaude;
 export declare function claudePrompt(parsed: ParsedClaude, stdin: string): string;
+export declare function claudeRefusal(parsed: ParsedClaude, tool: string): string | undefined;
 
 export interface ParsedCodexExec {
   options: Record<string, true | string[]>;

@@ -206,6 +206,22 @@ export function claudePrompt(parsed, stdin) {
   return prompt;
 }
 
+/**
+ * Why `claude -p` refuses a call of a zulip tool, or undefined when it runs it: with --print
+ * there is no one to ask, so a tool runs only when --allowedTools names it (`mcp__zulip` for
+ * every tool of the server, `mcp__zulip__<tool>` for one; comma or space separated) or the
+ * permission mode skips asking.
+ */
+export function claudeRefusal(parsed, tool) {
+  const allowed = (parsed.options.allowedTools ?? [])
+    .concat(parsed.options['allowed-tools'] ?? [])
+    .flatMap((item) => item.split(/[\s,]+/));
+  if (allowed.includes('mcp__zulip') || allowed.includes(`mcp__zulip__${tool}`)) return undefined;
+  if (parsed.options['dangerously-skip-permissions'] === true) return undefined;
+  if ((parsed.options['permission-mode'] ?? []).includes('bypassPermissions')) return undefined;
+  return `Claude requested permissions to use mcp__zulip__${tool}, but you haven't granted it yet.`;
+}
+
 /** `codex exec` options: 'bool', 'value', or 'values' (one or more, greedy). */
 const CODEX_EXEC_OPTIONS = {
   '--config': 'value',
