@@ -1,6 +1,9 @@
 // The stand-in agent CLIs read argv and stdin as the real ones do. Each case is what the real CLI
 // did with the same argv and stdin (claude 2.1.332, codex 0.171.0, opencode 1.18.33, run offline
 // against a model API stub on loopback): the prompt the model got, or the error and exit code.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   CliUsageError,
@@ -8,6 +11,7 @@ import {
   claudeRefusal,
   codexPrompt,
   codexRefusal,
+  opencodeConfig,
   opencodePrompt,
   parseClaude,
   parseCodexExec,
@@ -151,5 +155,23 @@ describe('the opencode stand-in reads its command line as opencode run 1.18.33 d
     [['run', 'a b', 'c'], 'tail\n', { prompt: '"a b" c\ntail\n' }],
   ])('%j with stdin %j', (argv, stdin, expected) => {
     expect(opencode(argv, stdin)).toEqual(expected);
+  });
+});
+
+describe('the opencode stand-in substitutes in its configuration as opencode 1.18.33 does', () => {
+  it('replaces {env:…} (empty when unset) and {file:…} (trimmed content), OPENCODE_CONFIG_CONTENT included', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'opencode-config-'));
+    try {
+      writeFileSync(join(dir, 'secret.txt'), 'SECRETFROMFILE\n');
+      // Recorded: apiKey "k-{file:/…/secret.txt}-{env:PROBE_VAR}-{env:MISSING_VAR?}" reached the
+      // model API as "k-SECRETFROMFILE-pv-".
+      const text = `{"apiKey":"k-{file:${join(dir, 'secret.txt')}}-{env:PROBE_VAR}-{env:MISSING_VAR?}"}`;
+      expect(JSON.parse(opencodeConfig(text, dir, { PROBE_VAR: 'pv' }))).toEqual({
+        apiKey: 'k-SECRETFROMFILE-pv-',
+      });
+      expect(() => opencodeConfig('{"a":"{file:nope.txt}"}', dir, {})).toThrow('bad file reference');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

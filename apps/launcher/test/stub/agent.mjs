@@ -19,6 +19,7 @@ import {
   claudeRefusal,
   codexPrompt,
   codexRefusal,
+  opencodeConfig,
   opencodePrompt,
   parseClaude,
   parseCodexExec,
@@ -114,7 +115,7 @@ function serverFromConfig(stdin) {
   }
   const parsed = parseOpencodeRun(argv);
   const prompt = opencodePrompt(parsed, stdin);
-  const config = JSON.parse(process.env.OPENCODE_CONFIG_CONTENT ?? '{}');
+  const config = JSON.parse(opencodeConfig(process.env.OPENCODE_CONFIG_CONTENT ?? '{}', process.cwd()));
   const entry = config.mcp.zulip;
   return {
     config,

@@ -32,4 +32,10 @@ export interface ParsedOpencodeRun {
 export declare function parseOpencodeRun(argv: string[]): ParsedOpencodeRun;
 export declare function opencodePrompt(parsed: ParsedOpencodeRun, stdin: string): string;
 
+export declare function opencodeConfig(
+  text: string,
+  dir: string,
+  env?: Readonly<Record<string, string | undefined>>,
+): string;
+
 export declare function readStdin(): Promise<string>;

@@ -1,3 +1,7 @@
+import { readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
+
 // How each real agent CLI reads its command line and stdin, for the stand-in agent (agent.mjs).
 // Recorded from the real CLIs installed from npm (`@anthropic-ai/claude-code@2.1.332`,
 // `@openai/codex@0.171.0`, `opencode-ai@1.18.33`): their --help, and what each handed a model
@@ -481,6 +485,30 @@ export function opencodePrompt(parsed, stdin) {
     throw new CliUsageError('Error: You must provide a message or a command', 1);
   }
   return message;
+}
+
+/**
+ * OpenCode's configuration text as it reads it, OPENCODE_CONFIG_CONTENT included: before the JSON
+ * is parsed, `{env:NAME}` becomes the variable's value (empty when unset) and `{file:path}` the
+ * file's trimmed content, JSON-escaped (`~/` is the home directory, a relative path starts from
+ * `dir`; a missing file is an error; one on a line commented out with `//` is left alone).
+ */
+export function opencodeConfig(text, dir, env = process.env) {
+  const withEnv = text.replace(/\{env:([^}]+)\}/g, (_m, name) => env[name] || '');
+  return withEnv.replace(/\{file:[^}]+\}/g, (token, offset) => {
+    const line = withEnv.slice(withEnv.lastIndexOf('\n', offset - 1) + 1, offset).trimStart();
+    if (line.startsWith('//')) return token;
+    let path = token.slice('{file:'.length, -1);
+    if (path.startsWith('~/')) path = join(homedir(), path.slice(2));
+    const full = isAbsolute(path) ? path : resolve(dir, path);
+    let content;
+    try {
+      content = readFileSync(full, 'utf8');
+    } catch {
+      throw new CliUsageError(`Error: bad file reference: "${token}" ${full} does not exist`, 1);
+    }
+    return JSON.stringify(content.trim()).slice(1, -1);
+  });
 }
 
 /** All of stdin, as the real CLIs read it when it is not a terminal (a closed stdin reads as empty). */
