@@ -19,6 +19,8 @@ export interface AgentProcessOptions {
   args: readonly string[];
   cwd: string;
   env: Readonly<Record<string, string | undefined>>;
+  /** Written to the agent's stdin, which is then closed (the prompt); without it stdin is closed at once. */
+  stdin?: string | undefined;
   /** Output (stdout and stderr) is appended here, line by line, redacted. */
   logFile: string;
   /** First line written to the log for this run. */
@@ -118,9 +120,10 @@ export async function reapProcessGroup(pgid: number, limitMs: number): Promise<v
 }
 
 /**
- * Starts an agent CLI in a process group of its own, with stdin closed and its output appended
- * (redacted) to the conversation's log. After `timeLimitMs` it is stopped. When it exits, what
- * is left of its group (the MCP server it started, say) gets SIGTERM, then SIGKILL after the grace.
+ * Starts an agent CLI in a process group of its own, with `stdin` written to it and closed, and
+ * its output appended (redacted) to the conversation's log. After `timeLimitMs` it is stopped.
+ * When it exits, what is left of its group (the MCP server it started, say) gets SIGTERM, then
+ * SIGKILL after the grace.
  */
 export function startAgentProcess(options: AgentProcessOptions): AgentProcess {
   const log = createWriteStream(options.logFile, { flags: 'a', mode: 0o600 });
@@ -140,9 +143,14 @@ export function startAgentProcess(options: AgentProcessOptions): AgentProcess {
     child = spawn(options.command, [...options.args], {
       cwd: options.cwd,
       env: options.env,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
       detached: true,
     });
+    if (child.stdin !== null) {
+      // An agent that exits without reading it all (a usage error) closes the pipe: not our failure.
+      child.stdin.on('error', () => undefined);
+      child.stdin.end(options.stdin, 'utf8');
+    }
   } catch (err) {
     // spawn throws synchronously only for bad arguments; report it as a failed start.
     child = undefined as unknown as ChildProcess;

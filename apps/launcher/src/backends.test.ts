@@ -68,9 +68,9 @@ describe('buildInvocation', () => {
   it('gives Claude Code a .mcp.json of its own, with the binding, references left for it to expand', () => {
     const run = buildInvocation(input('claude'));
     expect(run.command).toBe('claude');
+    expect(run.stdin).toBe('Ann mentioned you.');
     expect(run.args).toEqual([
       '-p',
-      'Ann mentioned you.',
       '--allowedTools',
       'mcp__zulip',
       '--mcp-config',
@@ -99,7 +99,8 @@ describe('buildInvocation', () => {
   it('gives Codex -c overrides that forward env values by name, and the binding inline', () => {
     const run = buildInvocation(input('codex'));
     expect(run.args[0]).toBe('exec');
-    expect(run.args.slice(-3)).toEqual(['--extra', '--', 'Ann mentioned you.']);
+    expect(run.args.slice(-3)).toEqual(['--extra', '--', '-']);
+    expect(run.stdin).toBe('Ann mentioned you.');
     const o = overrides(run.args);
     // Every value is TOML that is also JSON here: strings and lists of strings.
     expect(JSON.parse(o['mcp_servers.zulip.command'] as string)).toBe('/opt/bin/zulip-mcp');
@@ -137,7 +138,8 @@ describe('buildInvocation', () => {
 
   it('gives OpenCode inline JSON configuration in its environment, and the system prompt as an instructions file', () => {
     const run = buildInvocation(input('opencode'));
-    expect(run.args).toEqual(['run', 'Ann mentioned you.', '--extra']);
+    expect(run.args).toEqual(['run', '--extra']);
+    expect(run.stdin).toBe('Ann mentioned you.');
     const config = JSON.parse(run.env.OPENCODE_CONFIG_CONTENT as string);
     expect(config).toEqual({
       $schema: 'https://opencode.ai/config.json',

@@ -8,6 +8,31 @@ export type BackendName = 'claude' | 'codex' | 'opencode';
 /** Every backend, in the order `--help` lists them. */
 export const backendNames: readonly BackendName[] = ['claude', 'codex', 'opencode'];
 
+/**
+ * How Codex approves calls of the zulip server's tools: its `default_tools_approval_mode` for the
+ * server. `approve` runs them; `auto` asks before a tool not annotated read-only (every tool that
+ * writes, `reply` and `listen` among them), `writes` the same, `prompt` before every tool.
+ */
+export type CodexToolApproval = 'approve' | 'auto' | 'writes' | 'prompt';
+
+/** Every Codex approval mode, the default first. */
+export const codexToolApprovals: readonly CodexToolApproval[] = ['approve', 'auto', 'writes', 'prompt'];
+
+/**
+ * Why Codex, configured with `mode` and these extra arguments, cannot run the zulip tools an
+ * agent needs; undefined when it can. `codex exec` answers every approval request with its
+ * approval policy, "never" (checked with codex 0.171.0: `approval: never`), so any mode but
+ * `approve` refuses every tool that writes, unless `--approve-for-me` hands the requests to
+ * Codex's automatic reviewer (`approval: on-request`).
+ */
+export function codexApprovalProblem(
+  mode: CodexToolApproval,
+  extraArgs: readonly string[],
+): string | undefined {
+  if (mode === 'approve' || extraArgs.includes('--approve-for-me')) return undefined;
+  return `with ${mode}, codex exec would refuse every zulip tool that writes (reply, listen, end_session, send_message…)${mode === 'prompt' ? ' and every other' : ''}: it asks before each, and codex exec answers with its approval policy "never". Use approve, or add --approve-for-me to the codex arguments to let Codex's automatic reviewer answer.`;
+}
+
 /** The name the zulip server has in every configuration the launcher writes for a backend. */
 export const SERVER_NAME = 'zulip';
 
@@ -15,7 +40,10 @@ export const SERVER_NAME = 'zulip';
 export interface BackendInvocation {
   /** Executable, looked up on `PATH`: `claude`, `codex` or `opencode`. */
   command: string;
+  /** Options only: nothing on the command line comes from Zulip (the prompt goes on stdin). */
   args: string[];
+  /** What the agent reads on stdin: the prompt, which each backend reads from there verbatim. */
+  stdin: string;
   /** Variables added to the launcher's environment for this run (never on the command line). */
   env: Record<string, string>;
   /** Files to write (mode 0600) before starting, such as Claude Code's MCP configuration. */
@@ -41,6 +69,8 @@ export interface InvocationInput {
   runDir: string;
   /** The environment references expand against (the launcher's own). */
   env: Readonly<Record<string, string | undefined>>;
+  /** Codex only: how it approves the zulip tools. Default `approve`. */
+  codexToolApproval?: CodexToolApproval | undefined;
 }
 
 const SECRET_NAME = /KEY|TOKEN|SECRET|PASS|AUTH|CRED|COOKIE/i;
@@ -104,10 +134,11 @@ function claude(input: InvocationInput): BackendInvocation {
   }
   return {
     command: 'claude',
-    // The prompt right after -p: --allowedTools and --mcp-config take lists and would swallow it.
+    // The prompt on stdin, never on the command line: there a caller's name like
+    // "--system-prompt=..." would be read as an option, and --allowedTools and --mcp-config take
+    // lists that swallow what follows. `claude -p` with no prompt argument reads it from stdin.
     args: [
       '-p',
-      input.prompt,
       '--allowedTools',
       `mcp__${SERVER_NAME}`,
       '--mcp-config',
@@ -117,6 +148,7 @@ function claude(input: InvocationInput): BackendInvocation {
       input.systemPrompt,
       ...input.extraArgs,
     ],
+    stdin: input.prompt,
     env: {},
     files: [
       { path: file, content: `${JSON.stringify({ mcpServers: { [SERVER_NAME]: entry } }, null, 2)}\n` },
@@ -157,10 +189,16 @@ function codex(input: InvocationInput): BackendInvocation {
     if (headers.length > 0)
       overrides.push(`${key}.env_http_headers=${tomlTable(headers, 'env_http_headers')}`);
   }
+  // codex exec asks before a tool the mode does not approve, and nobody answers: see codexApprovalProblem.
+  overrides.push(
+    `${key}.default_tools_approval_mode=${tomlString(input.codexToolApproval ?? 'approve', 'codexToolApproval')}`,
+  );
   overrides.push(`developer_instructions=${tomlString(input.systemPrompt, 'system prompt')}`);
   return {
     command: 'codex',
-    args: ['exec', ...overrides.flatMap((o) => ['-c', o]), ...input.extraArgs, '--', input.prompt],
+    // "-" after "--": the prompt is read from stdin, verbatim, and no extra argument can take it.
+    args: ['exec', ...overrides.flatMap((o) => ['-c', o]), ...input.extraArgs, '--', '-'],
+    stdin: input.prompt,
     env,
     files: [],
     secrets,
@@ -200,8 +238,10 @@ function opencode(input: InvocationInput): BackendInvocation {
   };
   return {
     command: 'opencode',
-    // The prompt first: later positionals would be read as more words of it.
-    args: ['run', input.prompt, ...input.extraArgs],
+    // The prompt on stdin: on the command line OpenCode quotes a message that holds a space and
+    // escapes its quotes, and reads a leading "--" as an option; stdin reaches the model verbatim.
+    args: ['run', ...input.extraArgs],
+    stdin: input.prompt,
     // Inline configuration, in the environment: header and env values never reach argv.
     env: { OPENCODE_CONFIG_CONTENT: JSON.stringify(config) },
     files: [{ path: instructions, content: `${input.systemPrompt}\n` }],
@@ -214,7 +254,8 @@ function opencode(input: InvocationInput): BackendInvocation {
  * the command that starts one agent run: Claude Code gets a `.mcp.json` of its own (it expands
  * the references itself), Codex gets `-c mcp_servers...` overrides with every env and header
  * value forwarded from its environment by name, OpenCode gets inline JSON configuration in
- * `OPENCODE_CONFIG_CONTENT`. Secrets never reach the command line.
+ * `OPENCODE_CONFIG_CONTENT`. Secrets never reach the command line, and neither does the prompt:
+ * each backend reads it from stdin (`stdin`), where it arrives verbatim.
  *
  * @throws LauncherError `LAUNCHER_MCP_CONFIG_INVALID` for a reference to an unset variable,
  *   `LAUNCHER_BACKEND_UNSUPPORTED` for an entry the backend cannot carry.

@@ -22,7 +22,13 @@ import {
 } from '@zmcp/cli';
 import { checkEmojiName } from '@zmcp/core';
 import { parseSessionId } from '@zmcp/delivery';
-import { type BackendName, backendNames } from './backends.js';
+import {
+  type BackendName,
+  backendNames,
+  type CodexToolApproval,
+  codexApprovalProblem,
+  codexToolApprovals,
+} from './backends.js';
 import { LauncherError } from './errors.js';
 import { hasEnvReference } from './mcp-config.js';
 
@@ -72,6 +78,7 @@ export interface LauncherConfig {
   /** Absolute working directory of the agents. */
   workdir: string;
   backendArgs: Readonly<Record<BackendName, readonly string[]>>;
+  codexToolApproval: CodexToolApproval;
   systemPrompt: string | undefined;
   /** Absolute path, read at start. */
   systemPromptFile: string | undefined;
@@ -105,7 +112,7 @@ function backendArgs(backend: BackendName) {
     {
       group: 'Agents',
       defaultText: 'none',
-      help: `Extra arguments for ${backend}, as a JSON list of strings; environment references are refused.`,
+      help: `Extra arguments for ${backend}, as a JSON list of strings; environment references and {file:…} are refused.`,
     },
     (raw) => {
       let parsed: unknown;
@@ -120,7 +127,7 @@ function backendArgs(backend: BackendName) {
       const bad = parsed.findIndex((a: string) => hasEnvReference(a));
       if (bad >= 0) {
         return problem(
-          `item ${bad} holds an environment reference; nothing is expanded, and secrets stay off command lines`,
+          `item ${bad} holds an environment reference or a {file:…} substitution; nothing is expanded, and secrets stay off command lines`,
         );
       }
       return parsed as string[];
@@ -225,6 +232,14 @@ const configShape = {
   ZULIP_AGENT_CLAUDE_ARGS: backendArgs('claude'),
   ZULIP_AGENT_CODEX_ARGS: backendArgs('codex'),
   ZULIP_AGENT_OPENCODE_ARGS: backendArgs('opencode'),
+  ZULIP_AGENT_CODEX_TOOL_APPROVAL: oneOf(
+    {
+      group: 'Agents',
+      help: 'How codex approves the zulip tools: approve runs them; auto, writes and prompt ask first, which codex exec refuses unless --approve-for-me is among its arguments.',
+    },
+    codexToolApprovals,
+    'approve',
+  ),
   ZULIP_AGENT_SYSTEM_PROMPT: text({
     group: 'Agents',
     defaultText: 'none',
@@ -362,7 +377,16 @@ export const binName = 'zulip-agent';
 const settings = defineSettings(configShape, {
   bin: binName,
   // One rule with the other bins: URLs core accepts, plain http only to loopback unless allowed.
-  refine: (raw, report) => checkZulipSite(raw, report),
+  refine: (raw, report) => {
+    checkZulipSite(raw, report);
+    const codex =
+      raw.ZULIP_AGENT_BACKEND === 'codex' ||
+      raw.ZULIP_AGENT_STREAM_BACKENDS.some((r) => r.backend === 'codex');
+    const problem = codex
+      ? codexApprovalProblem(raw.ZULIP_AGENT_CODEX_TOOL_APPROVAL, raw.ZULIP_AGENT_CODEX_ARGS)
+      : undefined;
+    if (problem !== undefined) report('ZULIP_AGENT_CODEX_TOOL_APPROVAL', problem);
+  },
   configError: (err) =>
     new LauncherError('LAUNCHER_CONFIG_INVALID', err.message, { cause: err, details: { ...err.details } }),
   // Checked on what was given, so it is reported beside every other problem.
@@ -425,6 +449,7 @@ export function parseConfig(
       codex: raw.ZULIP_AGENT_CODEX_ARGS,
       opencode: raw.ZULIP_AGENT_OPENCODE_ARGS,
     },
+    codexToolApproval: raw.ZULIP_AGENT_CODEX_TOOL_APPROVAL,
     systemPrompt: raw.ZULIP_AGENT_SYSTEM_PROMPT,
     systemPromptFile:
       raw.ZULIP_AGENT_SYSTEM_PROMPT_FILE === undefined ? undefined : path(raw.ZULIP_AGENT_SYSTEM_PROMPT_FILE),

@@ -5,7 +5,7 @@ export type { LogFields, LoggerOptions, LogLevel } from '@zmcp/cli';
 export { createLogger } from '@zmcp/cli';
 export type { Logger } from '@zmcp/core';
 export { noopLogger as silentLogger } from '@zmcp/core';
-export type { BackendInvocation, BackendName, InvocationInput } from './backends.js';
+export type { BackendInvocation, BackendName, CodexToolApproval, InvocationInput } from './backends.js';
 export { backendNames, buildInvocation, SERVER_NAME } from './backends.js';
 export type {
   AllowedUsers,

@@ -15,7 +15,14 @@ import {
 } from '@zmcp/core';
 import { FileStateStore, parseSessionId, type StateStore } from '@zmcp/delivery';
 import { type AgentExit, type AgentProcess, reapProcessGroup, startAgentProcess } from './agent-process.js';
-import { type BackendName, backendNames, buildInvocation } from './backends.js';
+import {
+  type BackendName,
+  backendNames,
+  buildInvocation,
+  type CodexToolApproval,
+  codexApprovalProblem,
+  codexToolApprovals,
+} from './backends.js';
 import type { AllowedUsers, StatusEmoji, StreamBackendRule } from './config.js';
 import { LauncherError } from './errors.js';
 import { TriggerLedger } from './ledger.js';
@@ -100,6 +107,12 @@ export interface LauncherOptions {
   backend?: BackendName | undefined;
   streamBackends?: readonly StreamBackendRule[] | undefined;
   backendArgs?: Partial<Record<BackendName, readonly string[]>> | undefined;
+  /**
+   * How Codex approves the zulip tools (its `default_tools_approval_mode` for the server). Default
+   * `approve`; any other mode needs `--approve-for-me` among the codex arguments (else codex exec
+   * refuses every tool that writes, and the launcher refuses to start).
+   */
+  codexToolApproval?: CodexToolApproval | undefined;
   /** Added to the built-in system prompt. */
   systemPrompt?: string | undefined;
   /** Where agents start. Default: the process's working directory. */
@@ -283,6 +296,22 @@ class ZulipLauncher implements Launcher {
           details: { problems: ['backend'] },
         });
       }
+    }
+    const approval = options.codexToolApproval ?? 'approve';
+    if (!codexToolApprovals.includes(approval)) {
+      throw new LauncherError(
+        'LAUNCHER_CONFIG_INVALID',
+        `codexToolApproval: expected one of ${codexToolApprovals.join(', ')}.`,
+        { details: { problems: ['codexToolApproval'] } },
+      );
+    }
+    const codexProblem = this.#backendsInUse().includes('codex')
+      ? codexApprovalProblem(approval, options.backendArgs?.codex ?? [])
+      : undefined;
+    if (codexProblem !== undefined) {
+      throw new LauncherError('LAUNCHER_CONFIG_INVALID', `codexToolApproval: ${codexProblem}`, {
+        details: { problems: ['codexToolApproval'] },
+      });
     }
     // Every backend that may run is given the entry once now, so a reference to an unset
     // variable or an entry a backend cannot carry stops start-up instead of a first trigger.
@@ -552,14 +581,15 @@ class ZulipLauncher implements Launcher {
     if (run !== undefined) {
       await ledger.add(storeTrigger(trigger), 'followup', { into: run.trigger.messageId });
       run.followUps.push(trigger.messageId);
-      this.#emit({ type: 'trigger', trigger, action: 'followup' });
+      // The note names the message: the agent gets it once, through listen or in the note.
+      await run.mailbox.post(trigger.messageId, followUpNote(message, this.#selfId)).catch((err: unknown) => {
+        this.#logger.warn('could not write the interrupt file', { runId: run.runId, err });
+      });
       this.#logger.info('follow-up handed to the running agent', {
         messageId: trigger.messageId,
         runId: run.runId,
       });
-      await run.mailbox.post(trigger.messageId, followUpNote(message, this.#selfId)).catch((err: unknown) => {
-        this.#logger.warn('could not write the interrupt file', { runId: run.runId, err });
-      });
+      this.#emit({ type: 'trigger', trigger, action: 'followup' });
       return;
     }
     const waiting = this.#waiting.find((t) => t.conversation === trigger.conversation);
@@ -640,6 +670,7 @@ class ZulipLauncher implements Launcher {
         extraArgs: this.#o.backendArgs?.[backend] ?? [],
         runDir,
         env: this.#env,
+        codexToolApproval: this.#o.codexToolApproval,
       });
       await mkdir(runDir, { recursive: true, mode: 0o700 });
       for (const file of invocation.files) await writeFile(file.path, file.content, { mode: 0o600 });
@@ -654,6 +685,7 @@ class ZulipLauncher implements Launcher {
     const agent = startAgentProcess({
       command: invocation.command,
       args: invocation.args,
+      stdin: invocation.stdin,
       cwd: this.#workdir,
       env: { ...this.#env, ...invocation.env, ZULIP_AGENT_RUN: runId },
       logFile,

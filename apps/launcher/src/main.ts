@@ -168,6 +168,7 @@ async function run(
       backend: config.backend,
       streamBackends: config.streamBackends,
       backendArgs: config.backendArgs,
+      codexToolApproval: config.codexToolApproval,
       systemPrompt: [config.systemPrompt, promptFile].filter((p) => p !== undefined).join('\n\n'),
       workdir: config.workdir,
       env: agentEnv,

@@ -49,9 +49,14 @@ describe('parseServerEntry', () => {
     ['command', { command: '${HOME}/bin/zulip-mcp' }],
     ['args[1]', { command: 'zulip-mcp', args: ['--x', '--key=$ZULIP_API_KEY'] }],
     ['args[0]', { command: 'zulip-mcp', args: ['{env:ZULIP_API_KEY}'] }],
+    // OpenCode substitutes a file's content for {file:path} in its configuration, command included.
+    ['args[1]', { command: 'zulip-mcp', args: ['--key', '{file:~/.zuliprc}'] }],
+    ['command', { command: '{file:/etc/zulip/command}' }],
+    ['cwd', { command: 'zulip-mcp', cwd: '/srv/{file:/etc/hostname}' }],
+    ['url', { type: 'http', url: 'https://x.example/mcp?key={file:/run/key}' }],
     ['cwd', { command: 'zulip-mcp', cwd: '${WORK}' }],
     ['url', { type: 'http', url: 'https://x.example/mcp?key=${KEY}' }],
-  ])('fails closed on an environment reference in %s', (field, entry) => {
+  ])('fails closed on an environment reference or file substitution in %s: %j', (field, entry) => {
     const err = codeOf(() => parseServerEntry(entry));
     expect(err.code).toBe('LAUNCHER_ENV_REFERENCE');
     expect(err.details).toEqual({ field });
@@ -72,9 +77,20 @@ describe('parseServerEntry', () => {
     expect(err.message).toContain(text);
   });
 
-  it('recognises the reference forms of Claude Code, shells and OpenCode, and nothing else', () => {
-    for (const v of ['${A}', '${A:-b}', '$A', 'x$A_B', '{env:A}']) expect(hasEnvReference(v), v).toBe(true);
-    for (const v of ['$', '$1', 'a$', '{env}', 'price: 5$']) expect(hasEnvReference(v), v).toBe(false);
+  it('recognises the substitution forms of Claude Code, shells and OpenCode ({env:…} and {file:…}), and nothing else', () => {
+    for (const v of [
+      '${A}',
+      '${A:-b}',
+      '$A',
+      'x$A_B',
+      '{env:A}',
+      '{env:A?}',
+      '{file:/etc/key}',
+      'a{file:~/k}b',
+    ])
+      expect(hasEnvReference(v), v).toBe(true);
+    for (const v of ['$', '$1', 'a$', '{env}', '{file}', 'price: 5$'])
+      expect(hasEnvReference(v), v).toBe(false);
   });
 });
 

@@ -42,10 +42,16 @@ const FileSchema = z.looseObject({ mcpServers: z.record(z.string(), z.unknown())
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-// `${VAR}` and `${VAR:-default}` (Claude Code), `$VAR` (shells), `{env:VAR}` (OpenCode).
-const ENV_REFERENCE = /\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\{env:[^}]*\}/;
+// What a backend substitutes in its configuration, command and arguments included: `${VAR}` and
+// `${VAR:-default}` (Claude Code's .mcp.json), `{env:VAR}` and `{file:path}` (OpenCode's
+// configuration, OPENCODE_CONFIG_CONTENT too, checked with opencode 1.18.33), and `$VAR` (shells).
+// Codex substitutes nothing in its TOML (values are literals; env values are forwarded by name).
+const ENV_REFERENCE = /\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\{(?:env|file):[^}]*\}/;
 
-/** True when `value` holds something a backend or a shell could expand into another variable's value. */
+/**
+ * True when `value` holds something a backend or a shell would replace with another value: an
+ * environment reference, or OpenCode's `{file:path}` (the file's content).
+ */
 export function hasEnvReference(value: string): boolean {
   return ENV_REFERENCE.test(value);
 }
@@ -58,7 +64,7 @@ function refuseReference(where: string, field: string, value: string): void {
   if (!hasEnvReference(value)) return;
   throw new LauncherError(
     'LAUNCHER_ENV_REFERENCE',
-    `${where}: ${field} holds an environment reference; expanding it would put a value (perhaps a secret) on a command line. Move it into "env" (or "headers"), or write the value itself.`,
+    `${where}: ${field} holds an environment reference or a file substitution; expanding it would put a value (perhaps a secret) on a command line. Move it into "env" (or "headers"), or write the value itself.`,
     { details: { field } },
   );
 }
@@ -66,7 +72,8 @@ function refuseReference(where: string, field: string, value: string): void {
 /**
  * Validates one server entry of a `.mcp.json` (the shape Claude Code, Cursor and others read):
  * a `command` with `args`, `env` and `cwd`, or a `url` with `headers`. An environment reference
- * in the command, an argument, the cwd or the url fails closed.
+ * or a file substitution (what any backend would expand: `${VAR}`, `$VAR`, `{env:VAR}`,
+ * `{file:path}`) in the command, an argument, the cwd or the url fails closed.
  *
  * @throws LauncherError `LAUNCHER_MCP_CONFIG_INVALID` for a malformed entry,
  *   `LAUNCHER_ENV_REFERENCE` for a reference where it is not allowed.

@@ -1,4 +1,4 @@
-import { escapeMsgName, formatMessageLine, type Message } from '@zmcp/core';
+import { conversationLabel, formatMessageLine, type Message, quoteName } from '@zmcp/core';
 import type { TriggerInfo } from './triggers.js';
 
 /** JSON that a model reads as data: `<` is escaped too, so no name can open a tag. */
@@ -6,18 +6,34 @@ function safeJson(value: unknown): string {
   return JSON.stringify(value).replace(/</g, '\\u003c');
 }
 
+/** `#stream > topic` as message heads print it (quoted names, `(no topic)` for the empty one). */
+function where(trigger: TriggerInfo): string {
+  return conversationLabel(
+    {
+      type: 'stream',
+      display_recipient: trigger.stream ?? '',
+      subject: trigger.topic ?? '',
+      sender_id: trigger.senderId,
+    },
+    undefined,
+    true,
+  );
+}
+
 /**
  * The task an agent is started with: who called it, where, and how to work there. Every name
- * in it (stream, topic, sender) is chat-controlled text, escaped; the last line repeats the
- * conversation as JSON for programs and models alike.
+ * in it (stream, topic, sender) is chat-controlled text, printed as every message head prints
+ * it (core's `quoteName`: a name holding a delimiter of its field is a quoted string), so no name
+ * can pass for the caller, their id or the conversation; the last line repeats the conversation
+ * as JSON for programs and models alike.
  */
 export function agentPrompt(trigger: TriggerInfo, prefix: string | undefined): string {
-  const who = `${escapeMsgName(trigger.senderName)} (user id ${trigger.senderId})`;
+  const who = `${quoteName(trigger.senderName, 'person')} (user id ${trigger.senderId})`;
   const lines: string[] = [];
   if (prefix !== undefined && prefix.trim() !== '') lines.push(prefix.trim(), '');
   if (trigger.kind === 'stream') {
     lines.push(
-      `${who} mentioned you in Zulip, in #${escapeMsgName(trigger.stream ?? '')} > ${escapeMsgName(trigger.topic ?? '')} (message ${trigger.messageId}).`,
+      `${who} mentioned you in Zulip, in ${where(trigger)} (message ${trigger.messageId}).`,
       `Your zulip MCP server is bound to that conversation. Start with set_context (stream id ${trigger.streamId}, the topic, trigger_message_id ${trigger.messageId}) to read what was asked, answer there with reply, then listen for follow-ups and keep working with the people there.`,
       'When the work is done, or someone dismisses you, call end_session and stop.',
       '',
@@ -50,7 +66,11 @@ export function systemPrompt(additions: readonly (string | undefined)[]): string
   ].join('\n\n');
 }
 
-/** The interrupt note for a follow-up: the message as one message line (listen escapes it for the model). */
+/**
+ * The interrupt note for a follow-up: the message as the one escaped message line every surface
+ * prints (core's formatter with `escape`: names quoted, the body's line breaks indented, `<`
+ * escaped), so no topic, name or body can forge another conversation or speaker in it.
+ */
 export function followUpNote(message: Message, selfUserId: number): string {
-  return `A new message calls you in this conversation (the launcher passes it on):\n${formatMessageLine(message, { selfUserId, timeZone: 'UTC' })}`;
+  return `A new message calls you in this conversation (the launcher passes it on):\n${formatMessageLine(message, { selfUserId, timeZone: 'UTC', escape: true })}`;
 }

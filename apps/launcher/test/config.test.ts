@@ -123,7 +123,7 @@ describe('parseConfig', () => {
         'ZULIP_API_KEY: expected a Zulip API key: 32 letters and digits',
         'ZULIP_AGENT_BACKEND: expected one of claude, codex, opencode (got "gpt")',
         'ZULIP_AGENT_STREAM_BACKENDS: expected stream=backend pairs such as ops=codex or 12=opencode (backends: claude, codex, opencode) (got "ops=gpt")',
-        'ZULIP_AGENT_CLAUDE_ARGS: item 1 holds an environment reference; nothing is expanded, and secrets stay off command lines (got "[\\"--key\\", \\"${ZULIP_API_KEY}\\"]")',
+        'ZULIP_AGENT_CLAUDE_ARGS: item 1 holds an environment reference or a {file:…} substitution; nothing is expanded, and secrets stay off command lines (got "[\\"--key\\", \\"${ZULIP_API_KEY}\\"]")',
         'ZULIP_AGENT_OPENCODE_ARGS: expected a JSON list of strings, such as ["--model", "x"] (got "--model x")',
         'ZULIP_AGENT_MAX_RUNNING: expected a whole number from 1 to 64 (got "0")',
         'ZULIP_AGENT_WORKING_EMOJI: expected an emoji name such as working_on_it or check (got "not an emoji")',
@@ -132,6 +132,36 @@ describe('parseConfig', () => {
       ].sort((a, b) => order(a) - order(b)),
     );
     expect(found.join('\n')).not.toContain('has spaces');
+  });
+
+  it('gives Codex an approval mode for the zulip tools that works, and refuses one that cannot', () => {
+    expect(parseConfig(allowed, []).codexToolApproval).toBe('approve');
+    // Any other mode asks before each write tool, and codex exec has no one to ask.
+    for (const mode of ['auto', 'writes', 'prompt']) {
+      for (const env of [{ ZULIP_AGENT_BACKEND: 'codex' }, { ZULIP_AGENT_STREAM_BACKENDS: 'ops=codex' }]) {
+        const [line] = problems({ ...allowed, ...env, ZULIP_AGENT_CODEX_TOOL_APPROVAL: mode });
+        expect(line).toMatch(/^ZULIP_AGENT_CODEX_TOOL_APPROVAL: /);
+        expect(line).toContain('codex exec would refuse every zulip tool that writes (reply, listen');
+        expect(line).toContain('--approve-for-me');
+      }
+      // Not in use, or with codex's automatic reviewer to answer: accepted as configured.
+      expect(parseConfig({ ...allowed, ZULIP_AGENT_CODEX_TOOL_APPROVAL: mode }, []).codexToolApproval).toBe(
+        mode,
+      );
+      const reviewed = parseConfig(
+        {
+          ...allowed,
+          ZULIP_AGENT_BACKEND: 'codex',
+          ZULIP_AGENT_CODEX_TOOL_APPROVAL: mode,
+          ZULIP_AGENT_CODEX_ARGS: '["--approve-for-me"]',
+        },
+        [],
+      );
+      expect(reviewed.codexToolApproval).toBe(mode);
+    }
+    expect(problems({ ...allowed, ZULIP_AGENT_CODEX_TOOL_APPROVAL: 'never' })).toEqual([
+      'ZULIP_AGENT_CODEX_TOOL_APPROVAL: expected one of approve, auto, writes, prompt (got "never")',
+    ]);
   });
 
   it('takes no secret as a flag', () => {

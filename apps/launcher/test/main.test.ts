@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type LauncherEvent, main } from '../src/index.js';
-import { startWorld, type World } from './world.js';
+import { type StubRecord, startWorld, type World } from './world.js';
 
 function streams() {
   const stdout = new PassThrough();
@@ -116,6 +116,22 @@ describe('main', () => {
     expect(w.sim.requests.filter((r) => r.userId === w.bot.userId)).toEqual([]);
   });
 
+  it('exits 2 when codex would refuse every zulip tool that writes, saying why, and starts nothing', async () => {
+    const path = writeMcpConfig(w.server);
+    const io = streams();
+    const env = baseEnv({
+      ZULIP_AGENT_MCP_CONFIG: path,
+      ZULIP_AGENT_BACKEND: 'codex',
+      ZULIP_AGENT_CODEX_TOOL_APPROVAL: 'auto',
+    });
+    expect(await main([], env, io)).toBe(2);
+    expect(io.err()).toContain(
+      'ZULIP_AGENT_CODEX_TOOL_APPROVAL: with auto, codex exec would refuse every zulip tool that writes (reply, listen, end_session, send_message…)',
+    );
+    expect(io.err()).toContain('Use approve, or add --approve-for-me to the codex arguments');
+    expect(w.sim.requests.filter((r) => r.userId === w.bot.userId)).toEqual([]);
+  });
+
   it('exits 2 when the .mcp.json is missing, or the credentials are', async () => {
     const io = streams();
     expect(await main([], baseEnv({ ZULIP_AGENT_MCP_CONFIG: join(w.dir, 'none.json') }), io)).toBe(2);
@@ -179,6 +195,102 @@ describe('main', () => {
     expect(io.err()).toContain('agent started');
     expect(io.err()).not.toContain(w.bot.apiKey);
   });
+
+  it.each(['claude', 'codex', 'opencode'])(
+    'zulip-agent runs every step with %s: mention, reply, listen, a follow-up once, dismissal, a DM',
+    async (backend) => {
+      const shutdown = new AbortController();
+      const io = streams();
+      const events: LauncherEvent[] = [];
+      const waiters: ((e: LauncherEvent) => void)[] = [];
+      /** The first launcher event, seen or to come, that matches. */
+      const event = (match: (e: LauncherEvent) => boolean) =>
+        new Promise<LauncherEvent>((resolve) => {
+          const seen = events.find(match);
+          if (seen !== undefined) return resolve(seen);
+          waiters.push((e) => {
+            if (match(e)) resolve(e);
+          });
+        });
+      const ended = (id: number) => event((e) => e.type === 'ended' && e.end.trigger.messageId === id);
+      const botPost = (match: RegExp) =>
+        w.nextRequest(
+          (r) =>
+            r.method === 'POST' &&
+            r.path.endsWith('/messages') &&
+            r.userId === w.bot.userId &&
+            match.test(String(r.params.content ?? '')),
+        );
+      let ready!: () => void;
+      const listening = new Promise<void>((resolve) => {
+        ready = resolve;
+      });
+      // DMs need the server to read them.
+      const server = { ...w.server, env: { ...(w.server.env as object), ZULIP_PRIVATE_STREAMS: '__ALL__' } };
+      const running = main(
+        [],
+        baseEnv({ ZULIP_AGENT_MCP_CONFIG: writeMcpConfig(server), ZULIP_AGENT_BACKEND: backend }),
+        {
+          ...io,
+          shutdown: shutdown.signal,
+          onReady: () => ready(),
+          onEvent: (e) => {
+            events.push(e);
+            for (const waiter of waiters) waiter(e);
+          },
+        },
+      );
+      await listening;
+      // A mention: the agent joins the topic, answers there and listens.
+      const onIt = botPost(new RegExp(`^${backend} is on it\\.$`));
+      const joinedListen = w.nextListen('steps');
+      const first = w.mention(w.ann, 'steps');
+      await onIt;
+      await joinedListen;
+      expect(w.reactions(first)).toContain('working_on_it');
+      // A follow-up reaches it once.
+      const answered = botPost(new RegExp(`^${backend} `));
+      const followUp = w.mention(w.ann, 'steps', 'and the canary');
+      // Handed to the running agent: the note is in its interrupt file.
+      await event((e) => e.type === 'trigger' && e.trigger.messageId === followUp && e.action === 'followup');
+      expect((await answered).params.content).toMatch(new RegExp(`read ${followUp}\\b|id=${followUp}\\]`));
+      const sentinel = w.post(w.bo, 'steps', 'and the logs');
+      await botPost(new RegExp(`${backend} read (\\d+,)*${sentinel}\\b`));
+      // A person dismisses it: it ends its session and exits, the trigger gets a check.
+      const botMessage = w.messages({ topic: 'steps', sender: w.bot.userId })[0];
+      w.sim.realm.addReaction(w.ann.userId, botMessage?.id as number, 'stop');
+      expect(await ended(first)).toMatchObject({ end: { outcome: 'done', followUpsDelivered: 1, backend } });
+      // A DM: read and answered by DM.
+      const dm = w.dm(w.ann, 'what is our deploy policy?');
+      expect(await ended(dm)).toMatchObject({ end: { outcome: 'done', backend } });
+      shutdown.abort();
+      expect(await running).toBe(0);
+
+      expect(w.reactions(first)).toEqual(['check']);
+      expect(w.messages({ dmWith: w.ann.userId, sender: w.bot.userId }).map((m) => m.content)).toEqual([
+        `${backend} answers your message.`,
+      ]);
+      const records = w.records() as StubRecord[];
+      expect(records.map((r) => [r.backend, r.usageError])).toEqual([
+        [backend, undefined],
+        [backend, undefined],
+      ]);
+      const steps = records[0]?.events ?? [];
+      // No tool call was refused (Codex asks before every tool that writes unless told not to).
+      expect(steps.filter((e) => e.error !== undefined)).toEqual([]);
+      const reached = steps.flatMap((e) =>
+        e.step === 'listen'
+          ? [...(e.messages as number[]), ...(e.passedOn as number[])]
+          : e.step === 'reply'
+            ? (e.arrived as number[])
+            : [],
+      );
+      expect(reached.filter((id) => id === followUp)).toHaveLength(1);
+      expect(steps.map((e) => e.step)).toContain('end_session');
+      expect(records[1]?.events.map((e) => e.step)).toEqual(['connected', 'answered-dm']);
+      expect(io.err()).not.toContain(w.bot.apiKey);
+    },
+  );
 
   it('--demo listens on a simulated realm and sends itself a first mention', async () => {
     const shutdown = new AbortController();

@@ -33,7 +33,14 @@ export interface StubRecord {
   cwd: string;
   env: Record<string, string>;
   config?: unknown;
+  /** The options the CLI's parser read (as the real parser reads them). */
+  options?: Record<string, unknown>;
+  /** The prompt as the CLI reads it from argv and stdin. */
   prompt?: string;
+  stdin?: string;
+  /** The error the real CLI gives for this command line, and its exit code. */
+  usageError?: string;
+  exitCode?: number;
   server?: { command: string; args: string[]; envKeys: string[] };
   events: { step: string; [key: string]: unknown }[];
 }

@@ -29,11 +29,19 @@ export {
 export type { FileFiltersPlaneOptions, FiltersEvent, FiltersPlane, FiltersView } from './filters-plane.js';
 export { FileFiltersPlane, MemoryFiltersPlane } from './filters-plane.js';
 export type {
+  AppendInterruptNoteOptions,
   ConsumeInterruptFileOptions,
+  InterruptNote,
   InterruptWatcher,
   WatchInterruptFileOptions,
 } from './interrupt-file.js';
-export { consumeInterruptFile, watchInterruptFile } from './interrupt-file.js';
+export {
+  appendInterruptNote,
+  consumeInterruptFile,
+  formatInterruptNote,
+  parseInterruptNotes,
+  watchInterruptFile,
+} from './interrupt-file.js';
 export type { MonitoredStream, StreamRef } from './monitor-store.js';
 export { MonitorStore } from './monitor-store.js';
 export type {

@@ -1,11 +1,129 @@
 import { randomBytes } from 'node:crypto';
 import { type FSWatcher, watch } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
+import { writeFileAtomic } from './atomic-write.js';
 import { DeliveryError, errnoCode, ioError } from './errors.js';
 import { type DeliveryFileSystem, FileRefusedError, resolveFileSystem } from './file-system.js';
 
 /** The largest interrupt file read: many notes of the longest messages Zulip allows. */
 const MAX_INTERRUPT_BYTES = 1024 * 1024;
+
+/**
+ * One note of an interrupt file: text for the agent (untrusted: a session escapes it), and the
+ * message it passes on when it is about one, so that a session hands that message over once.
+ */
+export interface InterruptNote {
+  text: string;
+  /** The Zulip message the note passes on (a launcher's follow-up), if any. */
+  messageId?: number | undefined;
+}
+
+const NOTE_KEYS = new Set(['note', 'message_id']);
+
+function checkNote(note: InterruptNote): void {
+  if (typeof note?.text !== 'string' || note.text.trim() === '') {
+    throw new DeliveryError('DELIVERY_INVALID_ARGUMENT', 'an interrupt note needs some text', {
+      details: { field: 'text' },
+    });
+  }
+  const id = note.messageId;
+  if (id !== undefined && !(Number.isSafeInteger(id) && id > 0)) {
+    throw new DeliveryError(
+      'DELIVERY_INVALID_ARGUMENT',
+      "an interrupt note's messageId must be a positive message id",
+      {
+        details: { field: 'messageId' },
+      },
+    );
+  }
+}
+
+/**
+ * One note as a line of an interrupt file: a JSON object `{"note": text, "message_id": id}` on a
+ * line of its own (no line break of the text can end it). A writer appends such lines; plain
+ * text is a note too (see {@link parseInterruptNotes}).
+ *
+ * @throws DeliveryError `DELIVERY_INVALID_ARGUMENT` for empty text or a `messageId` that is not a
+ *   positive integer.
+ */
+export function formatInterruptNote(note: InterruptNote): string {
+  checkNote(note);
+  return JSON.stringify(
+    note.messageId === undefined ? { note: note.text } : { note: note.text, message_id: note.messageId },
+  );
+}
+
+function noteOfLine(line: string): InterruptNote | undefined {
+  if (!line.startsWith('{')) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const record = value as Record<string, unknown>;
+  if (!Object.keys(record).every((key) => NOTE_KEYS.has(key))) return undefined;
+  const { note, message_id: id } = record;
+  if (typeof note !== 'string') return undefined;
+  if (id === undefined) return { text: note };
+  if (typeof id !== 'number' || !Number.isSafeInteger(id) || id <= 0) return undefined;
+  return { text: note, messageId: id };
+}
+
+/**
+ * The notes of an interrupt file's text, oldest first: each line written by
+ * {@link formatInterruptNote} is a note, and each run of other lines (an operator's plain text)
+ * is one note of its own, trimmed; blank runs are no note. So a file of plain text is one note,
+ * as it always was.
+ */
+export function parseInterruptNotes(text: string): InterruptNote[] {
+  const notes: InterruptNote[] = [];
+  let plain: string[] = [];
+  const flush = (): void => {
+    const joined = plain.join('\n').trim();
+    if (joined !== '') notes.push({ text: joined });
+    plain = [];
+  };
+  for (const line of text.split('\n')) {
+    const note = noteOfLine(line);
+    if (note === undefined) {
+      plain.push(line);
+      continue;
+    }
+    flush();
+    notes.push(note);
+  }
+  flush();
+  return notes;
+}
+
+/** Options of `appendInterruptNote`. */
+export interface AppendInterruptNoteOptions {
+  /** Replaces file-system calls, for tests that inject a consumer between the steps. */
+  fs?: Partial<DeliveryFileSystem> | undefined;
+}
+
+/**
+ * Adds a note to the interrupt file at `path`, keeping every note not taken yet: whatever the
+ * file holds is claimed as {@link consumeInterruptFile} claims it, and a file holding it and the
+ * new note (a {@link formatInterruptNote} line) is renamed over the path, so a session never sees
+ * half a file, and a note is never both taken and kept. Calls must not overlap for one path.
+ *
+ * @throws DeliveryError `DELIVERY_INVALID_ARGUMENT` for a bad note or an empty path;
+ *   `DELIVERY_IO_FAILED` when the file cannot be claimed or written.
+ */
+export async function appendInterruptNote(
+  path: string,
+  note: InterruptNote,
+  options: AppendInterruptNoteOptions = {},
+): Promise<void> {
+  const line = formatInterruptNote(note);
+  const fs = resolveFileSystem(options.fs);
+  const untaken = (await consumeInterruptFile(path, options)) ?? '';
+  const before = untaken === '' || untaken.endsWith('\n') ? untaken : `${untaken}\n`;
+  await writeFileAtomic(fs, resolve(path), new TextEncoder().encode(`${before}${line}\n`), 0o600);
+}
 
 /** Options of `consumeInterruptFile`. */
 export interface ConsumeInterruptFileOptions {

@@ -1,7 +1,7 @@
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { consumeInterruptFile } from '@zmcp/delivery';
+import { appendInterruptNote, consumeInterruptFile } from '@zmcp/delivery';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type Harness, startHarness } from './harness.js';
 import {
@@ -125,5 +125,41 @@ describe('the interrupt file', () => {
     expect([...all].sort()).toEqual(Array.from({ length: rounds }, (_, i) => `payload-${i}`).sort()); // nothing lost
     expect(got.length).toBeGreaterThan(0);
     expect((await readdir(dir)).filter((name) => name.includes('.claimed.'))).toEqual([]);
+  });
+
+  it('hands a message a note passes on over once: as a message when listen shows it, the note dropped', async () => {
+    const rig = await bound('interrupt-once');
+    const said = h.post(h.realm.bo, 'general', 'interrupt-once', 'also check the canary');
+    await appendInterruptNote(path, { text: `A new message calls you (id=${said})`, messageId: said });
+    const { text, structured } = ok(rig, 'listen', await rig.call('listen', { timeout_seconds: 60 }));
+    expect(structured).toMatchObject({ status: 'messages', ids: [said], interrupts: 0 });
+    expect(interruptNotes(text)).toEqual([]);
+  });
+
+  it('drops a note for a message the agent was shown before, and keeps the others', async () => {
+    const rig = await bound('interrupt-seen');
+    // set_context showed the message that called the agent.
+    const shown = h.sim.realm.maxMessageId();
+    await appendInterruptNote(path, { text: 'the trigger again', messageId: shown });
+    await appendInterruptNote(path, { text: 'operator: check the build' });
+    const { text, structured } = ok(rig, 'listen', await rig.call('listen', { timeout_seconds: 60 }));
+    expect(structured).toMatchObject({ status: 'interrupt', ids: [], interrupts: 1 });
+    expect(interruptNotes(text)).toEqual(['operator: check the build']);
+  });
+
+  it('never hands a message over again once a note passed it on: not in reply, not in listen', async () => {
+    const rig = await bound('interrupt-first');
+    // The note wins the race: it is handed over before the message reaches the session.
+    const next = h.sim.realm.maxMessageId() + 1;
+    await appendInterruptNote(path, { text: `Bo Chen (id=${next}): also check the canary`, messageId: next });
+    const first = ok(rig, 'listen', await rig.call('listen', { timeout_seconds: 60 }));
+    expect(first.structured).toMatchObject({ status: 'interrupt', ids: [], interrupts: 1 });
+    expect(h.post(h.realm.bo, 'general', 'interrupt-first', 'also check the canary')).toBe(next);
+    const replied = ok(rig, 'reply', await rig.call('reply', { content: 'on it' }));
+    expect(replied.structured.arrived_ids).toEqual([]);
+    const later = h.post(h.realm.bo, 'general', 'interrupt-first', 'and the logs');
+    const second = ok(rig, 'listen', await rig.call('listen', { timeout_seconds: 60 }));
+    expect(second.structured).toMatchObject({ status: 'messages', ids: [later], interrupts: 0 });
+    expect(second.text).not.toContain('also check the canary');
   });
 });

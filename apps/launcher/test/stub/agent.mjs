@@ -1,6 +1,7 @@
 // A stand-in for the agent CLIs (claude, codex, opencode) in tests and the bench. The launcher
-// finds it on PATH under the backend's name (a shim in a temp dir imports this file). It records
-// the argv, environment and configuration it was given, then does what an agent does: reads the
+// finds it on PATH under the backend's name (a shim in a temp dir imports this file). It reads
+// its argv and stdin as the real CLI does (clis.mjs: a command line the real one refuses is
+// refused the same way), records what it was given, then does what an agent does: reads the
 // zulip server out of that configuration, starts it, and talks MCP to it: set_context → reply →
 // listen → end_session.
 //
@@ -12,6 +13,19 @@
 //   bench               record the start time and exit 0 at once (no MCP)
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
+import {
+  CliUsageError,
+  claudePrompt,
+  claudeRefusal,
+  codexPrompt,
+  codexRefusal,
+  opencodeConfig,
+  opencodePrompt,
+  parseClaude,
+  parseCodexExec,
+  parseOpencodeRun,
+  readStdin,
+} from './clis.mjs';
 
 const startedAt = performance.timeOrigin + performance.now();
 const backend = basename(process.argv[1] ?? 'agent');
@@ -47,27 +61,39 @@ function toml(value) {
   return JSON.parse(value);
 }
 
-/** The zulip server this backend was told about, as a command to start: from the config the launcher gave it. */
-function serverFromConfig() {
+/**
+ * The prompt and the zulip server this backend was told about, read from its argv, stdin and
+ * configuration the way the real CLI reads them (see clis.mjs).
+ */
+function serverFromConfig(stdin) {
   if (backend === 'claude') {
-    const file = argv[argv.indexOf('--mcp-config') + 1];
+    const parsed = parseClaude(argv);
+    if (parsed.options.print !== true)
+      throw new CliUsageError('stand-in: only claude --print is modelled', 1);
+    const prompt = claudePrompt(parsed, stdin);
+    const [file] = parsed.options['mcp-config'] ?? [];
     const config = JSON.parse(readFileSync(file, 'utf8'));
     const entry = config.mcpServers.zulip;
     const env = Object.fromEntries(Object.entries(entry.env ?? {}).map(([k, v]) => [k, expand(v)]));
     return {
       config,
-      prompt: argv[argv.indexOf('-p') + 1],
+      options: parsed.options,
+      // What Claude Code does before each call of a zulip tool.
+      refusal: (_annotations, tool) => claudeRefusal(parsed, tool),
+      prompt,
       server: { command: entry.command, args: entry.args ?? [], env, cwd: entry.cwd },
     };
   }
   if (backend === 'codex') {
+    const parsed = parseCodexExec(argv);
+    // What codex exec says on stderr before it starts (0.171.0): nothing for "-".
+    if (parsed.prompt === undefined) process.stderr.write('Reading prompt from stdin...\n');
+    else if (parsed.prompt !== '-') process.stderr.write('Reading additional input from stdin...\n');
+    const prompt = codexPrompt(parsed, stdin);
     const overrides = {};
-    for (let i = 0; i < argv.length; i++) {
-      if (argv[i] === '-c') {
-        const item = argv[++i];
-        const eq = item.indexOf('=');
-        overrides[item.slice(0, eq)] = toml(item.slice(eq + 1));
-      }
+    for (const item of parsed.options.config ?? []) {
+      const eq = item.indexOf('=');
+      overrides[item.slice(0, eq)] = toml(item.slice(eq + 1));
     }
     const key = 'mcp_servers.zulip';
     const env = { ...(overrides[`${key}.env`] ?? {}) };
@@ -75,7 +101,10 @@ function serverFromConfig() {
       if (process.env[name] !== undefined) env[name] = process.env[name];
     return {
       config: overrides,
-      prompt: argv[argv.length - 1],
+      options: parsed.options,
+      // What codex does before each call of a zulip tool (the annotations come from tools/list).
+      refusal: (annotations) => codexRefusal(parsed, overrides, annotations),
+      prompt,
       server: {
         command: overrides[`${key}.command`],
         args: overrides[`${key}.args`] ?? [],
@@ -84,11 +113,14 @@ function serverFromConfig() {
       },
     };
   }
-  const config = JSON.parse(process.env.OPENCODE_CONFIG_CONTENT ?? '{}');
+  const parsed = parseOpencodeRun(argv);
+  const prompt = opencodePrompt(parsed, stdin);
+  const config = JSON.parse(opencodeConfig(process.env.OPENCODE_CONFIG_CONTENT ?? '{}', process.cwd()));
   const entry = config.mcp.zulip;
   return {
     config,
-    prompt: argv[1],
+    options: parsed.options,
+    prompt,
     server: { command: entry.command[0], args: entry.command.slice(1), env: entry.environment ?? {} },
   };
 }
@@ -124,13 +156,40 @@ if (mode === 'fail') {
   process.exit(3);
 }
 
-const { config, prompt, server } = serverFromConfig();
-const conversation = JSON.parse(/^Conversation: (.*)$/m.exec(prompt)?.[1] ?? '{}');
+const stdin = await readStdin();
+let invocation;
+try {
+  invocation = serverFromConfig(stdin);
+} catch (err) {
+  if (!(err instanceof CliUsageError)) throw err;
+  // What the real CLI does with a command line it cannot use: a line on stderr and its exit code.
+  record({ stdin, usageError: err.message, exitCode: err.exitCode });
+  process.stderr.write(`${err.message}\n`);
+  process.exit(err.exitCode);
+}
+const { config, options, prompt, server, refusal } = invocation;
+/** The prompt's JSON line of ids; undefined when it is missing or mangled (opencode quoting it). */
+function conversationOf(text) {
+  try {
+    const value = JSON.parse(/^Conversation: (.*)$/m.exec(text)?.[1] ?? '');
+    return typeof value === 'object' && value !== null ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+const conversation = conversationOf(prompt);
 record({
   config,
+  options,
   prompt,
+  stdin,
   server: { command: server.command, args: server.args, envKeys: Object.keys(server.env) },
 });
+if (conversation === undefined) {
+  // A model could not tell where it was called: it answers nowhere, and the run fails.
+  process.stderr.write('stand-in: the prompt has no readable Conversation line\n');
+  process.exit(4);
+}
 
 const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
 const { StdioClientTransport, getDefaultEnvironment } = await import(
@@ -147,7 +206,17 @@ const client = new Client({ name: `stub-${backend}`, version: '0.0.0' });
 await client.connect(transport);
 event({ step: 'connected', serverPid: transport.pid });
 
+const annotations = new Map(
+  refusal === undefined ? [] : (await client.listTools()).tools.map((t) => [t.name, t.annotations ?? {}]),
+);
+
 async function call(name, args) {
+  const refused = refusal?.(annotations.get(name), name);
+  if (refused !== undefined) {
+    // The CLI answers the model with the refusal; the model cannot do what it was asked to.
+    event({ step: name, error: refused });
+    throw new Error(`${name} failed: ${refused}`);
+  }
   const result = await client.callTool({ name, arguments: args }, undefined, { timeout: 600_000 });
   if (result.isError === true) {
     event({ step: name, error: result.content?.[0]?.text });
@@ -195,18 +264,28 @@ if (mode !== 'quick') {
       else if (line.startsWith('    ') && interrupts.length > 0)
         interrupts.push(`${interrupts.pop()} ${line.trim()}`);
     }
-    event({ step: 'listen', status: heard.status, interrupts, messages: heard.ids });
+    // The messages an agent got, as a model reads them: new messages, and those the notes pass on.
+    const passedOn = interrupts.flatMap((note) =>
+      [...note.matchAll(/\bid=(\d+)\]/g)].map((m) => Number(m[1])),
+    );
+    event({ step: 'listen', status: heard.status, interrupts, messages: heard.ids, passedOn });
     if (heard.status === 'dismissed' || heard.status === 'ended' || heard.status === 'cancelled') break;
     if (heard.status === 'timeout') continue;
-    const answer =
-      interrupts.length > 0
-        ? `${backend} got an interrupt: ${interrupts.join(' | ').slice(0, 300)}`
-        : `${backend} read ${heard.ids.join(',')}`;
+    const parts = [];
+    if (heard.ids.length > 0) parts.push(`${backend} read ${heard.ids.join(',')}`);
+    if (interrupts.length > 0)
+      parts.push(`${backend} got an interrupt: ${interrupts.join(' | ').slice(0, 300)}`);
+    let answer = parts.join('; ');
+    // A reply hands over what arrived meanwhile: the agent answers that too, then listens again.
     // A reply refused because the session ended meanwhile (a dismissal) ends the loop, as for an agent.
-    const sent = await call('reply', { content: answer }).then(
-      () => true,
-      () => false,
-    );
+    let sent = true;
+    while (answer !== undefined && sent) {
+      const replied = await call('reply', { content: answer }).catch(() => undefined);
+      sent = replied !== undefined;
+      const arrived = replied?.arrived_ids ?? [];
+      if (arrived.length > 0) event({ step: 'reply', arrived });
+      answer = arrived.length > 0 ? `${backend} read ${arrived.join(',')}` : undefined;
+    }
     if (!sent) break;
   }
 }

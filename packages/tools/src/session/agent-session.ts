@@ -11,7 +11,12 @@ import {
   quotePerson,
   readNarrow,
 } from '@zmcp/core';
-import { type InterruptWatcher, watchInterruptFile } from '@zmcp/delivery';
+import {
+  type InterruptNote,
+  type InterruptWatcher,
+  parseInterruptNotes,
+  watchInterruptFile,
+} from '@zmcp/delivery';
 import { asToolInput, ToolError } from '../errors.js';
 import { fitToBudget } from '../page.js';
 import { readVisibleMessage } from '../read/message-access.js';
@@ -190,7 +195,13 @@ export class SessionCore implements AgentSession {
   #listenEnded: Promise<void> | undefined;
   #listenEmoji: Promise<{ name: string; type: ListenReactionType; code: string | undefined }> | undefined;
   readonly #pending = new Set<Promise<unknown>>();
-  readonly #interrupts: string[] = [];
+  /** Interrupt notes claimed and not yet handed to the agent. */
+  readonly #interrupts: InterruptNote[] = [];
+  /**
+   * Messages the agent was handed, as message lines or inside an interrupt note that passes them
+   * on: each reaches the agent once (see {@link SessionCore.handOver}).
+   */
+  readonly #handedOver = new Set<number>();
   readonly #interruptWaiters = new Set<() => void>();
   #watcher: InterruptWatcher | undefined;
   #closed = false;
@@ -435,7 +446,10 @@ export class SessionCore implements AgentSession {
 
   // ---------------------------------------------------------------- what arrived
 
-  /** Splits messages newer than last-seen into what the agent sees, /nobots ones, and the bot's own. */
+  /**
+   * Splits messages newer than last-seen into what the agent sees, /nobots ones, and the bot's own;
+   * a message an interrupt note already passed on is skipped like the bot's own.
+   */
   absorb(messages: readonly Message[]): Absorbed {
     const self = this.services.identity.user_id;
     const visible: Message[] = [];
@@ -447,7 +461,7 @@ export class SessionCore implements AgentSession {
       if (newestId !== undefined && m.id === newestId) continue;
       newestId = m.id;
       if (isNoBotsMessage(m)) hidden++;
-      else if (m.sender_id !== self) visible.push(m);
+      else if (m.sender_id !== self && !this.#handedOver.has(m.id)) visible.push(m);
     }
     return { visible, hidden, newestId };
   }
@@ -494,7 +508,48 @@ export class SessionCore implements AgentSession {
       this.advance(last.id);
     }
     if (last !== undefined) this.sawVisible(last.id);
+    this.shown(shown);
     return { shown, text: fit.text, moreWaiting: cut || hasMore };
+  }
+
+  /** Records messages the agent was shown as message lines (by any tool). */
+  shown(messages: readonly Pick<Message, 'id'>[]): void {
+    for (const m of messages) this.#handedOver.add(m.id);
+  }
+
+  /** Whether the agent was handed this message already, as a message line or inside an interrupt note. */
+  handedOver(id: number): boolean {
+    return this.#handedOver.has(id);
+  }
+
+  /**
+   * What `listen` hands the agent now: the messages (cut to the page budget, see
+   * {@link SessionCore.present}), then the interrupt notes claimed so far, each rendered by
+   * `render`. The one place that decides, by message id, that a message reaches the agent once:
+   * a note passing on a message shown now or before is dropped, and a message passed on in a
+   * note is recorded, so no later read shows it again ({@link SessionCore.absorb} and listen's
+   * collection skip it).
+   */
+  handOver(
+    absorbed: Absorbed | undefined,
+    hasMore: boolean,
+    render: (note: string) => string,
+  ): { presented: Presented; notes: string[] } {
+    const claimed = this.#interrupts.splice(0);
+    const reserve = claimed.reduce((n, note) => n + render(note.text).length, 0);
+    const presented =
+      absorbed === undefined
+        ? { shown: [], text: '', moreWaiting: false }
+        : this.present(absorbed, hasMore, reserve);
+    const notes: string[] = [];
+    for (const note of claimed) {
+      if (note.messageId !== undefined) {
+        if (this.#handedOver.has(note.messageId)) continue;
+        this.#handedOver.add(note.messageId);
+      }
+      notes.push(render(note.text));
+    }
+    return { presented, notes };
   }
 
   /** Moves last-seen forward (never back). */
@@ -733,7 +788,12 @@ export class SessionCore implements AgentSession {
       this.#watcher = watchInterruptFile(
         this.interruptFile,
         (text) => {
-          this.#interrupts.push(text);
+          // A note passing on a message the agent already has is no news: it wakes nothing.
+          const fresh = parseInterruptNotes(text).filter(
+            (note) => note.messageId === undefined || !this.#handedOver.has(note.messageId),
+          );
+          if (fresh.length === 0) return;
+          this.#interrupts.push(...fresh);
           for (const wake of [...this.#interruptWaiters]) wake();
         },
         { onError: (err) => this.logger.warn('interrupt file failed', { err: codeOf(err) }) },
@@ -748,11 +808,6 @@ export class SessionCore implements AgentSession {
       await watcher.close();
       throw err;
     }
-  }
-
-  /** Interrupt texts claimed so far, handed over once. */
-  takeInterrupts(): string[] {
-    return this.#interrupts.splice(0);
   }
 
   /** Calls `wake` whenever an interrupt is claimed, until the returned function is called. */

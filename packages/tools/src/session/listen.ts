@@ -120,8 +120,9 @@ class Listening {
   }
 
   /**
-   * Takes messages of the conversation newer than last-seen; the bot's own and /nobots ones only
-   * move last-seen. An event-queue message passes the same readability check as a REST read.
+   * Takes messages of the conversation newer than last-seen; the bot's own, /nobots ones and those
+   * an interrupt note passed on only move last-seen. An event-queue message passes the same
+   * readability check as a REST read.
    */
   collect(messages: readonly Message[], lookup: StreamInfoLookup): void {
     const services = this.#session.services;
@@ -131,7 +132,8 @@ class Listening {
       if (!services.policy.isReadable(m, lookup)) continue;
       if (this.#newestId === undefined || m.id > this.#newestId) this.#newestId = m.id;
       if (isNoBotsMessage(m)) this.#hidden.add(m.id);
-      else if (m.sender_id === self) this.#session.sawVisible(m.id);
+      // The bot's own, and what an interrupt note already passed on: seen, not handed over again.
+      else if (m.sender_id === self || this.#session.handedOver(m.id)) this.#session.sawVisible(m.id);
       else this.#got.set(m.id, m);
     }
   }
@@ -275,24 +277,24 @@ class Listening {
     };
   }
 
-  /** What was collected, cut to the page budget; last-seen moves past what is handed over. */
-  result(interrupts: string[]): { text: string; data: Output } {
+  /**
+   * What was collected, cut to the page budget, and the interrupt notes claimed (each message once:
+   * the session's `handOver` decides); last-seen moves past what is handed over.
+   */
+  result(): { text: string; data: Output } {
     const session = this.#session;
     const b = this.#binding;
     const label = session.label(b);
     const moved = this.#wake === 'rebound' || this.#wake === 'closed';
-    let presented = { shown: [] as Message[], text: '', moreWaiting: false };
-    if (!moved) {
-      // A reply made meanwhile may already have handed some of these over.
-      const visible = [...this.#got.values()]
-        .filter((m) => m.id > session.lastSeenId)
-        .sort((x, y) => x.id - y.id);
-      presented = session.present(
-        { visible, hidden: this.#hidden.size, newestId: this.#newestId },
-        this.#hasMore,
-        interrupts.reduce((n, t) => n + t.length, 0),
-      );
-    }
+    // A reply made meanwhile may already have handed some of these over.
+    const visible = [...this.#got.values()]
+      .filter((m) => m.id > session.lastSeenId && !session.handedOver(m.id))
+      .sort((x, y) => x.id - y.id);
+    const { presented, notes: interrupts } = session.handOver(
+      moved ? undefined : { visible, hidden: this.#hidden.size, newestId: this.#newestId },
+      this.#hasMore,
+      escapeInterrupt,
+    );
     const hidden = moved ? 0 : this.#hidden.size;
     const waited = this.elapsedSeconds();
     const capped = this.#wake === 'deadline';
@@ -426,7 +428,7 @@ export const listenTool = defineTool({
     } else if (listening.nobots) {
       session.end({ reason: 'nobots', byUserId: undefined, byName: undefined, messageId: undefined });
     }
-    const out = listening.result(session.takeInterrupts().map(escapeInterrupt));
+    const out = listening.result();
     working = out.data.status === 'messages' && session.autoTyping;
     return out;
   },

@@ -80,6 +80,8 @@ export const setContextTool = defineTool({
       lastSeen,
       visible[visible.length - 1]?.id,
     );
+    // What is shown here is handed over: an interrupt note passing it on later is dropped.
+    session.shown(shown);
 
     const where = session.label(target);
     const notes: string[] = [];

@@ -1,0 +1,520 @@
+import { readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
+
+// How each real agent CLI reads its command line and stdin, for the stand-in agent (agent.mjs).
+// Recorded from the real CLIs installed from npm (`@anthropic-ai/claude-code@2.1.332`,
+// `@openai/codex@0.171.0`, `opencode-ai@1.18.33`): their --help, and what each handed a model
+// API stub on loopback (no network) for a given argv and stdin. What is not modelled here (a
+// subcommand, an option the launcher never passes) fails loudly instead of being guessed.
+//
+// The parsers read options the way the real parsers do (commander for Claude Code, clap for
+// Codex, yargs for OpenCode), so an argument that starts with "-" where an option may stand is
+// read as an option, as the real CLI reads it: a prompt like "--system-prompt=..." there is an
+// option, not a prompt.
+
+/** A usage error, as the real CLI reports it: a line on stderr and an exit code. */
+export class CliUsageError extends Error {
+  constructor(message, exitCode) {
+    super(message);
+    this.exitCode = exitCode;
+  }
+}
+
+/** `--name`: 'bool', 'value' (required), 'optional' (takes the next arg unless it starts with "-"), 'variadic'. */
+const CLAUDE_OPTIONS = {
+  '--add-dir': 'variadic',
+  '--agent': 'value',
+  '--agents': 'value',
+  '--allow-dangerously-skip-permissions': 'bool',
+  '--allowedTools': 'variadic',
+  '--allowed-tools': 'variadic',
+  '--append-system-prompt': 'value',
+  '--autocompact': 'value',
+  '--ax-screen-reader': 'bool',
+  '--bg': 'bool',
+  '--background': 'bool',
+  '--bare': 'bool',
+  '--betas': 'variadic',
+  '--brief': 'bool',
+  '--chrome': 'bool',
+  '--cloud': 'optional',
+  '--continue': 'bool',
+  '--dangerously-skip-permissions': 'bool',
+  '--debug': 'optional',
+  '--debug-file': 'value',
+  '--desktop': 'bool',
+  '--disable-slash-commands': 'bool',
+  '--disallowedTools': 'variadic',
+  '--disallowed-tools': 'variadic',
+  '--effort': 'value',
+  '--environment': 'value',
+  '--exclude-dynamic-system-prompt-sections': 'bool',
+  '--fallback-model': 'value',
+  '--file': 'variadic',
+  '--fork-session': 'bool',
+  '--forward-subagent-text': 'bool',
+  '--from-pr': 'optional',
+  '--help': 'bool',
+  '--ide': 'bool',
+  '--include-hook-events': 'bool',
+  '--include-partial-messages': 'bool',
+  '--input-format': 'value',
+  '--json-schema': 'value',
+  '--max-budget-usd': 'value',
+  '--mcp-config': 'variadic',
+  '--model': 'value',
+  '--name': 'value',
+  '--no-chrome': 'bool',
+  '--no-session-persistence': 'bool',
+  '--output-format': 'value',
+  '--permission-mode': 'value',
+  '--permission-prompts': 'value',
+  '--plugin-dir': 'value',
+  '--plugin-url': 'value',
+  '--print': 'bool',
+  '--prompt-suggestions': 'optional',
+  '--remote-control': 'optional',
+  '--remote-control-session-name-prefix': 'value',
+  '--replay-user-messages': 'bool',
+  '--restricted': 'bool',
+  '--resume': 'optional',
+  '--safe-mode': 'bool',
+  '--session-id': 'value',
+  '--setting-sources': 'value',
+  '--settings': 'value',
+  '--strict-mcp-config': 'bool',
+  '--system-prompt': 'value',
+  '--system-prompt-snapshot': 'value',
+  '--teleport': 'optional',
+  '--tmux': 'optional',
+  '--tools': 'variadic',
+  '--verbose': 'bool',
+  '--version': 'bool',
+  '--worktree': 'optional',
+};
+const CLAUDE_SHORT = {
+  '-c': '--continue',
+  '-d': '--debug',
+  '-h': '--help',
+  '-n': '--name',
+  '-p': '--print',
+  '-r': '--resume',
+  '-v': '--version',
+  '-w': '--worktree',
+};
+const CLAUDE_COMMANDS = [
+  'agents',
+  'attach',
+  'auth',
+  'auto-mode',
+  'doctor',
+  'gateway',
+  'import',
+  'install',
+  'logs',
+  'mcp',
+  'plugin',
+  'plugins',
+  'purge',
+  'respawn',
+  'rm',
+  'setup-token',
+  'stop',
+  'kill',
+  'ultrareview',
+  'update',
+  'upgrade',
+];
+
+const looksLikeOption = (arg) => arg.length > 1 && arg.startsWith('-');
+
+function push(options, name, value) {
+  const key = name.replace(/^-+/, '');
+  if (value === true) options[key] = true;
+  else options[key] = [...(options[key] ?? []), value];
+}
+
+/**
+ * Claude Code's command line, as its commander parser reads it: options anywhere (until "--"),
+ * `--name=value`, a variadic option (`--allowedTools`, `--mcp-config`, ...) takes every
+ * following argument that does not start with "-", an unknown option is an error (exit 1), and
+ * the one operand is the prompt.
+ */
+export function parseClaude(argv) {
+  const options = {};
+  const operands = [];
+  let variadic;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--') {
+      operands.push(...argv.slice(i + 1));
+      break;
+    }
+    if (variadic !== undefined && !looksLikeOption(arg)) {
+      push(options, variadic, arg);
+      continue;
+    }
+    variadic = undefined;
+    if (!looksLikeOption(arg)) {
+      operands.push(arg);
+      continue;
+    }
+    let name = arg;
+    let attached;
+    if (arg.startsWith('--') && arg.includes('=')) {
+      name = arg.slice(0, arg.indexOf('='));
+      attached = arg.slice(arg.indexOf('=') + 1);
+    } else if (!arg.startsWith('--') && arg.length > 2) {
+      name = arg.slice(0, 2);
+      attached = arg.slice(2);
+    }
+    if (!arg.startsWith('--')) name = CLAUDE_SHORT[name] ?? name;
+    const kind = CLAUDE_OPTIONS[name];
+    if (kind === undefined || (attached !== undefined && kind === 'bool' && arg.startsWith('--'))) {
+      throw new CliUsageError(`error: unknown option '${arg}'`, 1);
+    }
+    if (kind === 'bool') {
+      push(options, name, true);
+      // `-pc`: more short flags in one argument.
+      if (attached !== undefined) argv.splice(i + 1, 0, `-${attached}`);
+      continue;
+    }
+    let value = attached;
+    if (value === undefined) {
+      const next = argv[i + 1];
+      if (kind === 'optional' && (next === undefined || looksLikeOption(next))) value = true;
+      else if (next === undefined)
+        throw new CliUsageError(`error: option '${name} <value>' argument missing`, 1);
+      else value = argv[++i];
+    }
+    push(options, name, value);
+    if (kind === 'variadic') variadic = name;
+  }
+  if (operands.length > 0 && CLAUDE_COMMANDS.includes(operands[0])) {
+    throw new CliUsageError(`stand-in: the "${operands[0]}" subcommand is not modelled`, 1);
+  }
+  return { options, prompt: operands[0] };
+}
+
+/** Claude Code's prompt with --print: the operand, then a line of stdin if any; stdin alone, verbatim. */
+export function claudePrompt(parsed, stdin) {
+  const prompt =
+    parsed.prompt === undefined ? stdin : stdin === '' ? parsed.prompt : `${parsed.prompt}\n${stdin}`;
+  if (prompt === undefined || prompt.trim() === '') {
+    throw new CliUsageError(
+      'Error: Input must be provided either through stdin or as a prompt argument when using --print',
+      1,
+    );
+  }
+  return prompt;
+}
+
+/**
+ * Why `claude -p` refuses a call of a zulip tool, or undefined when it runs it: with --print
+ * there is no one to ask, so a tool runs only when --allowedTools names it (`mcp__zulip` for
+ * every tool of the server, `mcp__zulip__<tool>` for one; comma or space separated) or the
+ * permission mode skips asking.
+ */
+export function claudeRefusal(parsed, tool) {
+  const allowed = (parsed.options.allowedTools ?? [])
+    .concat(parsed.options['allowed-tools'] ?? [])
+    .flatMap((item) => item.split(/[\s,]+/));
+  if (allowed.includes('mcp__zulip') || allowed.includes(`mcp__zulip__${tool}`)) return undefined;
+  if (parsed.options['dangerously-skip-permissions'] === true) return undefined;
+  if ((parsed.options['permission-mode'] ?? []).includes('bypassPermissions')) return undefined;
+  return `Claude requested permissions to use mcp__zulip__${tool}, but you haven't granted it yet.`;
+}
+
+/** `codex exec` options: 'bool', 'value', or 'values' (one or more, greedy). */
+const CODEX_EXEC_OPTIONS = {
+  '--config': 'value',
+  '--enable': 'value',
+  '--disable': 'value',
+  '--remote': 'value',
+  '--remote-auth-token-env': 'value',
+  '--strict-config': 'bool',
+  '--image': 'values',
+  '--model': 'value',
+  '--oss': 'bool',
+  '--local-provider': 'value',
+  '--profile': 'value',
+  '--sandbox': 'value',
+  '--approve-for-me': 'bool',
+  '--dangerously-bypass-approvals-and-sandbox': 'bool',
+  '--dangerously-bypass-hook-trust': 'bool',
+  '--cd': 'value',
+  '--worktree': 'bool',
+  '--add-dir': 'value',
+  '--thread-source': 'value',
+  '--cyber-access-program': 'value',
+  '--skip-git-repo-check': 'bool',
+  '--trust': 'bool',
+  '--ephemeral': 'bool',
+  '--ignore-user-config': 'bool',
+  '--ignore-rules': 'bool',
+  '--output-schema': 'value',
+  '--color': 'value',
+  '--json': 'bool',
+  '--output-last-message': 'value',
+  '--help': 'bool',
+  '--version': 'bool',
+};
+const CODEX_SHORT = {
+  '-c': '--config',
+  '-i': '--image',
+  '-m': '--model',
+  '-p': '--profile',
+  '-s': '--sandbox',
+  '-C': '--cd',
+  '-o': '--output-last-message',
+  '-h': '--help',
+  '-V': '--version',
+};
+const CODEX_EXEC_COMMANDS = ['resume', 'fork', 'review', 'help'];
+
+/**
+ * `codex exec`'s command line, as its clap parser reads it: an argument that starts with "-" is
+ * an option until "--" (an unknown one is an error, exit 2, as is a missing value), and the one
+ * positional is the prompt (a subcommand name there is the subcommand).
+ */
+export function parseCodexExec(argv) {
+  if (argv[0] !== 'exec') throw new CliUsageError('stand-in: only `codex exec` is modelled', 2);
+  const options = {};
+  const positionals = [];
+  for (let i = 1; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--') {
+      positionals.push(...argv.slice(i + 1));
+      break;
+    }
+    if (!looksLikeOption(arg)) {
+      positionals.push(arg);
+      continue;
+    }
+    let name = arg;
+    let attached;
+    if (arg.startsWith('--') && arg.includes('=')) {
+      name = arg.slice(0, arg.indexOf('='));
+      attached = arg.slice(arg.indexOf('=') + 1);
+    } else if (!arg.startsWith('--') && arg.length > 2) {
+      name = arg.slice(0, 2);
+      attached = arg.slice(arg[2] === '=' ? 3 : 2);
+    }
+    if (!arg.startsWith('--')) name = CODEX_SHORT[name] ?? name;
+    const kind = CODEX_EXEC_OPTIONS[name];
+    if (kind === undefined) {
+      const shown = arg.includes('=') ? arg.slice(0, arg.indexOf('=')) : arg;
+      throw new CliUsageError(`error: unexpected argument '${shown}' found`, 2);
+    }
+    if (kind === 'bool') {
+      push(options, name, true);
+      continue;
+    }
+    if (attached !== undefined) {
+      push(options, name, attached);
+      continue;
+    }
+    const next = argv[i + 1];
+    if (next === undefined || looksLikeOption(next)) {
+      if (next !== undefined && !CODEX_EXEC_OPTIONS[next] && !CODEX_SHORT[next])
+        throw new CliUsageError(`error: unexpected argument '${next}' found`, 2);
+      throw new CliUsageError(`error: a value is required for '${name}' but none was supplied`, 2);
+    }
+    push(options, name, argv[++i]);
+    if (kind === 'values') {
+      while (argv[i + 1] !== undefined && !looksLikeOption(argv[i + 1])) push(options, name, argv[++i]);
+    }
+  }
+  if (positionals.length > 0 && CODEX_EXEC_COMMANDS.includes(positionals[0])) {
+    throw new CliUsageError(`stand-in: the "exec ${positionals[0]}" subcommand is not modelled`, 2);
+  }
+  if (positionals.length > 1)
+    throw new CliUsageError(`error: unexpected argument '${positionals[1]}' found`, 2);
+  return { options, prompt: positionals[0] };
+}
+
+/**
+ * `codex exec`'s prompt: with no prompt argument, or "-", all of stdin, verbatim (empty: exit
+ * 1); with one, stdin (when there is any) follows it in a `<stdin>` block.
+ */
+export function codexPrompt(parsed, stdin) {
+  if (parsed.prompt === undefined || parsed.prompt === '-') {
+    if (stdin.trim() === '') throw new CliUsageError('No prompt provided via stdin.', 1);
+    return stdin;
+  }
+  if (stdin === '') return parsed.prompt;
+  return `${parsed.prompt}\n\n<stdin>\n${stdin}${stdin.endsWith('\n') ? '' : '\n'}</stdin>`;
+}
+
+/**
+ * Why `codex exec` refuses a call of an MCP tool, or undefined when it runs it: a tool that needs
+ * approval is refused, since `codex exec` runs with approval policy "never" (its header says
+ * `approval: never`; only --approve-for-me, which hands approvals to an automatic reviewer, makes
+ * it `on-request`, and that reviewer is a model the stand-in does not play). Whether a tool needs
+ * approval is the server's `default_tools_approval_mode` (default `auto`) applied to the tool's
+ * annotations, as codex decides it.
+ */
+export function codexRefusal(parsed, overrides, annotations = {}) {
+  const mode = overrides['mcp_servers.zulip.default_tools_approval_mode'] ?? 'auto';
+  let needs;
+  if (mode === 'approve') needs = false;
+  else if (mode === 'prompt') needs = true;
+  else if (mode === 'writes') needs = annotations.readOnlyHint !== true;
+  else if (mode === 'auto') {
+    if (annotations.destructiveHint === true) needs = true;
+    else if (annotations.readOnlyHint === true) needs = false;
+    else needs = (annotations.destructiveHint ?? true) || (annotations.openWorldHint ?? true);
+  } else throw new CliUsageError(`Error loading config.toml: unknown variant \`${mode}\``, 1);
+  if (!needs) return undefined;
+  if (parsed.options['approve-for-me'] || parsed.options['dangerously-bypass-approvals-and-sandbox'])
+    throw new CliUsageError('stand-in: approvals other than "never" are not modelled', 1);
+  return 'MCP tool call requires approval, but approval policy is never';
+}
+
+/** `opencode run` options (yargs): 'bool', 'string', 'number' or 'array'. */
+const OPENCODE_RUN_OPTIONS = {
+  help: 'bool',
+  version: 'bool',
+  'print-logs': 'bool',
+  'log-level': 'string',
+  pure: 'bool',
+  command: 'string',
+  continue: 'bool',
+  session: 'string',
+  fork: 'bool',
+  share: 'bool',
+  model: 'string',
+  agent: 'string',
+  format: 'string',
+  file: 'array',
+  title: 'string',
+  attach: 'string',
+  password: 'string',
+  username: 'string',
+  dir: 'string',
+  port: 'number',
+  variant: 'string',
+  thinking: 'bool',
+  interactive: 'bool',
+  auto: 'bool',
+};
+const OPENCODE_SHORT = {
+  h: 'help',
+  v: 'version',
+  c: 'continue',
+  s: 'session',
+  m: 'model',
+  f: 'file',
+  p: 'password',
+  u: 'username',
+  i: 'interactive',
+};
+
+/**
+ * `opencode run`'s command line, as its yargs parser (strict) reads it: options anywhere until
+ * "--", `--name=value`, an unknown option prints the usage and exits 1; every other argument is
+ * a word of the message.
+ */
+export function parseOpencodeRun(argv) {
+  if (argv[0] !== 'run') throw new CliUsageError('stand-in: only `opencode run` is modelled', 1);
+  const options = {};
+  const message = [];
+  for (let i = 1; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--') {
+      message.push(...argv.slice(i + 1));
+      break;
+    }
+    if (!looksLikeOption(arg) || /^-\d/.test(arg)) {
+      message.push(arg);
+      continue;
+    }
+    const names = [];
+    let attached;
+    if (arg.startsWith('--')) {
+      const body = arg.slice(2);
+      const eq = body.indexOf('=');
+      names.push(eq < 0 ? body : body.slice(0, eq));
+      if (eq >= 0) attached = body.slice(eq + 1);
+    } else {
+      for (const ch of arg.slice(1)) names.push(OPENCODE_SHORT[ch] ?? `-${ch}`);
+    }
+    names.forEach((raw, n) => {
+      const negated = raw.startsWith('no-') && OPENCODE_RUN_OPTIONS[raw.slice(3)] === 'bool';
+      const name = negated ? raw.slice(3) : raw;
+      const kind = OPENCODE_RUN_OPTIONS[name];
+      // It prints its usage on stderr, with no line naming the argument, and exits 1.
+      if (kind === undefined)
+        throw new CliUsageError('opencode run [message..]\n\nrun opencode with a message', 1);
+      const last = n === names.length - 1;
+      if (kind === 'bool') {
+        options[name] = negated ? false : attached === undefined ? true : attached !== 'false';
+        if (last && attached === undefined && (argv[i + 1] === 'true' || argv[i + 1] === 'false'))
+          options[name] = argv[++i] === 'true';
+        return;
+      }
+      if (attached !== undefined) {
+        options[name] = kind === 'array' ? [attached] : attached;
+        return;
+      }
+      if (!last || argv[i + 1] === undefined || looksLikeOption(argv[i + 1])) {
+        options[name] = kind === 'array' ? [] : '';
+        return;
+      }
+      if (kind === 'array') {
+        options[name] = [];
+        while (argv[i + 1] !== undefined && !looksLikeOption(argv[i + 1])) options[name].push(argv[++i]);
+      } else options[name] = argv[++i];
+    });
+  }
+  return { options, message };
+}
+
+/**
+ * `opencode run`'s message: each word that holds a space is put in double quotes with its inner
+ * quotes escaped, the words joined by spaces; stdin (when not a terminal, and not empty) follows
+ * on a line of its own, verbatim, or is the whole message when there are no words.
+ */
+export function opencodePrompt(parsed, stdin) {
+  let message = parsed.message
+    .map((word) => (word.includes(' ') ? `"${word.replace(/"/g, '\\"')}"` : word))
+    .join(' ');
+  if (stdin !== '') message = message === '' ? stdin : `${message}\n${stdin}`;
+  if (message.trim() === '' && parsed.options.command === undefined) {
+    throw new CliUsageError('Error: You must provide a message or a command', 1);
+  }
+  return message;
+}
+
+/**
+ * OpenCode's configuration text as it reads it, OPENCODE_CONFIG_CONTENT included: before the JSON
+ * is parsed, `{env:NAME}` becomes the variable's value (empty when unset) and `{file:path}` the
+ * file's trimmed content, JSON-escaped (`~/` is the home directory, a relative path starts from
+ * `dir`; a missing file is an error; one on a line commented out with `//` is left alone).
+ */
+export function opencodeConfig(text, dir, env = process.env) {
+  const withEnv = text.replace(/\{env:([^}]+)\}/g, (_m, name) => env[name] || '');
+  return withEnv.replace(/\{file:[^}]+\}/g, (token, offset) => {
+    const line = withEnv.slice(withEnv.lastIndexOf('\n', offset - 1) + 1, offset).trimStart();
+    if (line.startsWith('//')) return token;
+    let path = token.slice('{file:'.length, -1);
+    if (path.startsWith('~/')) path = join(homedir(), path.slice(2));
+    const full = isAbsolute(path) ? path : resolve(dir, path);
+    let content;
+    try {
+      content = readFileSync(full, 'utf8');
+    } catch {
+      throw new CliUsageError(`Error: bad file reference: "${token}" ${full} does not exist`, 1);
+    }
+    return JSON.stringify(content.trim()).slice(1, -1);
+  });
+}
+
+/** All of stdin, as the real CLIs read it when it is not a terminal (a closed stdin reads as empty). */
+export async function readStdin() {
+  if (process.stdin.isTTY) return '';
+  const chunks = [];
+  for await (const chunk of process.stdin) chunks.push(chunk);
+  return Buffer.concat(chunks).toString('utf8');
+}
