@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Writable } from 'node:stream';
@@ -15,12 +15,18 @@ import {
   waitForAbort,
 } from '@zmcp/cli';
 import { type CredentialSource, loadCredentials } from '@zmcp/core';
-import { isDeliveryError } from '@zmcp/delivery';
+import { isDeliveryError, readBoundedFile } from '@zmcp/delivery';
 import { binName, helpText, type LauncherConfig, parseConfig } from './config.js';
 import { type DemoRealm, startDemoRealm } from './demo.js';
 import { isLauncherError, LauncherError } from './errors.js';
 import { createLauncher, type Launcher, type LauncherEvent } from './launcher.js';
-import { loadServerEntry, type McpServerEntry, parseServerEntry } from './mcp-config.js';
+import {
+  loadServerEntry,
+  MAX_SETTINGS_FILE_BYTES,
+  type McpServerEntry,
+  parseServerEntry,
+  whyUnreadable,
+} from './mcp-config.js';
 import { packageVersion } from './version.js';
 
 /** Streams and hooks of one run of {@link main}; each defaults to the process's own. */
@@ -61,12 +67,11 @@ function configurationProblem(err: unknown, source: CredentialSource | undefined
 async function readPromptFile(path: string | undefined): Promise<string | undefined> {
   if (path === undefined) return undefined;
   try {
-    return await readFile(path, 'utf8');
+    return Buffer.from(await readBoundedFile(path, MAX_SETTINGS_FILE_BYTES)).toString('utf8');
   } catch (err) {
-    const code = (err as { code?: unknown }).code;
     throw new LauncherError(
       'LAUNCHER_CONFIG_INVALID',
-      `ZULIP_AGENT_SYSTEM_PROMPT_FILE: cannot read ${path} (${typeof code === 'string' ? code : 'read failed'})`,
+      `ZULIP_AGENT_SYSTEM_PROMPT_FILE: cannot read ${path} (${whyUnreadable(err)})`,
       { cause: err, details: { problems: ['ZULIP_AGENT_SYSTEM_PROMPT_FILE'] } },
     );
   }

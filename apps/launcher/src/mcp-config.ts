@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { FileRefusedError, readBoundedFile } from '@zmcp/delivery';
 import { z } from 'zod';
 import { LauncherError } from './errors.js';
 
@@ -172,6 +172,16 @@ export function selectServer(document: unknown, name: string, where = '.mcp.json
   return parseServerEntry(servers[name], `${where}: server ${JSON.stringify(name)}`);
 }
 
+/** The most a `.mcp.json` or a system prompt file may hold: they are settings, not data. */
+export const MAX_SETTINGS_FILE_BYTES = 1024 * 1024;
+
+/** Why a settings file could not be read, in words: refused as not regular or too large, or the open's error code. */
+export function whyUnreadable(err: unknown): string {
+  if (err instanceof FileRefusedError) return err.message;
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'string' ? code : 'read failed';
+}
+
 /**
  * Reads a `.mcp.json` file and returns its server `name`, validated.
  *
@@ -181,14 +191,12 @@ export function selectServer(document: unknown, name: string, where = '.mcp.json
 export async function loadServerEntry(path: string, name: string): Promise<McpServerEntry> {
   let text: string;
   try {
-    text = await readFile(path, 'utf8');
+    text = Buffer.from(await readBoundedFile(path, MAX_SETTINGS_FILE_BYTES)).toString('utf8');
   } catch (err) {
-    const code = (err as { code?: unknown }).code;
-    throw new LauncherError(
-      'LAUNCHER_MCP_CONFIG_INVALID',
-      `cannot read ${path}: ${typeof code === 'string' ? code : 'read failed'}.`,
-      { cause: err, details: { file: path } },
-    );
+    throw new LauncherError('LAUNCHER_MCP_CONFIG_INVALID', `cannot read ${path}: ${whyUnreadable(err)}.`, {
+      cause: err,
+      details: { file: path },
+    });
   }
   let document: unknown;
   try {

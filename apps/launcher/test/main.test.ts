@@ -1,6 +1,7 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: these tests are about literal ${VAR} references
 // main(), the zulip-agent command, in process: help, exit codes, failing closed, and --demo.
-import { writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -148,6 +149,36 @@ describe('main', () => {
     });
     expect(await main([], withPrompt, noPrompt)).toBe(2);
     expect(noPrompt.err()).toContain('ZULIP_AGENT_SYSTEM_PROMPT_FILE: cannot read');
+  });
+
+  it('exits 2 on a .mcp.json or prompt file that is a FIFO or /dev/zero, instead of hanging or filling memory', async () => {
+    const fifo = join(w.dir, 'config.fifo');
+    execFileSync('mkfifo', [fifo]);
+    const zero = join(w.dir, 'zero.json');
+    symlinkSync('/dev/zero', zero);
+    for (const path of [fifo, zero]) {
+      const io = streams();
+      expect(await main([], baseEnv({ ZULIP_AGENT_MCP_CONFIG: path }), io)).toBe(2);
+      expect(io.err()).toContain(`cannot read ${path}: it is not a regular file`);
+      const prompt = streams();
+      const env = baseEnv({
+        ZULIP_AGENT_MCP_CONFIG: writeMcpConfig(w.server),
+        ZULIP_AGENT_SYSTEM_PROMPT_FILE: path,
+      });
+      expect(await main([], env, prompt)).toBe(2);
+      expect(prompt.err()).toContain(
+        `ZULIP_AGENT_SYSTEM_PROMPT_FILE: cannot read ${path} (it is not a regular file)`,
+      );
+    }
+    const huge = join(w.dir, 'huge.md');
+    writeFileSync(huge, 'x'.repeat(1024 * 1024 + 1));
+    const io = streams();
+    const env = baseEnv({
+      ZULIP_AGENT_MCP_CONFIG: writeMcpConfig(w.server),
+      ZULIP_AGENT_SYSTEM_PROMPT_FILE: huge,
+    });
+    expect(await main([], env, io)).toBe(2);
+    expect(io.err()).toContain(`cannot read ${huge} (it is larger than 1048576 bytes)`);
   });
 
   it('exits 2 when Zulip refuses the credentials, or the site is plain http beyond loopback, as every bin does', async () => {

@@ -19,6 +19,7 @@ export { DeliveryError, isDeliveryError } from './errors.js';
 export type { FileStateStoreOptions } from './file-state-store.js';
 export { FileStateStore } from './file-state-store.js';
 export type { DeliveryFileHandle, DeliveryFileSystem } from './file-system.js';
+export { FileRefusedError, readBoundedFile } from './file-system.js';
 export type { FiltersDocument, FiltersPatch, FiltersSeed, ListDigest, ToolFilters } from './filters.js';
 export {
   FILTER_ENV_VARIABLES,
