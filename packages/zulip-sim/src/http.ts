@@ -142,6 +142,10 @@ export class HttpFront {
           status: out.status,
           time,
           durationMs: performance.now() - started,
+          ...(req.headers['user-agent'] === undefined ? {} : { userAgent: req.headers['user-agent'] }),
+          ...(plan && (plan.status !== undefined || plan.dropConnection || plan.truncateBody)
+            ? { fault: true as const }
+            : {}),
         },
         () => jsonBody(out),
       );

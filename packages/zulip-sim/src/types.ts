@@ -404,6 +404,10 @@ export interface SimRequestRecord {
   readonly time: number;
   /** Milliseconds from arrival until the answer was handed to the socket (long-polls included). */
   readonly durationMs: number;
+  /** The request's User-Agent (Zulip names the message `client` after it). */
+  readonly userAgent?: string;
+  /** Present when a fault rule set the status, dropped the connection or cut the body. */
+  readonly fault?: true;
   /** The JSON body answered (`undefined` for non-JSON answers); only for `onRequest` listeners that asked for responses. */
   readonly response?: unknown;
 }

@@ -27,7 +27,10 @@ describe('feature level', () => {
       [NEW, '13.0-dev'],
     ] as const) {
       const w = await realm(level);
-      const settings = await (await fetch(`${w.sim.url}/api/v1/server_settings`)).json();
+      const settings = (await (await fetch(`${w.sim.url}/api/v1/server_settings`)).json()) as Record<
+        string,
+        unknown
+      >;
       expect([settings.zulip_feature_level, settings.zulip_version, settings.zulip_merge_base]).toEqual([
         level,
         version,
