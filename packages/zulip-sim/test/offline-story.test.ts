@@ -29,7 +29,7 @@ describe('README: Test your Zulip bot offline', () => {
   it('runs the zulip-js echo bot example and prints what the README shows', async () => {
     const { code, printed } = block('js echo-bot.mjs');
     expect(printed).toBeDefined();
-    const dir = await mkdtemp(join(pkg, '.story-run-'));
+    const dir = await mkdtemp(join(pkg, '.readme-run-story-'));
     try {
       await writeFile(join(dir, 'echo-bot.mjs'), code);
       const { stdout } = await promisify(execFile)(
