@@ -116,7 +116,17 @@ describe('zulip-sim --seed', () => {
     const seedFile = join(dir, 'team.yaml');
     await writeFile(seedFile, SEED_YAML);
     const rcDir = join(dir, 'rc');
-    const sim = await start(['--seed', seedFile, '--zuliprc-dir', rcDir]);
+    const one = join(dir, 'bo.zuliprc');
+    const sim = await start([
+      '--seed',
+      seedFile,
+      '--zuliprc-dir',
+      rcDir,
+      '--zuliprc',
+      one,
+      '--account',
+      'bo@acme.example',
+    ]);
     const blocks = sim.stdout.split(/\n(?=# )/);
     expect(blocks.map((b) => b.split('\n')[0])).toEqual([
       '# Ann Lee <ann@acme.example> (human)',
@@ -128,6 +138,7 @@ describe('zulip-sim --seed', () => {
       'bo@acme.example.zuliprc',
       'helper-bot@acme.example.zuliprc',
     ]);
+    expect(await readFile(one, 'utf8')).toBe((blocks[1] as string).replace(/^# .*\n/, ''));
     const bot = rc(await readFile(join(rcDir, 'helper-bot@acme.example.zuliprc'), 'utf8'));
     expect(bot.site).toBe(sim.url);
     const helper = client(sim.url, bot);
