@@ -12,7 +12,9 @@ export type SimErrorCode =
   /** The simulator has been closed. */
   | 'SIM_CLOSED'
   /** The HTTP listener could not be opened (port taken, bad host). */
-  | 'SIM_LISTEN_FAILED';
+  | 'SIM_LISTEN_FAILED'
+  /** A seed file (or recording) is malformed or names what does not exist; `details.field` says where (`seed.users[2].email`). */
+  | 'SIM_BAD_SEED';
 
 /** Options accepted by {@link SimError}. */
 export interface SimErrorOptions {

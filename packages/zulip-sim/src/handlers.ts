@@ -1,12 +1,22 @@
 import { createHash } from 'node:crypto';
 import { ApiError, badRequest } from './errors.js';
-import { Flag, flagNames, type MessageRecord, type StreamRecord, type UserRecord } from './model.js';
+import {
+  Flag,
+  flagNames,
+  type GroupSetting,
+  type MessageRecord,
+  type StreamRecord,
+  type TopicsPolicy,
+  type UserRecord,
+} from './model.js';
 import {
   compileNarrow,
+  dateAnchor,
   fetchRange,
   firstUnreadAnchor,
   highlight,
   parseAnchor,
+  parseAnchorDate,
   parseNarrowParam,
   type RawTerm,
 } from './narrow.js';
@@ -15,12 +25,13 @@ import { badQueue, type QueueManager, type QueueSettings } from './queues.js';
 import {
   defaultReadBySender,
   EMPTY_TOPIC_DISPLAY_NAME,
+  FL,
   LARGER_THAN_MAX_MESSAGE_ID,
+  MAX_REMINDER_NOTE_LENGTH,
   REALM_ID,
+  REALM_TOPICS_POLICY,
   type Realm,
   type SendTarget,
-  ZULIP_FEATURE_LEVEL,
-  ZULIP_VERSION,
 } from './realm.js';
 import { messageDict, streamDict, subscriptionDict } from './serialize.js';
 
@@ -89,6 +100,8 @@ export interface Route {
   method: string;
   pattern: RegExp;
   handler: ApiHandler;
+  /** The feature level the endpoint arrived at; older realms answer 404 as for any unknown path. */
+  minLevel?: number;
 }
 
 const MAX_MESSAGES_PER_FETCH = 5000;
@@ -137,9 +150,9 @@ export function serverSettings(realm: Realm, site: string): Record<string, unkno
   return {
     result: 'success',
     msg: '',
-    zulip_version: ZULIP_VERSION,
-    zulip_feature_level: ZULIP_FEATURE_LEVEL,
-    zulip_merge_base: ZULIP_VERSION,
+    zulip_version: realm.config.zulipVersion,
+    zulip_feature_level: realm.config.featureLevel,
+    zulip_merge_base: realm.config.zulipVersion,
     push_notifications_enabled: false,
     is_incompatible: false,
     email_auth_enabled: true,
@@ -260,7 +273,7 @@ function initialState(
       realm_uri: ctx.site,
       realm_empty_topic_display_name: EMPTY_TOPIC_DISPLAY_NAME,
       realm_mandatory_topics: false,
-      realm_topics_policy: 'allow_empty_topic',
+      realm_topics_policy: REALM_TOPICS_POLICY,
       realm_allow_message_editing: true,
       realm_message_content_edit_limit_seconds: realm.config.editLimitSeconds,
       realm_message_content_delete_limit_seconds: 600,
@@ -272,6 +285,9 @@ function initialState(
       max_stream_name_length: 60,
       max_stream_description_length: 1024,
       max_file_upload_size_mib: realm.config.maxUploadMib,
+      max_channel_folder_name_length: 60,
+      max_channel_folder_description_length: 1024,
+      max_reminder_note_length: MAX_REMINDER_NOTE_LENGTH,
       event_queue_longpoll_timeout_seconds: 90,
       server_typing_started_wait_period_milliseconds: 30000,
       server_typing_stopped_wait_period_milliseconds: 12000,
@@ -344,6 +360,12 @@ function initialState(
     };
   }
   if (want('alert_words')) state.alert_words = [...user.alertWords];
+  if (want('channel_folders')) {
+    state.channel_folders = [...realm.channelFolders.values()]
+      .sort((a, b) => a.order - b.order)
+      .map((f) => realm.channelFolderDict(f));
+  }
+  if (want('reminders')) state.reminders = realm.remindersOf(user.id).map((r) => realm.reminderDict(r));
   if (want('message') && want('update_message_flags')) state.unread_msgs = unreadMessages(realm, user);
   return state;
 }
@@ -383,9 +405,9 @@ function register(ctx: ApiContext): ApiResult {
   return {
     queue_id: queue.id,
     last_event_id: -1,
-    zulip_version: ZULIP_VERSION,
-    zulip_feature_level: ZULIP_FEATURE_LEVEL,
-    zulip_merge_base: ZULIP_VERSION,
+    zulip_version: ctx.realm.config.zulipVersion,
+    zulip_feature_level: ctx.realm.config.featureLevel,
+    zulip_merge_base: ctx.realm.config.zulipVersion,
     ...state,
   };
 }
@@ -468,7 +490,7 @@ function getMessages(ctx: ApiContext): ApiResult {
   const clientGravatar = p.bool('client_gravatar', true);
   const allowEmptyTopicName = p.bool('allow_empty_topic_name', false);
   const variant = { applyMarkdown, clientGravatar, allowEmptyTopicName };
-  const narrowTerms: RawTerm[] = parseNarrowParam(p.json('narrow'));
+  const narrowTerms: RawTerm[] = parseNarrowParam(p.json('narrow'), realm.has(FL.mentionsOperator));
   const messageIds = p.intList('message_ids');
   const anchorRaw = p.raw('anchor');
   const numBeforeRaw = p.int('num_before');
@@ -531,12 +553,19 @@ function getMessages(ctx: ApiContext): ApiResult {
     };
   }
 
-  let anchorValue: number | 'first_unread';
+  let anchorValue: number | 'first_unread' | 'date';
   if (anchorRaw === undefined) {
     if (!useFirstUnread) throw badRequest("Missing 'anchor' argument.");
     anchorValue = 'first_unread';
   } else {
-    anchorValue = parseAnchor(anchorRaw);
+    anchorValue = parseAnchor(anchorRaw, realm.has(FL.anchorDate));
+  }
+  // anchor_date is a parameter of FL445 realms (read even without anchor=date, as a typed endpoint does).
+  const anchorDateRaw = realm.has(FL.anchorDate) ? p.raw('anchor_date') : undefined;
+  let anchorDate: number | undefined;
+  if (anchorValue === 'date') {
+    if (anchorDateRaw === undefined) throw missing('anchor_date');
+    anchorDate = parseAnchorDate(anchorDateRaw);
   }
   const numBefore = numBeforeRaw ?? 0;
   const numAfter = numAfterRaw ?? 0;
@@ -559,7 +588,12 @@ function getMessages(ctx: ApiContext): ApiResult {
     throw badRequest('The anchor can only be excluded at an end of the range');
   }
   const narrow = compileNarrow(realm, user, narrowTerms);
-  const anchor = anchorValue === 'first_unread' ? firstUnreadAnchor(realm, user, narrow) : anchorValue;
+  const anchor =
+    anchorValue === 'first_unread'
+      ? firstUnreadAnchor(realm, user, narrow)
+      : anchorValue === 'date'
+        ? dateAnchor(realm, user, narrow, anchorDate as number)
+        : anchorValue;
   const range = fetchRange(realm, user, narrow, anchor, numBefore, numAfter, includeAnchor);
   return {
     anchor,
@@ -689,7 +723,8 @@ function sendMessage(ctx: ApiContext): ApiResult {
     localId,
     senderQueueId: queueId,
   });
-  return { id: msg.id };
+  if (!realm.has(FL.sendMessageUrl)) return { id: msg.id };
+  return { id: msg.id, message_url: realm.messageUrl(msg), message_link: realm.messageLink(msg) };
 }
 
 function editMessage(ctx: ApiContext): ApiResult {
@@ -716,17 +751,9 @@ function editMessage(ctx: ApiContext): ApiResult {
   realm.edit(ctx.user, msg, { content, topic, streamId, propagateMode, notifyOldThread, notifyNewThread });
   const detached = [...before]
     .filter((path) => !msg.uploadPaths.includes(path) && !realm.uploadReferenced(path))
-    .map((path) => {
-      const u = realm.uploads.get(path);
-      return {
-        id: u?.id ?? 0,
-        name: u?.filename ?? '',
-        path_id: path,
-        size: u?.bytes.length ?? 0,
-        create_time: u?.createdAt ?? 0,
-        messages: [],
-      };
-    });
+    .map((path) => realm.uploads.get(path))
+    .filter((u) => u !== undefined)
+    .map((u) => realm.attachmentDict(u));
   return { detached_uploads: detached };
 }
 
@@ -780,6 +807,7 @@ function updateFlagsForNarrow(ctx: ApiContext): ApiResult {
   const anchorRaw = p.raw('anchor');
   if (anchorRaw === undefined) throw badRequest("Missing 'anchor' argument.");
   const anchorValue = parseAnchor(anchorRaw);
+  if (anchorValue === 'date') throw badRequest('Invalid anchor');
   let numBefore = p.requiredInt('num_before');
   let numAfter = p.requiredInt('num_after');
   if (numBefore < 0 || numAfter < 0) {
@@ -790,7 +818,7 @@ function updateFlagsForNarrow(ctx: ApiContext): ApiResult {
     });
   }
   const includeAnchor = p.bool('include_anchor', true);
-  const narrowTerms = parseNarrowParam(p.json('narrow'));
+  const narrowTerms = parseNarrowParam(p.json('narrow'), realm.has(FL.mentionsOperator));
   const op = p.requiredString('op');
   const flag = p.requiredString('flag');
   const bit = realm.checkFlagRequest(op, flag);
@@ -951,14 +979,7 @@ function getSubscriptions(ctx: ApiContext): ApiResult {
 function subscribe(ctx: ApiContext): ApiResult {
   const p = ctx.params;
   const { realm, user } = ctx;
-  p.known(
-    'announce',
-    'is_default_stream',
-    'message_retention_days',
-    'stream_post_policy',
-    'folder_id',
-    'topics_policy',
-  );
+  p.known('announce', 'is_default_stream', 'message_retention_days', 'stream_post_policy');
   for (const name of [
     'can_add_subscribers_group',
     'can_administer_channel_group',
@@ -993,6 +1014,7 @@ function subscribe(ctx: ApiContext): ApiResult {
   const isWebPublic = p.bool('is_web_public', false);
   const historyRaw = p.json('history_public_to_subscribers');
   const sendNotices = p.bool('send_new_subscription_messages', true);
+  const settings = newChannelSettings(ctx);
   const targets: StreamRecord[] = [];
   const unauthorized: string[] = [];
   const created: StreamRecord[] = [];
@@ -1016,6 +1038,7 @@ function subscribe(ctx: ApiContext): ApiResult {
           inviteOnly,
           isWebPublic,
           historyPublicToSubscribers: typeof historyRaw === 'boolean' ? historyRaw : undefined,
+          ...settings,
         },
         user.id,
       );
@@ -1054,6 +1077,51 @@ function subscribe(ctx: ApiContext): ApiResult {
   }
   const out: Record<string, unknown> = { subscribed, already_subscribed: already };
   if (!fatal) out.unauthorized = unauthorized;
+  return out;
+}
+
+/** The settings of channels created by `POST /users/me/subscriptions` that the simulator models. */
+function newChannelSettings(ctx: ApiContext): {
+  topicsPolicy?: TopicsPolicy;
+  canCreateTopicGroup?: GroupSetting;
+  folderId?: number | null;
+} {
+  const p = ctx.params;
+  const out: { topicsPolicy?: TopicsPolicy; canCreateTopicGroup?: GroupSetting; folderId?: number | null } =
+    {};
+  const policyRaw = p.raw('topics_policy');
+  if (policyRaw !== undefined) {
+    const parsed = maybeJson(policyRaw);
+    const policy = parsed.ok && typeof parsed.value === 'string' ? parsed.value : policyRaw;
+    const known = ['inherit', 'allow_empty_topic', 'disable_empty_topic'];
+    if (ctx.realm.has(404)) known.push('empty_topic_only');
+    if (!known.includes(policy)) throw badRequest('Invalid topics_policy');
+    if (policy !== 'inherit' && !ctx.realm.isModerator(ctx.user)) throw badRequest('Insufficient permission');
+    out.topicsPolicy = policy as TopicsPolicy;
+  }
+  const folder = p.json('folder_id');
+  if (folder !== undefined) {
+    if (folder !== null && (typeof folder !== 'number' || !ctx.realm.channelFolders.has(folder))) {
+      throw badRequest('Invalid channel folder ID');
+    }
+    out.folderId = folder as number | null;
+  }
+  if (ctx.realm.has(FL.canCreateTopicGroup)) {
+    const group = p.json('can_create_topic_group');
+    if (group !== undefined) {
+      if (typeof group === 'object' && group !== null && !Array.isArray(group)) {
+        const o = group as Record<string, unknown>;
+        out.canCreateTopicGroup = {
+          direct_members: Array.isArray(o.direct_members) ? (o.direct_members as number[]) : [],
+          direct_subgroups: Array.isArray(o.direct_subgroups) ? (o.direct_subgroups as number[]) : [],
+        };
+      } else if (typeof group === 'number') {
+        out.canCreateTopicGroup = group;
+      } else {
+        throw badRequest('can_create_topic_group is not a valid group-setting value');
+      }
+    }
+  }
   return out;
 }
 
@@ -1202,6 +1270,66 @@ function profileFields(ctx: ApiContext): ApiResult {
   return { custom_fields: ctx.realm.profileFieldList() };
 }
 
+// ------------------------------------------------------------------ reminders, attachments, folders
+
+function createReminder(ctx: ApiContext): ApiResult {
+  const p = ctx.params;
+  const messageId = p.requiredInt('message_id');
+  const deliverAt = p.requiredInt('scheduled_delivery_timestamp');
+  const note = ctx.realm.has(415) ? p.raw('note') : undefined;
+  const msg = messageFor(ctx, messageId);
+  const reminder = ctx.realm.scheduleReminder(ctx.user, msg, deliverAt, note);
+  return { reminder_id: reminder.id };
+}
+
+function getReminders(ctx: ApiContext): ApiResult {
+  return { reminders: ctx.realm.remindersOf(ctx.user.id).map((r) => ctx.realm.reminderDict(r)) };
+}
+
+function deleteReminder(ctx: ApiContext): ApiResult {
+  ctx.realm.deleteReminder(ctx.user, Number(ctx.match[0]));
+  return {};
+}
+
+function getAttachments(ctx: ApiContext): ApiResult {
+  const all = [...ctx.realm.uploads.values()];
+  return {
+    attachments: all.filter((u) => u.ownerId === ctx.user.id).map((u) => ctx.realm.attachmentDict(u)),
+    upload_space_used: all.reduce((sum, u) => sum + u.bytes.length, 0),
+  };
+}
+
+function deleteAttachment(ctx: ApiContext): ApiResult {
+  ctx.realm.deleteUpload(ctx.user, Number(ctx.match[0]));
+  return {};
+}
+
+function getChannelFolders(ctx: ApiContext): ApiResult {
+  const includeArchived = ctx.params.bool('include_archived', false);
+  return {
+    channel_folders: [...ctx.realm.channelFolders.values()]
+      .filter((f) => includeArchived || !f.isArchived)
+      .sort((a, b) => a.order - b.order)
+      .map((f) => ctx.realm.channelFolderDict(f)),
+  };
+}
+
+// GET /users/{user_id}/channels (FL440): the target's subscriptions the caller has metadata access to.
+function getUserChannels(ctx: ApiContext): ApiResult {
+  const { realm, user } = ctx;
+  const target = realm.user(Number(ctx.match[0]));
+  if (!target || target.system) throw badRequest('No such user');
+  const ids = [...realm.streams.values()]
+    .filter((s) => s.subscribers.has(target.id) && (realm.isAdmin(user) || realm.canSeeStream(user, s)))
+    .map((s) => s.id)
+    .sort((a, b) => a - b);
+  return { subscribed_channel_ids: ids };
+}
+
+function getAlertWords(ctx: ApiContext): ApiResult {
+  return { alert_words: [...ctx.user.alertWords] };
+}
+
 /** Every authenticated API route, matched against the path after `/api/v1`. */
 export const ROUTES: Route[] = [
   { method: 'POST', pattern: /^\/register$/, handler: register },
@@ -1235,6 +1363,19 @@ export const ROUTES: Route[] = [
   { method: 'POST', pattern: /^\/typing$/, handler: typing },
   { method: 'GET', pattern: /^\/realm\/emoji$/, handler: realmEmoji },
   { method: 'GET', pattern: /^\/realm\/profile_fields$/, handler: profileFields },
+  { method: 'POST', pattern: /^\/reminders$/, handler: createReminder },
+  { method: 'GET', pattern: /^\/reminders$/, handler: getReminders },
+  { method: 'DELETE', pattern: /^\/reminders\/(\d+)$/, handler: deleteReminder },
+  { method: 'GET', pattern: /^\/attachments$/, handler: getAttachments },
+  { method: 'DELETE', pattern: /^\/attachments\/(\d+)$/, handler: deleteAttachment },
+  { method: 'GET', pattern: /^\/channel_folders$/, handler: getChannelFolders },
+  { method: 'GET', pattern: /^\/users\/me\/alert_words$/, handler: getAlertWords },
+  {
+    method: 'GET',
+    pattern: /^\/users\/(\d+)\/channels$/,
+    handler: getUserChannels,
+    minLevel: FL.userChannels,
+  },
 ];
 
 export { LARGER_THAN_MAX_MESSAGE_ID, REALM_ID };

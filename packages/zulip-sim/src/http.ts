@@ -25,7 +25,7 @@ export interface FrontDeps {
   faults: FaultSet;
   limiter(): RateLimiter | null;
   site(): string;
-  record(request: SimRequestRecord): void;
+  record(request: SimRequestRecord, response: () => unknown): void;
   /** Whether anyone keeps or listens to the request log (snapshots are skipped otherwise). */
   recording(): boolean;
   logger: SimLogger;
@@ -133,15 +133,22 @@ export class HttpFront {
     if (res.destroyed) return;
     this.write(res, out, plan);
     if (this.deps.recording()) {
-      this.deps.record({
-        method,
-        path,
-        params: meta.params?.snapshot() ?? {},
-        userId: meta.user?.id ?? null,
-        status: out.status,
-        time,
-        durationMs: performance.now() - started,
-      });
+      this.deps.record(
+        {
+          method,
+          path,
+          params: meta.params?.snapshot() ?? {},
+          userId: meta.user?.id ?? null,
+          status: out.status,
+          time,
+          durationMs: performance.now() - started,
+          ...(req.headers['user-agent'] === undefined ? {} : { userAgent: req.headers['user-agent'] }),
+          ...(plan && (plan.status !== undefined || plan.dropConnection || plan.truncateBody)
+            ? { fault: true as const }
+            : {}),
+        },
+        () => jsonBody(out),
+      );
     }
   }
 
@@ -200,7 +207,11 @@ export class HttpFront {
       if (method !== 'GET' && method !== 'POST') return methodNotAllowed('GET');
       return json(200, serverSettings(realm, this.deps.site()));
     }
-    const candidates = ROUTES.filter((r) => r.pattern.test(apiPath));
+    // Reminders fall due by the realm's clock, which may be driven by hand: any request delivers them.
+    if (realm.reminders.size > 0) realm.deliverDueReminders();
+    const candidates = ROUTES.filter(
+      (r) => r.pattern.test(apiPath) && (r.minLevel === undefined || realm.has(r.minLevel)),
+    );
     if (candidates.length === 0) return json(404, { result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' });
     const route = candidates.find((r) => r.method === method);
     if (!route) return methodNotAllowed(candidates.map((r) => r.method).join(','));
@@ -326,6 +337,16 @@ export class HttpFront {
     if (!record) return raw(UPLOAD_NOT_FOUND());
     if (!user || !realm.canReadUpload(user, record)) return raw(UPLOAD_FORBIDDEN());
     return fileReply(record.bytes, record.contentType, record.filename);
+  }
+}
+
+/** The parsed JSON of an answer, or undefined for other content. */
+function jsonBody(out: Outgoing): unknown {
+  if (!out.contentType.startsWith('application/json')) return undefined;
+  try {
+    return JSON.parse(out.body.toString('utf8')) as unknown;
+  } catch {
+    return undefined;
   }
 }
 

@@ -6,13 +6,24 @@ export type { DemoRealmInfo, DemoSim } from './demo.js';
 export { seedDemoRealm, startDemoSim } from './demo.js';
 export type { SimErrorCode, SimErrorOptions } from './errors.js';
 export { SimError } from './errors.js';
+export type {
+  SimSeed,
+  SimSeedBot,
+  SimSeedChannel,
+  SimSeedFault,
+  SimSeedMessage,
+  SimSeedUser,
+} from './seed.js';
+export { parseSeed, readSeed, seedFaultRules, seedOptions } from './seed.js';
 export { startZulipSim } from './sim.js';
 export type {
+  SimChannelFolder,
   SimEditChanges,
   SimEditEntry,
   SimFaultHandle,
   SimFaultRule,
   SimFaults,
+  SimGroupSetting,
   SimKnobs,
   SimLogger,
   SimMessage,
@@ -20,10 +31,13 @@ export type {
   SimReaction,
   SimReactionOptions,
   SimRealm,
+  SimReminder,
   SimRequestRecord,
   SimSendInput,
   SimStream,
   SimStreamInput,
+  SimSystemGroup,
+  SimTopicsPolicy,
   SimTypingTarget,
   SimUpload,
   SimUser,

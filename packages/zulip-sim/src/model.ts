@@ -153,6 +153,37 @@ export interface SubscriptionProps {
   pinToTop: boolean;
 }
 
+/**
+ * A group-setting value as Zulip sends it: the id of a system group, or an anonymous group of
+ * users (`direct_subgroups` are system group ids).
+ */
+export type GroupSetting = number | { direct_members: number[]; direct_subgroups: number[] };
+
+/** A channel's policy for the empty "general chat" topic (FL392; `empty_topic_only` FL404). */
+export type TopicsPolicy = 'inherit' | 'allow_empty_topic' | 'disable_empty_topic' | 'empty_topic_only';
+
+export interface ChannelFolderRecord {
+  id: number;
+  name: string;
+  description: string;
+  renderedDescription: string;
+  order: number;
+  dateCreated: number;
+  creatorId: number | null;
+  isArchived: boolean;
+}
+
+/** A reminder (a scheduled message Notification Bot delivers to its owner). */
+export interface ReminderRecord {
+  id: number;
+  userId: number;
+  targetMessageId: number;
+  content: string;
+  renderedContent: string;
+  /** UNIX seconds. */
+  deliverAt: number;
+}
+
 export interface StreamRecord {
   id: number;
   name: string;
@@ -168,6 +199,9 @@ export interface StreamRecord {
   /** Users who were once subscribed (for `unsubscribed` in /register). */
   formerSubscribers: Set<number>;
   firstMessageId: number | null;
+  topicsPolicy: TopicsPolicy;
+  canCreateTopicGroup: GroupSetting;
+  folderId: number | null;
 }
 
 export interface ReactionRecord {

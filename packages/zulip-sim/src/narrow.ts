@@ -1,7 +1,7 @@
 import { ApiError, badRequest } from './errors.js';
 import { escapeHtml } from './markdown.js';
 import { Flag, lowerBound, type MessageRecord, type UserRecord } from './model.js';
-import { LARGER_THAN_MAX_MESSAGE_ID, type Realm } from './realm.js';
+import { FL, LARGER_THAN_MAX_MESSAGE_ID, type Realm } from './realm.js';
 
 /** A narrow term as it arrived (object or legacy pair form), after shape validation. */
 export interface RawTerm {
@@ -17,8 +17,11 @@ function badNarrow(desc: string): ApiError {
 const ID_OPERATORS = new Set(['stream', 'channel', 'id', 'sender', 'group-pm-with', 'dm-including', 'with']);
 const IDS_OPERATORS = new Set(['pm-with', 'dm']);
 
-/** Validates the decoded `narrow` parameter the way Zulip's NarrowParameter does. */
-export function parseNarrowParam(value: unknown): RawTerm[] {
+/**
+ * Validates the decoded `narrow` parameter the way Zulip's NarrowParameter does; `mentions`
+ * takes an id operand only where the realm knows the operator (FL446).
+ */
+export function parseNarrowParam(value: unknown, withMentions = false): RawTerm[] {
   if (value === undefined) return [];
   if (!Array.isArray(value)) throw badRequest('Invalid narrow: argument is not a list');
   return value.map((elem): RawTerm => {
@@ -42,7 +45,7 @@ export function parseNarrowParam(value: unknown): RawTerm[] {
       throw badRequest('Invalid narrow: element is not a dictionary');
     }
     const operand = term.operand;
-    if (ID_OPERATORS.has(term.operator)) {
+    if (ID_OPERATORS.has(term.operator) || (withMentions && term.operator === 'mentions')) {
       if (typeof operand !== 'string' && !(typeof operand === 'number' && Number.isInteger(operand))) {
         throw badRequest('operand is not a string or an integer');
       }
@@ -193,6 +196,14 @@ export function compileNarrow(
           hasDmTerm = true;
           conversation = rid ?? null;
         }
+        break;
+      }
+      case 'mentions': {
+        if (!realm.has(FL.mentionsOperator)) throw badNarrow(`unknown operator ${operator}`);
+        const target = resolveUser(realm, operand);
+        if (!target) throw badNarrow(`unknown user ${String(operand)}`);
+        const tid = target.id;
+        p = (m) => m.mentionedUserIds.includes(tid);
         break;
       }
       case 'dm-including':
@@ -385,6 +396,39 @@ export function fetchRange(
   };
 }
 
+/**
+ * `anchor_date` as Zulip reads it (FL445): an ISO 8601 date (midnight UTC) or date-time (UTC
+ * when no offset is given); returns UNIX seconds.
+ */
+export function parseAnchorDate(value: string): number {
+  const text = value.trim();
+  const date = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
+  let ms: number;
+  if (date) {
+    ms = Date.UTC(Number(date[1]), Number(date[2]) - 1, Number(date[3]));
+    const back = new Date(ms);
+    if (back.getUTCMonth() !== Number(date[2]) - 1 || back.getUTCDate() !== Number(date[3])) ms = Number.NaN;
+  } else if (/^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$/i.test(text)) {
+    const iso = text.replace(' ', 'T');
+    ms = Date.parse(/(Z|[+-]\d{2}:?\d{2})$/i.test(iso) ? iso : `${iso}Z`);
+  } else {
+    ms = Number.NaN;
+  }
+  if (!Number.isFinite(ms)) throw badRequest(`Invalid anchor_date: ${value}`);
+  return Math.floor(ms / 1000);
+}
+
+/** The id `anchor=date` resolves to: the first match sent at or after `seconds`, else "newest". */
+export function dateAnchor(realm: Realm, user: UserRecord, narrow: CompiledNarrow, seconds: number): number {
+  const { source } = narrow;
+  for (let i = 0; i < source.length; i++) {
+    const id = source[i] as number;
+    const m = realm.messages.get(id);
+    if (m && m.timestamp >= seconds && narrow.match(m, user.messages.get(id))) return id;
+  }
+  return LARGER_THAN_MAX_MESSAGE_ID;
+}
+
 /** The id "first_unread" resolves to: the oldest unread match, else "newest". */
 export function firstUnreadAnchor(realm: Realm, user: UserRecord, narrow: CompiledNarrow): number {
   const { source } = narrow;
@@ -398,11 +442,15 @@ export function firstUnreadAnchor(realm: Realm, user: UserRecord, narrow: Compil
   return LARGER_THAN_MAX_MESSAGE_ID;
 }
 
-/** Zulip's anchor parsing: names, integers, negatives to 0, huge values clamped. */
-export function parseAnchor(value: string): number | 'first_unread' {
+/**
+ * Zulip's anchor parsing: names, integers, negatives to 0, huge values clamped; `"date"` only
+ * where the realm has it (FL445; older servers answer "Invalid anchor").
+ */
+export function parseAnchor(value: string, allowDate = false): number | 'first_unread' | 'date' {
   if (value === 'oldest') return 0;
   if (value === 'newest') return LARGER_THAN_MAX_MESSAGE_ID;
   if (value === 'first_unread') return 'first_unread';
+  if (value === 'date' && allowDate) return 'date';
   if (!/^\s*[-+]?\d+\s*$/.test(value)) throw badRequest('Invalid anchor');
   const n = Number(value.trim());
   if (n < 0) return 0;

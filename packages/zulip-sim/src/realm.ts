@@ -3,9 +3,11 @@ import { isUnicodeEmojiCode, unicodeEmojiCode, unicodeEmojiHasName, ZULIP_EXTRA_
 import { ApiError, badRequest } from './errors.js';
 import { type RenderContext, type RenderResult, renderMarkdown } from './markdown.js';
 import {
+  type ChannelFolderRecord,
   EDITABLE_FLAGS,
   Flag,
   flagNames,
+  type GroupSetting,
   insertSorted,
   MessageRecord,
   MessageStore,
@@ -14,8 +16,10 @@ import {
   type ProfileFieldRecord,
   type ReactionRecord,
   type RealmEmojiRecord,
+  type ReminderRecord,
   removeSorted,
   type StreamRecord,
+  type TopicsPolicy,
   type UploadRecord,
   UserMessages,
   type UserRecord,
@@ -27,8 +31,40 @@ import { type MessageVariant, messageDict, streamDict, subscriptionDict } from '
 export const LARGER_THAN_MAX_MESSAGE_ID = 10_000_000_000_000_000;
 export const ZULIP_VERSION = '11.0';
 export const ZULIP_FEATURE_LEVEL = 421;
+/** The feature levels the simulator models: Zulip 11.0 through 13.0-dev. */
+export const MIN_FEATURE_LEVEL = 421;
+export const MAX_FEATURE_LEVEL = 512;
+
+/** Feature levels of the API changes the simulator switches on per realm. */
+export const FL = {
+  /** `can_create_topic_group` on channels. */
+  canCreateTopicGroup: 441,
+  /** `GET /users/{user_id}/channels`. */
+  userChannels: 440,
+  /** `is_imported_stub` on user objects. */
+  importedStub: 433,
+  /** Attachment `create_time` (and the old `messages[].date_sent`) in seconds, not milliseconds. */
+  attachmentSeconds: 443,
+  /** `anchor=date` with `anchor_date` on `GET /messages`. */
+  anchorDate: 445,
+  /** The `mentions` narrow operator. */
+  mentionsOperator: 446,
+  /** Attachments list `message_ids` instead of `messages`. */
+  attachmentMessageIds: 472,
+  /** `message_url` and `message_link` in the `POST /messages` response. */
+  sendMessageUrl: 508,
+} as const;
+
+/** The Zulip version string a feature level belongs to (the default for `zulipVersion`). */
+export function versionForFeatureLevel(level: number): string {
+  if (level >= 502) return '13.0-dev';
+  if (level > 421) return '12.0-dev';
+  return ZULIP_VERSION;
+}
 export const REALM_ID = 2;
 export const EMPTY_TOPIC_DISPLAY_NAME = 'general chat';
+/** The realm's default `topics_policy` (register's `realm_topics_policy`). */
+export const REALM_TOPICS_POLICY = 'allow_empty_topic';
 const MAX_TOPIC_LENGTH = 60;
 const MAX_STREAM_NAME_LENGTH = 60;
 const MAX_STREAM_DESCRIPTION_LENGTH = 1024;
@@ -40,6 +76,19 @@ const RESOLVED_PREFIX = '✔ ';
 /** How many messages keep their serialized JSON around for fast history reads. */
 const JSON_CACHE_SIZE = 20_000;
 const NOTIFICATION_TOPIC = 'channel events';
+/** Zulip's system groups, by the ids the simulator gives them. */
+export const SYSTEM_GROUPS = {
+  'role:nobody': 1,
+  'role:owners': 2,
+  'role:administrators': 3,
+  'role:moderators': 4,
+  'role:fullmembers': 5,
+  'role:members': 6,
+  'role:everyone': 7,
+} as const;
+/** Zulip's `MAX_REMINDER_NOTE_LENGTH` setting (register's `max_reminder_note_length`). */
+export const MAX_REMINDER_NOTE_LENGTH = 1000;
+const MAX_CHANNEL_FOLDER_NAME_LENGTH = 60;
 const STREAM_COLORS = [
   '#76ce90',
   '#fae589',
@@ -79,6 +128,10 @@ export interface RealmConfig {
   editLimitSeconds: number;
   maxUploadMib: number;
   now: () => number;
+  /** The realm's `zulip_feature_level` (421..512). */
+  featureLevel: number;
+  /** The realm's `zulip_version` (and `zulip_merge_base`). */
+  zulipVersion: string;
 }
 
 export type SendTarget =
@@ -153,6 +206,14 @@ export class Realm {
   private readonly temporaryUrls = new Map<string, { pathId: string; expires: number }>();
   private readonly avatarCache = new Map<number, string>();
   readonly notificationBot: UserRecord;
+  readonly channelFolders = new Map<number, ChannelFolderRecord>();
+  readonly reminders = new Map<number, ReminderRecord>();
+  /** The site URL clients use (set by the HTTP front once it listens). */
+  site: () => string = () => '';
+  private reminderTimer: NodeJS.Timeout | null = null;
+  private nextReminderId = 1;
+  private nextUploadId = 1;
+  private nextFolderId = 1;
   private nextUserId = 8;
   private nextStreamId = 10;
   private nextRecipientId = 1;
@@ -189,6 +250,11 @@ export class Realm {
 
   now(): number {
     return this.config.now();
+  }
+
+  /** Whether the realm's feature level includes the change that came at `level`. */
+  has(level: number): boolean {
+    return this.config.featureLevel >= level;
   }
 
   /** One copy of each repeated string (topics, client names) however many messages use it. */
@@ -403,6 +469,7 @@ export class Realm {
       avatar_url: (opts.clientGravatar ?? false) ? null : this.avatarUrl(user),
       avatar_version: 1,
     };
+    if (this.has(FL.importedStub)) out.is_imported_stub = false;
     if (user.isBot) {
       out.bot_type = user.botType;
       out.bot_owner_id = user.botOwnerId;
@@ -467,10 +534,20 @@ export class Realm {
       inviteOnly?: boolean | undefined;
       isWebPublic?: boolean | undefined;
       historyPublicToSubscribers?: boolean | undefined;
+      topicsPolicy?: TopicsPolicy | undefined;
+      canCreateTopicGroup?: GroupSetting | undefined;
+      folderId?: number | null | undefined;
     },
     creatorId: number | null,
   ): StreamRecord {
     const name = this.validateStreamName(input.name);
+    const topicsPolicy = input.topicsPolicy ?? 'inherit';
+    if (topicsPolicy === 'empty_topic_only' && !this.has(404)) throw badRequest('Invalid topics_policy');
+    const canCreateTopicGroup = input.canCreateTopicGroup ?? SYSTEM_GROUPS['role:everyone'];
+    this.checkGroupSetting(canCreateTopicGroup, 'can_create_topic_group');
+    const folderId = input.folderId ?? null;
+    if (folderId !== null && !this.channelFolders.has(folderId))
+      throw badRequest('Invalid channel folder ID');
     if (this.streamByName(name)) throw badRequest(`Channel '${name}' already exists`);
     const description = (input.description ?? '').replace(/\n/g, ' ');
     if (description.length > MAX_STREAM_DESCRIPTION_LENGTH) {
@@ -478,6 +555,13 @@ export class Realm {
     }
     const isWebPublic = input.isWebPublic ?? false;
     const inviteOnly = isWebPublic ? false : (input.inviteOnly ?? false);
+    const historyPublic = inviteOnly ? (input.historyPublicToSubscribers ?? false) : true;
+    // A channel with protected history must let everyone create topics (Zulip 12, FL441).
+    if (!historyPublic && canCreateTopicGroup !== SYSTEM_GROUPS['role:everyone']) {
+      throw badRequest(
+        'Unsupported parameter combination: history_public_to_subscribers, can_create_topic_group',
+      );
+    }
     const stream: StreamRecord = {
       id: this.nextStreamId++,
       name,
@@ -485,13 +569,16 @@ export class Realm {
       renderedDescription: description ? renderMarkdown(description, this.renderContext).html : '',
       inviteOnly,
       isWebPublic,
-      historyPublic: inviteOnly ? (input.historyPublicToSubscribers ?? false) : true,
+      historyPublic,
       dateCreated: this.nowSeconds(),
       creatorId,
       recipientId: this.nextRecipientId++,
       subscribers: new Map(),
       formerSubscribers: new Set(),
       firstMessageId: null,
+      topicsPolicy,
+      canCreateTopicGroup,
+      folderId,
     };
     this.streams.set(stream.id, stream);
     this.streamsByName.set(name.toLowerCase(), stream);
@@ -578,6 +665,96 @@ export class Realm {
     const out: number[] = [];
     for (const id of stream.subscribers.keys()) if (this.users.get(id)?.isActive) out.push(id);
     return out;
+  }
+
+  // ---------------------------------------------------------------- group settings, folders
+
+  /** Refuses a group-setting value naming no system group or an unknown user. */
+  checkGroupSetting(value: GroupSetting, name: string): void {
+    const groupIds = new Set<number>(Object.values(SYSTEM_GROUPS));
+    if (typeof value === 'number') {
+      if (!groupIds.has(value)) throw badRequest(`Invalid user group ID: ${value}`);
+      return;
+    }
+    if (value === null || typeof value !== 'object' || !Array.isArray(value.direct_members)) {
+      throw badRequest(`${name} is not a valid group-setting value`);
+    }
+    for (const id of value.direct_members) {
+      const u = typeof id === 'number' ? this.users.get(id) : undefined;
+      if (!u || u.system) throw badRequest(`Invalid user ID: ${String(id)}`);
+    }
+    for (const id of value.direct_subgroups ?? []) {
+      if (!groupIds.has(id)) throw badRequest(`Invalid user group ID: ${String(id)}`);
+    }
+  }
+
+  /** Whether `user` is in a system group (by id), following Zulip's role hierarchy. */
+  private inSystemGroup(user: UserRecord, groupId: number): boolean {
+    switch (groupId) {
+      case SYSTEM_GROUPS['role:everyone']:
+        return true;
+      case SYSTEM_GROUPS['role:members']:
+      case SYSTEM_GROUPS['role:fullmembers']:
+        return user.role <= 400;
+      case SYSTEM_GROUPS['role:moderators']:
+        return user.role <= 300;
+      case SYSTEM_GROUPS['role:administrators']:
+        return user.role <= 200;
+      case SYSTEM_GROUPS['role:owners']:
+        return user.role === 100;
+      default:
+        return false;
+    }
+  }
+
+  /** Whether `user` is in the set of users a group-setting value describes. */
+  userInGroupSetting(user: UserRecord, value: GroupSetting): boolean {
+    if (typeof value === 'number') return this.inSystemGroup(user, value);
+    if (value.direct_members.includes(user.id)) return true;
+    return (value.direct_subgroups ?? []).some((g) => this.inSystemGroup(user, g));
+  }
+
+  addChannelFolder(name: string, description: string, creatorId: number | null): ChannelFolderRecord {
+    const trimmed = name.trim();
+    if (trimmed === '') throw badRequest("Channel folder name can't be empty.");
+    if (trimmed.length > MAX_CHANNEL_FOLDER_NAME_LENGTH) {
+      throw badRequest(`Channel folder name too long (limit: ${MAX_CHANNEL_FOLDER_NAME_LENGTH} characters).`);
+    }
+    for (const f of this.channelFolders.values()) {
+      if (f.name.toLowerCase() === trimmed.toLowerCase()) {
+        throw badRequest(`Channel folder name already in use`);
+      }
+    }
+    const folder: ChannelFolderRecord = {
+      id: this.nextFolderId++,
+      name: trimmed,
+      description,
+      renderedDescription: description ? renderMarkdown(description, this.renderContext).html : '',
+      order: this.channelFolders.size,
+      dateCreated: this.nowSeconds(),
+      creatorId,
+      isArchived: false,
+    };
+    this.channelFolders.set(folder.id, folder);
+    this.broadcast(this.activeMemberIds(), {
+      type: 'channel_folder',
+      op: 'add',
+      channel_folder: this.channelFolderDict(folder),
+    });
+    return folder;
+  }
+
+  channelFolderDict(f: ChannelFolderRecord): Record<string, unknown> {
+    return {
+      id: f.id,
+      name: f.name,
+      description: f.description,
+      rendered_description: f.renderedDescription,
+      order: f.order,
+      date_created: f.dateCreated,
+      creator_id: f.creatorId,
+      is_archived: f.isArchived,
+    };
   }
 
   // ---------------------------------------------------------------- emoji, fields
@@ -767,6 +944,37 @@ export class Realm {
     throw badRequest(`Not authorized to send to channel '${stream.name}'`);
   }
 
+  /** Whether any message is in this topic of this channel (topics match case-insensitively). */
+  topicExists(stream: StreamRecord, topic: string): boolean {
+    return (this.byTopic.get(this.topicKey(stream.id, topic))?.length ?? 0) > 0;
+  }
+
+  /**
+   * The per-channel topic rules of a send or move: `can_create_topic_group` for a new topic
+   * (FL441; a bot may use its owner's permission) and the channel's `topics_policy`.
+   */
+  checkTopicRules(sender: UserRecord, stream: StreamRecord, topic: string): void {
+    if (sender.system) return;
+    if (this.has(FL.canCreateTopicGroup) && !this.topicExists(stream, topic)) {
+      const setting = stream.canCreateTopicGroup;
+      const owner =
+        sender.isBot && sender.botOwnerId !== null ? this.users.get(sender.botOwnerId) : undefined;
+      const allowed =
+        this.userInGroupSetting(sender, setting) ||
+        (owner !== undefined && this.userInGroupSetting(owner, setting));
+      if (!allowed) throw badRequest('You do not have permission to create new topics in this channel.');
+    }
+    const policy = stream.topicsPolicy === 'inherit' ? REALM_TOPICS_POLICY : stream.topicsPolicy;
+    if (policy === 'disable_empty_topic' && topic === '') {
+      throw badRequest(
+        `Sending messages to the ${EMPTY_TOPIC_DISPLAY_NAME} topic is not allowed in this channel.`,
+      );
+    }
+    if (policy === 'empty_topic_only' && topic !== '') {
+      throw badRequest(`Only the ${EMPTY_TOPIC_DISPLAY_NAME} topic is allowed in this channel.`);
+    }
+  }
+
   render(content: string): RenderResult {
     return renderMarkdown(content, this.renderContext);
   }
@@ -819,6 +1027,7 @@ export class Realm {
     let recipients: number[];
     if (target.kind === 'stream') {
       this.checkCanPost(sender, target.stream);
+      this.checkTopicRules(sender, target.stream, target.topic);
       recipientId = target.stream.recipientId;
       recipients = this.activeSubscriberIds(target.stream);
     } else {
@@ -1003,7 +1212,7 @@ export class Realm {
     const token = randomBytes(18).toString('base64url');
     const pathId = `${REALM_ID}/${randomInt(0, 256).toString(16)}/${token}/${name}`;
     const record: UploadRecord = {
-      id: this.uploads.size + 1,
+      id: this.nextUploadId++,
       pathId,
       url: `/user_uploads/${pathId}`,
       filename: name,
@@ -1092,6 +1301,7 @@ export class Realm {
     if (moving) {
       if (this.isGuest(actor)) throw badRequest("You don't have permission to edit this message");
       if (newStream) this.checkCanPost(actor, newStream);
+      if (oldStream) this.checkTopicRules(actor, newStream ?? oldStream, newTopic ?? msg.topic);
       if (!this.isModerator(actor) && now - msg.timestamp > MOVE_LIMIT_SECONDS) {
         throw badRequest(
           newStream
@@ -1637,7 +1847,7 @@ export class Realm {
       ? `\`\`\`\` quote\n${stream.description}\n\`\`\`\``
       : '*No description.*';
     this.notify(
-      { kind: 'stream', stream, topic: NOTIFICATION_TOPIC },
+      { kind: 'stream', stream, topic: stream.topicsPolicy === 'empty_topic_only' ? '' : NOTIFICATION_TOPIC },
       `**${policy}** channel created by @_**${creator.fullName}|${creator.id}**. **Description:**\n${description}`,
     );
   }
@@ -1650,6 +1860,201 @@ export class Realm {
         ? `${who} subscribed you to the channel #**${(streams[0] as StreamRecord).name}**.`
         : `${who} subscribed you to the following channels:\n\n${streams.map((s) => `* #**${s.name}**`).join('\n')}`;
     this.notify({ kind: 'private', userIds: [user.id] }, text);
+  }
+
+  // ---------------------------------------------------------------- message links
+
+  /** Zulip's `message_link_url`: the `near` permalink of a message. */
+  messageUrl(msg: MessageRecord): string {
+    const site = this.site();
+    if (msg.kind === 'stream') {
+      const stream = this.streams.get(msg.streamId) as StreamRecord;
+      return `${site}/#narrow/channel/${encodeChannel(stream.id, stream.name)}/topic/${encodeHashComponent(msg.topic)}/near/${msg.id}`;
+    }
+    return `${site}/#narrow/dm/${encodeUserIds(msg.dmUserIds)}/near/${msg.id}`;
+  }
+
+  /** The `message_link` of the send response (FL508): `[#channel > topic @ 💬](url)`, or the bare URL for a DM. */
+  messageLink(msg: MessageRecord): string {
+    const url = this.messageUrl(msg);
+    if (msg.kind !== 'stream') return url;
+    const stream = this.streams.get(msg.streamId) as StreamRecord;
+    const topic = msg.topic === '' ? EMPTY_TOPIC_DISPLAY_NAME : msg.topic;
+    return `[#${stream.name} > ${topic} @ 💬](${url})`;
+  }
+
+  // ---------------------------------------------------------------- reminders
+
+  /** `POST /reminders`: a reminder Notification Bot will send `user` at `deliverAt` (UNIX seconds). */
+  scheduleReminder(
+    user: UserRecord,
+    msg: MessageRecord,
+    deliverAt: number,
+    note: string | undefined,
+  ): ReminderRecord {
+    if (deliverAt <= this.nowSeconds()) throw badRequest('Scheduled delivery time must be in the future.');
+    let cleanNote = note;
+    if (cleanNote !== undefined) {
+      cleanNote = cleanNote.replace(/\s+$/u, '').replace(/^\n+/, '');
+      if (cleanNote.length > MAX_REMINDER_NOTE_LENGTH) {
+        throw badRequest(`Maximum reminder note length: ${MAX_REMINDER_NOTE_LENGTH} characters`);
+      }
+    }
+    const content = this.reminderContent(msg, cleanNote);
+    const reminder: ReminderRecord = {
+      id: this.nextReminderId++,
+      userId: user.id,
+      targetMessageId: msg.id,
+      content,
+      renderedContent: this.render(content).html,
+      deliverAt,
+    };
+    this.reminders.set(reminder.id, reminder);
+    this.broadcast([user.id], { type: 'reminders', op: 'add', reminders: [this.reminderDict(reminder)] });
+    this.armReminderTimer();
+    return reminder;
+  }
+
+  reminderDict(r: ReminderRecord): Record<string, unknown> {
+    return {
+      reminder_id: r.id,
+      type: 'private',
+      to: [r.userId],
+      content: r.content,
+      rendered_content: r.renderedContent,
+      scheduled_delivery_timestamp: r.deliverAt,
+      failed: false,
+      reminder_target_message_id: r.targetMessageId,
+    };
+  }
+
+  /** The user's undelivered reminders, by delivery time. */
+  remindersOf(userId: number): ReminderRecord[] {
+    return [...this.reminders.values()]
+      .filter((r) => r.userId === userId)
+      .sort((a, b) => a.deliverAt - b.deliverAt || a.id - b.id);
+  }
+
+  deleteReminder(user: UserRecord, id: number): void {
+    const r = this.reminders.get(id);
+    if (!r || r.userId !== user.id) throw new ApiError(404, 'BAD_REQUEST', 'Reminder does not exist');
+    this.reminders.delete(id);
+    this.broadcast([user.id], { type: 'reminders', op: 'remove', reminder_id: id });
+  }
+
+  /** Delivers every reminder due by the realm's clock, as Notification Bot DMs; returns how many. */
+  deliverDueReminders(): number {
+    const now = this.nowSeconds();
+    const due = [...this.reminders.values()]
+      .filter((r) => r.deliverAt <= now)
+      .sort((a, b) => a.deliverAt - b.deliverAt || a.id - b.id);
+    for (const r of due) {
+      this.reminders.delete(r.id);
+      const user = this.users.get(r.userId);
+      if (user?.isActive) this.notify({ kind: 'private', userIds: [r.userId] }, r.content);
+      this.broadcast([r.userId], { type: 'reminders', op: 'remove', reminder_id: r.id });
+    }
+    this.armReminderTimer();
+    return due.length;
+  }
+
+  /** A real timer for the next reminder; with a hand-driven clock, `deliverDueReminders` does it. */
+  private armReminderTimer(): void {
+    if (this.reminderTimer) clearTimeout(this.reminderTimer);
+    this.reminderTimer = null;
+    if (this.disposed || this.reminders.size === 0) return;
+    let next = Number.POSITIVE_INFINITY;
+    for (const r of this.reminders.values()) next = Math.min(next, r.deliverAt);
+    const wait = Math.min(Math.max(0, next * 1000 - this.now()), 2_147_483_647);
+    this.reminderTimer = setTimeout(() => {
+      this.reminderTimer = null;
+      this.deliverDueReminders();
+    }, wait);
+    this.reminderTimer.unref();
+  }
+
+  private disposed = false;
+
+  /** Stops the realm's timers (the simulator is closing). */
+  dispose(): void {
+    this.disposed = true;
+    if (this.reminderTimer) clearTimeout(this.reminderTimer);
+    this.reminderTimer = null;
+  }
+
+  /** Zulip's `get_reminder_formatted_content`. */
+  private reminderContent(msg: MessageRecord, note: string | undefined): string {
+    const sender = this.users.get(msg.senderId) as UserRecord;
+    const silent = (u: { fullName: string; id: number }) => `@_**${u.fullName}|${u.id}**`;
+    const url = this.messageUrl(msg);
+    let content: string;
+    let said: string;
+    let sent: (widget: string) => string;
+    if (msg.kind === 'stream') {
+      const stream = this.streams.get(msg.streamId) as StreamRecord;
+      content = note
+        ? `You requested a reminder for the following message. Note:\n > ${note}`
+        : 'You requested a reminder for the following message.';
+      const pretty = `#**${stream.name}>${msg.topic}@${msg.id}**`;
+      said = `${silent(sender)} [said](${url}) in ${pretty}:`;
+      sent = (w) => `${silent(sender)} [sent](${url}) a ${w} in ${pretty}.`;
+    } else {
+      content = note
+        ? `You requested a reminder for the following direct message. Note:\n > ${note}`
+        : 'You requested a reminder for the following direct message.';
+      let others = msg.dmUserIds
+        .filter((id) => id !== sender.id)
+        .map((id) => this.users.get(id) as UserRecord);
+      if (others.length === 0) others = [sender];
+      const names = others.map(silent);
+      const list =
+        names.length <= 2 ? names.join(' and ') : `${names.slice(0, -1).join(', ')}, and ${names.at(-1)}`;
+      said = `${silent(sender)} [said](${url}) to ${list}:`;
+      sent = (w) => `${silent(sender)} [sent](${url}) a ${w} to ${list}.`;
+    }
+    content += '\n\n';
+    if (msg.content.startsWith('/poll')) return content + sent('poll');
+    if (msg.content.startsWith('/todo')) return content + sent('todo list');
+    content += `${said}\n`;
+    let fence = '```';
+    while (content.includes(fence)) fence += '`';
+    const wrapper = `${fence}quote\n\n${fence}`;
+    const room = this.config.maxMessageLength - (content.length + wrapper.length);
+    let quoted = msg.content;
+    if (quoted.length > room) quoted = `${quoted.slice(0, Math.max(0, room - 20))}\n[message truncated]`;
+    return `${content}${fence}quote\n${quoted}\n${fence}`;
+  }
+
+  // ---------------------------------------------------------------- attachments
+
+  /** An attachment object of `GET /attachments` and `detached_uploads`, shaped for the realm's feature level. */
+  attachmentDict(upload: UploadRecord): Record<string, unknown> {
+    const seconds = this.has(FL.attachmentSeconds);
+    const ids = [...(this.uploadRefs.get(upload.pathId) ?? [])].sort((a, b) => a - b);
+    const out: Record<string, unknown> = {
+      id: upload.id,
+      name: upload.filename,
+      path_id: upload.pathId,
+      size: upload.bytes.length,
+      create_time: seconds ? Math.floor(upload.createdAt / 1000) : upload.createdAt,
+    };
+    if (this.has(FL.attachmentMessageIds)) {
+      out.message_ids = ids;
+    } else {
+      out.messages = ids.map((id) => {
+        const t = this.messages.get(id)?.timestamp ?? 0;
+        return { id, date_sent: seconds ? t : t * 1000 };
+      });
+    }
+    return out;
+  }
+
+  /** Deletes an upload of `user` (`DELETE /attachments/{id}`). */
+  deleteUpload(user: UserRecord, id: number): void {
+    const upload = [...this.uploads.values()].find((u) => u.id === id && u.ownerId === user.id);
+    if (!upload) throw badRequest('Invalid attachment');
+    this.uploads.delete(upload.pathId);
+    this.uploadRefs.delete(upload.pathId);
   }
 
   maxMessageId(): number {
@@ -1680,4 +2085,26 @@ function guessContentType(name: string): string {
     zip: 'application/zip',
   };
   return types[ext] ?? 'application/octet-stream';
+}
+
+/** Zulip's `encode_hash_component` for narrow URLs (Python `quote(s, safe="*")`, then `%`→`.`, `.`→`.2E`). */
+export function encodeHashComponent(text: string): string {
+  let out = '';
+  for (const ch of text) {
+    if (/^[A-Za-z0-9_~*-]$/.test(ch)) out += ch;
+    else if (ch === '.') out += '.2E';
+    else for (const b of Buffer.from(ch, 'utf8')) out += `.${b.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  return out;
+}
+
+/** Zulip's `encode_channel`: `{id}-{name with spaces as dashes}`. */
+export function encodeChannel(id: number, name: string): string {
+  return `${id}-${encodeHashComponent(name.replace(/ /g, '-'))}`;
+}
+
+/** Zulip's `encode_user_ids`: sorted ids, `-group` for three or more. */
+export function encodeUserIds(ids: readonly number[]): string {
+  const sorted = [...ids].sort((a, b) => a - b);
+  return `${sorted.join(',')}${sorted.length >= 3 ? '-group' : ''}`;
 }

@@ -1,6 +1,6 @@
 // Zulip's JSON shapes for messages, streams and subscriptions.
 import type { EditRecord, MessageRecord, StreamRecord, UserRecord } from './model.js';
-import type { Realm } from './realm.js';
+import { FL, type Realm } from './realm.js';
 
 /** System group ids used as the values of stream permission settings. */
 const GROUP = { nobody: 1, owners: 2, administrators: 3, moderators: 4, members: 6, everyone: 7 } as const;
@@ -76,7 +76,7 @@ export function messageDict(realm: Realm, msg: MessageRecord, v: MessageVariant)
 
 /** The stream object of GET /streams and `stream` events. */
 export function streamDict(realm: Realm, stream: StreamRecord): Record<string, unknown> {
-  return {
+  const out: Record<string, unknown> = {
     stream_id: stream.id,
     name: stream.name,
     description: stream.description,
@@ -87,7 +87,7 @@ export function streamDict(realm: Realm, stream: StreamRecord): Record<string, u
     is_web_public: stream.isWebPublic,
     history_public_to_subscribers: stream.historyPublic,
     first_message_id: stream.firstMessageId,
-    folder_id: null,
+    folder_id: stream.folderId,
     is_archived: false,
     is_recently_active: true,
     message_retention_days: null,
@@ -95,7 +95,7 @@ export function streamDict(realm: Realm, stream: StreamRecord): Record<string, u
     is_announcement_only: false,
     stream_weekly_traffic: null,
     subscriber_count: realm.activeSubscriberIds(stream).length,
-    topics_policy: 'inherit',
+    topics_policy: stream.topicsPolicy,
     can_add_subscribers_group: GROUP.members,
     can_administer_channel_group: GROUP.nobody,
     can_delete_any_message_group: GROUP.administrators,
@@ -107,6 +107,14 @@ export function streamDict(realm: Realm, stream: StreamRecord): Record<string, u
     can_send_message_group: GROUP.everyone,
     can_subscribe_group: GROUP.nobody,
   };
+  if (realm.has(FL.canCreateTopicGroup)) {
+    const g = stream.canCreateTopicGroup;
+    out.can_create_topic_group =
+      typeof g === 'number'
+        ? g
+        : { direct_members: [...g.direct_members], direct_subgroups: [...g.direct_subgroups] };
+  }
+  return out;
 }
 
 /** The subscription object of GET /users/me/subscriptions and `subscription` events. */

@@ -1,15 +1,25 @@
 import { ApiError, rejected, SimError } from './errors.js';
 import { directRecipients, streamForSend } from './handlers.js';
-import { flagNames, type MessageRecord, type StreamRecord, type UserRecord } from './model.js';
-import type { Realm } from './realm.js';
+import {
+  flagNames,
+  type GroupSetting,
+  type MessageRecord,
+  type StreamRecord,
+  type UserRecord,
+} from './model.js';
+import { type Realm, SYSTEM_GROUPS } from './realm.js';
 import type {
+  SimChannelFolder,
   SimEditChanges,
+  SimGroupSetting,
   SimMessage,
   SimReactionOptions,
   SimRealm,
+  SimReminder,
   SimSendInput,
   SimStream,
   SimStreamInput,
+  SimSystemGroup,
   SimTypingTarget,
   SimUpload,
   SimUser,
@@ -49,6 +59,33 @@ function userSnapshot(u: UserRecord): SimUser {
   });
 }
 
+const GROUP_NAMES = new Map<number, SimSystemGroup>(
+  Object.entries(SYSTEM_GROUPS).map(([name, id]) => [id, name as SimSystemGroup]),
+);
+
+/** A {@link SimGroupSetting} in Zulip's wire form (system group ids, `direct_members`).
+ * @throws SimError `SIM_INVALID_ARGUMENT` for an unknown group name. */
+export function toGroupSetting(value: SimGroupSetting, where: string): GroupSetting {
+  const id = (name: unknown): number => {
+    const found = SYSTEM_GROUPS[name as SimSystemGroup];
+    if (found === undefined) throw invalid(`${where}: unknown system group ${JSON.stringify(name)}`);
+    return found;
+  };
+  if (typeof value === 'string') return id(value);
+  if (value === null || typeof value !== 'object' || !Array.isArray(value.users)) {
+    throw invalid(`${where}: a group setting is a system group name or { users, groups? }`);
+  }
+  return { direct_members: [...value.users], direct_subgroups: (value.groups ?? []).map(id) };
+}
+
+function fromGroupSetting(value: GroupSetting): SimGroupSetting {
+  if (typeof value === 'number') return GROUP_NAMES.get(value) ?? 'role:nobody';
+  return {
+    users: [...value.direct_members],
+    groups: value.direct_subgroups.map((g) => GROUP_NAMES.get(g) ?? 'role:nobody'),
+  };
+}
+
 function streamSnapshot(realm: Realm, s: StreamRecord): SimStream {
   return Object.freeze({
     streamId: s.id,
@@ -61,6 +98,9 @@ function streamSnapshot(realm: Realm, s: StreamRecord): SimStream {
     creatorId: s.creatorId,
     subscribers: Object.freeze(realm.activeSubscriberIds(s)),
     firstMessageId: s.firstMessageId,
+    topicsPolicy: s.topicsPolicy,
+    canCreateTopicGroup: fromGroupSetting(s.canCreateTopicGroup),
+    folderId: s.folderId,
   });
 }
 
@@ -184,6 +224,15 @@ export class SimRealmApi implements SimRealm {
           inviteOnly: s.inviteOnly,
           isWebPublic: s.isWebPublic,
           historyPublicToSubscribers: s.historyPublicToSubscribers,
+          topicsPolicy: s.topicsPolicy,
+          canCreateTopicGroup:
+            s.canCreateTopicGroup === undefined
+              ? undefined
+              : toGroupSetting(
+                  s.canCreateTopicGroup,
+                  `addStream(${JSON.stringify(s.name)}).canCreateTopicGroup`,
+                ),
+          folderId: s.folderId,
         },
         s.creatorId ?? null,
       ),
@@ -311,6 +360,37 @@ export class SimRealmApi implements SimRealm {
 
   renderingUpdate(messageId: number, renderedContent: string): void {
     this.realm.renderingUpdate(this.messageRecord(messageId), renderedContent);
+  }
+
+  addChannelFolder(f: { name: string; description?: string; creatorId?: number }): SimChannelFolder {
+    this.assertOpen();
+    if (typeof f?.name !== 'string') throw invalid('addChannelFolder: name is required');
+    if (f.creatorId !== undefined) this.userRecord(f.creatorId);
+    const folder = guard(() => this.realm.addChannelFolder(f.name, f.description ?? '', f.creatorId ?? null));
+    return Object.freeze({ id: folder.id, name: folder.name, description: folder.description });
+  }
+
+  addReminder(userId: number, messageId: number, deliverAt: number, note?: string): { reminderId: number } {
+    this.assertOpen();
+    const user = this.userRecord(userId);
+    const msg = this.accessible(user, messageId);
+    if (!Number.isInteger(deliverAt)) throw invalid('addReminder: deliverAt must be UNIX seconds');
+    return { reminderId: guard(() => this.realm.scheduleReminder(user, msg, deliverAt, note)).id };
+  }
+
+  reminders(userId?: number): SimReminder[] {
+    return [...this.realm.reminders.values()]
+      .filter((r) => userId === undefined || r.userId === userId)
+      .sort((a, b) => a.deliverAt - b.deliverAt || a.id - b.id)
+      .map((r) =>
+        Object.freeze({
+          reminderId: r.id,
+          userId: r.userId,
+          targetMessageId: r.targetMessageId,
+          content: r.content,
+          deliverAt: r.deliverAt,
+        }),
+      );
   }
 
   user(idOrEmail: number | string): SimUser | undefined {

@@ -3,7 +3,13 @@ import { FaultSet } from './faults.js';
 import { HttpFront } from './http.js';
 import { QueueManager } from './queues.js';
 import { RateLimiter } from './rate-limit.js';
-import { Realm } from './realm.js';
+import {
+  MAX_FEATURE_LEVEL,
+  MIN_FEATURE_LEVEL,
+  Realm,
+  versionForFeatureLevel,
+  ZULIP_FEATURE_LEVEL,
+} from './realm.js';
 import { SimRealmApi } from './sim-realm.js';
 import type {
   SimFaults,
@@ -42,7 +48,7 @@ class RunningSim implements ZulipSim {
   private readonly host: string;
   private readonly log: SimRequestRecord[] = [];
   private readonly logSize: number;
-  private readonly listeners = new Set<(r: SimRequestRecord) => void>();
+  private readonly listeners = new Map<(r: SimRequestRecord) => void, { responses: boolean }>();
   private limiter: RateLimiter | null;
   private closed = false;
 
@@ -69,7 +75,7 @@ class RunningSim implements ZulipSim {
       faults,
       limiter: () => this.limiter,
       site: () => this.url,
-      record: (r) => this.record(r),
+      record: (r, response) => this.record(r, response),
       recording: () => this.logSize > 0 || this.listeners.size > 0,
       logger,
     });
@@ -92,17 +98,41 @@ class RunningSim implements ZulipSim {
     return this.log.slice();
   }
 
-  private record(r: SimRequestRecord): void {
+  private record(r: SimRequestRecord, response: () => unknown): void {
     if (this.logSize > 0) {
       this.log.push(r);
       if (this.log.length > this.logSize) this.log.shift();
     }
-    for (const listener of this.listeners) listener(r);
+    let withResponse: SimRequestRecord | undefined;
+    for (const [listener, options] of this.listeners) {
+      if (options.responses) {
+        withResponse ??= { ...r, response: response() };
+        listener(withResponse);
+      } else {
+        listener(r);
+      }
+    }
   }
 
-  onRequest(listener: (request: SimRequestRecord) => void): () => void {
-    this.listeners.add(listener);
+  onRequest(
+    listener: (request: SimRequestRecord) => void,
+    options: { responses?: boolean } = {},
+  ): () => void {
+    this.listeners.set(listener, { responses: options.responses === true });
     return () => this.listeners.delete(listener);
+  }
+
+  deliverDueReminders(): number {
+    this.assertOpen();
+    return this.core.deliverDueReminders();
+  }
+
+  get zulipFeatureLevel(): number {
+    return this.core.config.featureLevel;
+  }
+
+  get zulipVersion(): string {
+    return this.core.config.zulipVersion;
   }
 
   configure(knobs: SimKnobs): void {
@@ -160,6 +190,7 @@ class RunningSim implements ZulipSim {
     if (this.closed) return;
     this.closed = true;
     this.queueManager.dispose();
+    this.core.dispose();
     await this.front.close();
   }
 
@@ -201,6 +232,21 @@ export async function startZulipSim(options: ZulipSimOptions = {}): Promise<Zuli
   if (!/^[a-z0-9-]*$/.test(subdomain)) {
     throw new SimError('SIM_INVALID_ARGUMENT', `realmSubdomain must be lowercase letters, digits or dashes`);
   }
+  const featureLevel = options.zulipFeatureLevel ?? ZULIP_FEATURE_LEVEL;
+  if (
+    !Number.isInteger(featureLevel) ||
+    featureLevel < MIN_FEATURE_LEVEL ||
+    featureLevel > MAX_FEATURE_LEVEL
+  ) {
+    throw new SimError(
+      'SIM_INVALID_ARGUMENT',
+      `zulipFeatureLevel must be an integer in ${MIN_FEATURE_LEVEL}..${MAX_FEATURE_LEVEL}, got ${String(featureLevel)}`,
+    );
+  }
+  const zulipVersion = options.zulipVersion ?? versionForFeatureLevel(featureLevel);
+  if (typeof zulipVersion !== 'string' || zulipVersion.trim() === '') {
+    throw new SimError('SIM_INVALID_ARGUMENT', 'zulipVersion must be a non-empty string');
+  }
   const queues = new QueueManager(now, heartbeat, idle);
   const realm = new Realm(
     {
@@ -211,6 +257,8 @@ export async function startZulipSim(options: ZulipSimOptions = {}): Promise<Zuli
       editLimitSeconds: positive('messageEditLimitSeconds', options.messageEditLimitSeconds, 600),
       maxUploadMib: positive('maxFileUploadMib', options.maxFileUploadMib, 25),
       now,
+      featureLevel,
+      zulipVersion,
     },
     queues,
   );
@@ -228,11 +276,13 @@ export async function startZulipSim(options: ZulipSimOptions = {}): Promise<Zuli
     options.requestLogSize ?? 1000,
     logger,
   );
+  realm.site = () => sim?.url ?? '';
   try {
     if (options.seed) await options.seed(api);
     await sim.listen(port);
   } catch (error) {
     queues.dispose();
+    realm.dispose();
     throw error;
   }
   return sim;

@@ -35,6 +35,50 @@ export interface ZulipSimOptions {
   requestLogSize?: number;
   /** Told about unexpected failures; the simulator never prints. */
   logger?: SimLogger;
+  /**
+   * The realm's `zulip_feature_level`, 421 (Zulip 11.0, the default) to 512 (Zulip 13.0-dev).
+   * Each API change listed in the README's Behaviour section answers only from its level on.
+   */
+  zulipFeatureLevel?: number;
+  /** The `zulip_version` (and `zulip_merge_base`) reported; by default derived from the level: `11.0`, `12.0-dev` above 421, `13.0-dev` from 502. */
+  zulipVersion?: string;
+}
+
+/**
+ * A group-setting value: a system group by name (`'role:everyone'`, `'role:members'`,
+ * `'role:moderators'`, `'role:administrators'`, `'role:owners'`, `'role:nobody'`) or a set of users.
+ */
+export type SimGroupSetting = SimSystemGroup | { users: number[]; groups?: SimSystemGroup[] };
+
+/** The system groups a {@link SimGroupSetting} can name. */
+export type SimSystemGroup =
+  | 'role:everyone'
+  | 'role:members'
+  | 'role:fullmembers'
+  | 'role:moderators'
+  | 'role:administrators'
+  | 'role:owners'
+  | 'role:nobody';
+
+/** A channel's policy for the empty "general chat" topic; `empty_topic_only` needs feature level 404. */
+export type SimTopicsPolicy = 'inherit' | 'allow_empty_topic' | 'disable_empty_topic' | 'empty_topic_only';
+
+/** A channel folder (FL389). */
+export interface SimChannelFolder {
+  readonly id: number;
+  readonly name: string;
+  readonly description: string;
+}
+
+/** An undelivered reminder. */
+export interface SimReminder {
+  readonly reminderId: number;
+  readonly userId: number;
+  readonly targetMessageId: number;
+  /** The Markdown Notification Bot will send. */
+  readonly content: string;
+  /** UNIX seconds. */
+  readonly deliverAt: number;
 }
 
 /** A user as the simulator stores it. */
@@ -89,6 +133,10 @@ export interface SimStream {
   readonly creatorId: number | null;
   readonly subscribers: readonly number[];
   readonly firstMessageId: number | null;
+  readonly topicsPolicy: SimTopicsPolicy;
+  /** Who may start a new topic (on realms at feature level 441 or later). */
+  readonly canCreateTopicGroup: SimGroupSetting;
+  readonly folderId: number | null;
 }
 
 /** Input of {@link SimRealm.addStream}. */
@@ -100,6 +148,12 @@ export interface SimStreamInput {
   historyPublicToSubscribers?: boolean;
   subscribers?: number[];
   creatorId?: number;
+  /** Default `'inherit'` (the realm's `allow_empty_topic`). */
+  topicsPolicy?: SimTopicsPolicy;
+  /** Default `'role:everyone'`; must stay that for private channels with protected history. Enforced from feature level 441. */
+  canCreateTopicGroup?: SimGroupSetting;
+  /** A folder made with {@link SimRealm.addChannelFolder}. */
+  folderId?: number;
 }
 
 export interface SimReaction {
@@ -257,6 +311,14 @@ export interface SimRealm {
   /** Replaces a message's HTML and emits a rendering-only update_message (no edit history).
    * @throws SimError `SIM_NOT_FOUND` for an unknown message. */
   renderingUpdate(messageId: number, renderedContent: string): void;
+  /** Adds a channel folder (register's `channel_folders`, `folder_id` on channels).
+   * @throws SimError `SIM_REJECTED` for an empty, too long or taken name. */
+  addChannelFolder(f: { name: string; description?: string; creatorId?: number }): SimChannelFolder;
+  /** Schedules a reminder as POST /reminders does; Notification Bot delivers it at `deliverAt` (UNIX seconds) by the realm's clock.
+   * @throws SimError `SIM_NOT_FOUND` for an unknown id; `SIM_REJECTED` where Zulip would refuse (a time not in the future). */
+  addReminder(userId: number, messageId: number, deliverAt: number, note?: string): { reminderId: number };
+  /** Undelivered reminders, optionally of one user, by delivery time. */
+  reminders(userId?: number): SimReminder[];
   /** A user by id or email (API or delivery). */
   user(idOrEmail: number | string): SimUser | undefined;
   /** Every realm member, bots and deactivated users included. */
@@ -342,6 +404,12 @@ export interface SimRequestRecord {
   readonly time: number;
   /** Milliseconds from arrival until the answer was handed to the socket (long-polls included). */
   readonly durationMs: number;
+  /** The request's User-Agent (Zulip names the message `client` after it). */
+  readonly userAgent?: string;
+  /** Present when a fault rule set the status, dropped the connection or cut the body. */
+  readonly fault?: true;
+  /** The JSON body answered (`undefined` for non-JSON answers); only for `onRequest` listeners that asked for responses. */
+  readonly response?: unknown;
 }
 
 /** Runtime knobs of a running simulator. */
@@ -359,8 +427,13 @@ export interface ZulipSim {
   readonly faults: SimFaults;
   /** The most recent requests, oldest first (at most `requestLogSize`). */
   readonly requests: readonly SimRequestRecord[];
-  /** Calls `listener` after every answered request; returns the unsubscribe function. */
-  onRequest(listener: (request: SimRequestRecord) => void): () => void;
+  /** Calls `listener` after every answered request (with the parsed JSON `response` if `options.responses`); returns the unsubscribe function. */
+  onRequest(listener: (request: SimRequestRecord) => void, options?: { responses?: boolean }): () => void;
+  /** Delivers the reminders due by the realm's clock now (a real timer does it on time with the default clock); returns how many. */
+  deliverDueReminders(): number;
+  /** The realm's `zulip_feature_level` and `zulip_version`. */
+  readonly zulipFeatureLevel: number;
+  readonly zulipVersion: string;
   /** Changes heartbeat interval, idle timeout or rate limit at run time.
    * @throws SimError `SIM_INVALID_ARGUMENT` for a non-positive value. */
   configure(knobs: SimKnobs): void;
