@@ -12,6 +12,15 @@ const allowed: Record<string, readonly string[]> = {
   '@zmcp/mcpl': [],
   '@zmcp/tools': ['@zmcp/core', '@zmcp/delivery', '@zmcp/uploads'],
   '@zmcp/cli': ['@zmcp/core'],
+  // The spine between the libraries and the apps; the simulator only for --demo.
+  '@zmcp/server-kit': [
+    '@zmcp/core',
+    '@zmcp/delivery',
+    '@zmcp/tools',
+    '@zmcp/uploads',
+    '@zmcp/cli',
+    '@zmcp/zulip-sim',
+  ],
 };
 // Libraries that must stay protocol-agnostic, and the packages they must never import.
 const forbiddenExternal: Record<string, readonly RegExp[]> = {
