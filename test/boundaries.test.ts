@@ -12,6 +12,15 @@ const allowed: Record<string, readonly string[]> = {
   '@zmcp/mcpl': [],
   '@zmcp/tools': ['@zmcp/core', '@zmcp/delivery', '@zmcp/uploads'],
   '@zmcp/cli': ['@zmcp/core'],
+  // The spine between the libraries and the apps; the simulator only for --demo.
+  '@zmcp/server-kit': [
+    '@zmcp/core',
+    '@zmcp/delivery',
+    '@zmcp/tools',
+    '@zmcp/uploads',
+    '@zmcp/cli',
+    '@zmcp/zulip-sim',
+  ],
 };
 // Libraries that must stay protocol-agnostic, and the packages they must never import.
 const forbiddenExternal: Record<string, readonly RegExp[]> = {
@@ -136,4 +145,30 @@ describe('package boundaries (DESIGN.md arrows point down)', () => {
       });
     });
   }
+});
+
+// What @zmcp/server-kit opens once, a server does not open beside it: the one Zulip client (where
+// read-only mode is enforced), the credentials, the realm facts and the access policy.
+// (zulip-agent moves onto the runtime in a later step.)
+const spineServers = ['@zmcp/mcp-server', '@zmcp/mcpl-server'];
+const openedBySpine: readonly [RegExp, string][] = [
+  [/\bnew ZulipClient\(/, 'a second Zulip client'],
+  [/\bloadCredentials\(/, 'credentials read beside loadConfiguredCredentials'],
+  [/\bloadRealmFacts\(/, 'realm facts read beside the runtime'],
+  [/\bAccessPolicy\.resolve\(/, 'an access policy resolved beside the runtime'],
+];
+
+describe('servers stand on @zmcp/server-kit', () => {
+  it.each(spineServers)('%s opens the Zulip runtime only through it', (name) => {
+    const ws = all.find((w) => w.name === name);
+    expect(ws, `${name} is in the workspace`).toBeDefined();
+    expect(ws?.dependencies).toContain('@zmcp/server-kit');
+    const found: string[] = [];
+    for (const file of sourceFiles(join((ws as Workspace).dir, 'src'))) {
+      const text = readFileSync(file, 'utf8');
+      for (const [pattern, what] of openedBySpine)
+        if (pattern.test(text)) found.push(`${relative(root, file)}: ${what}`);
+    }
+    expect(found).toEqual([]);
+  });
 });

@@ -77,6 +77,11 @@ const families: Record<string, ErrorFamily> = {
     union: 'UploadErrorCode',
     classes: [{ name: 'UploadError', make: plain, is: 'isUploadError' }],
   },
+  '@zmcp/server-kit': {
+    prefix: 'SERVER_KIT_',
+    union: 'ServerKitErrorCode',
+    classes: [{ name: 'ServerKitError', make: plain, is: 'isServerKitError' }],
+  },
   '@zmcp/zulip-sim': { prefix: 'SIM_', union: 'SimErrorCode', classes: [{ name: 'SimError', make: plain }] },
   '@zmcp/launcher': {
     prefix: 'LAUNCHER_',

@@ -1,18 +1,12 @@
-import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import {
-  checkZulipSite,
   defineSettings,
   expandHome,
   flagSwitch,
   homeDirectory,
   integer,
   type LegacySetting,
-  type LogLevel,
-  logLevels,
   matching,
-  oneOf,
-  optionalBoolean,
   optionalInteger,
   parsedBy,
   problem,
@@ -21,31 +15,17 @@ import {
   type SettingValues,
   setting,
   splitList,
-  streamAllowlist,
   strictBoolean,
   text,
   textWithDefault,
-  timeZone,
-  zulipAccountSettings,
 } from '@zmcp/cli';
-import { checkEmojiName, isLoopbackHost, type StreamAllowlist, type TimeStyle } from '@zmcp/core';
-import { parseSessionId } from '@zmcp/delivery';
-import { parseToolsets, type Toolset } from '@zmcp/tools';
-import { parseByteSize, parseUploadRoots, type UploadRootSpec } from '@zmcp/uploads';
+import { checkEmojiName, isLoopbackHost } from '@zmcp/core';
+import { type ServerSettings, serverSettings } from '@zmcp/server-kit';
+import { DEFAULT_TOOLSETS, TOOLSETS } from '@zmcp/tools';
 import { McpServerError } from './errors.js';
 
 export type { LegacySetting, SettingInfo } from '@zmcp/cli';
-
-/** Zulip credentials as configured; resolving them against a zuliprc is `@zmcp/core`'s job. */
-export interface ZulipCredentialSettings {
-  /** `ZULIP_REALM` or `ZULIP_SITE`, raw. */
-  site: string | undefined;
-  email: string | undefined;
-  /** Secret: never logged, never echoed in an error. */
-  apiKey: string | undefined;
-  rcPath: string | undefined;
-  allowInsecureHttp: boolean;
-}
+export type { ZulipCredentialSettings } from '@zmcp/server-kit';
 
 /** Settings of the Streamable HTTP transport (used with `--http`). */
 export interface HttpSettings {
@@ -61,42 +41,16 @@ export interface HttpSettings {
   sessionIdleMs: number;
 }
 
-/** The whole configuration of one server process, from environment variables and flags. */
-export interface Config {
+/**
+ * The whole configuration of one server process, from environment variables and flags: the
+ * settings every zmcp server shares (`@zmcp/server-kit`), and this server's own.
+ */
+export interface Config extends ServerSettings {
   /** What the process was asked to do. */
   command: 'serve' | 'help' | 'version';
   /** Serve a simulated, seeded realm instead of a real one. */
   demo: boolean;
   transport: 'stdio' | 'http';
-  zulip: ZulipCredentialSettings;
-  stateDir: string;
-  /**
-   * Where `stateDir` came from: the variable or flag, this server's default (`~/.zmcp/state`), or
-   * the default of the earlier TypeScript server (`~/.zulip_mcp_state`), used when only that one exists.
-   */
-  stateDirSource: 'setting' | 'default' | 'earlier default';
-  sessionId: string;
-  /** IANA time zone of message-line timestamps. */
-  timezone: string;
-  timestampStyle: TimeStyle;
-  readOnly: boolean;
-  /** Which toolsets are served (read-only mode still hides every tool that writes). */
-  toolsets: Toolset[];
-  /** Private streams the server may read: `__ALL__` (also opens DMs), or an allowlist; unset: none. */
-  privateStreams: StreamAllowlist | undefined;
-  /** Streams the server may write to (names or ids, resolved at start-up); unset means every stream. */
-  writeStreams: StreamAllowlist | undefined;
-  /** Whether DMs may be sent; unset: yes without a write allowlist, no with one. */
-  writeDms: boolean | undefined;
-  /** Upload roots, their paths resolved against the working directory. */
-  uploadRoots: readonly UploadRootSpec[];
-  uploadMaxBytes: number | undefined;
-  markdownAutofix: boolean;
-  maxMessageLength: number | undefined;
-  pageBudgetBytes: number;
-  requestTimeoutMs: number;
-  toolDeadlineMs: number;
-  logLevel: LogLevel;
   http: HttpSettings;
   session: SessionSettings;
   claudeChannels: ClaudeChannelSettings;
@@ -126,156 +80,23 @@ export interface SessionSettings {
 const emojiName = (raw: string) => checkEmojiName(raw);
 const emojiExpected = () =>
   'expected an emoji name such as stop or robot_ear (letters, digits, "_", "+" or "-")';
-const sizeExpected = 'expected a number of bytes such as 26214400 or 25MiB (units K/KiB, M/MiB, G/GiB)';
 
-function inRange(value: number, min: number, max: number): number {
-  if (value < min || value > max) throw new RangeError(`${value} is out of range`);
-  return value;
-}
+/** The bin name, as the help and error messages call it. */
+export const binName = 'zulip-mcp';
+
+/** The settings every zmcp server shares, as zulip-mcp serves them: every toolset, read-only mode. */
+const server = serverSettings({
+  bin: binName,
+  toolsets: { served: TOOLSETS, default: DEFAULT_TOOLSETS },
+  readOnly: 'served',
+});
 
 /**
  * The server's settings, read by one schema: every key is an environment variable (or, for
  * flag-only switches, the flag), every value the raw string as given.
  */
 const configShape = {
-  ...zulipAccountSettings(),
-  ZULIP_STATE_DIR: text({
-    group: 'State',
-    flag: '--state-dir',
-    flagArg: '<dir>',
-    defaultText: '~/.zmcp/state (~/.zulip_mcp_state if only that exists)',
-    help: 'Directory of read cursors and other state, one folder per realm and bot; put it on storage that survives a redeploy.',
-  }),
-  ZULIP_SESSION_ID: parsedBy(
-    {
-      group: 'State',
-      flag: '--session-id',
-      flagArg: '<id>',
-      defaultText: 'default',
-      help: 'Names this agent session’s state files: 1-128 of A-Z a-z 0-9 . _ -, not starting with a dot. Channels deliver for one server per session (a second waits its turn).',
-    },
-    (raw) => parseSessionId(raw.trim()),
-    (err) =>
-      `expected 1 to 128 characters of A-Z, a-z, 0-9, ".", "_" or "-" (${String((err as { details?: { reason?: unknown } }).details?.reason ?? 'invalid')})`,
-    'default',
-  ),
-  AGENT_TIMEZONE: timeZone({
-    group: 'Message lines',
-    flag: '--timezone',
-    flagArg: '<zone>',
-    defaultText: 'system time zone',
-    help: 'IANA time zone of the timestamps in message lines.',
-  }),
-  AGENT_TIMESTAMP_STYLE: oneOf(
-    {
-      group: 'Message lines',
-      help: 'Timestamps in message lines: iso (full, with offset; full is accepted for it), short (time of day) or none (id only).',
-    },
-    ['iso', 'short', 'none'],
-    'iso',
-    // The earlier servers' name for the same style.
-    { full: 'iso' },
-  ),
-  ZULIP_READ_ONLY: strictBoolean(
-    {
-      group: 'Access',
-      flag: '--read-only',
-      help: 'Refuse every request that would change the realm, and hide the write tools.',
-    },
-    false,
-  ),
-  ZULIP_TOOLSETS: parsedBy<Toolset[]>(
-    {
-      group: 'Access',
-      flag: '--toolsets',
-      flagArg: '<list>',
-      defaultText: 'read,write,session',
-      help: 'Toolsets to serve (comma list of read, write, session, browse, files, manage, monitor, attention), or all.',
-    },
-    parseToolsets,
-    (err) => (err as Error).message,
-    parseToolsets(undefined),
-  ),
-  ZULIP_PRIVATE_STREAMS: streamAllowlist({
-    group: 'Access',
-    defaultText: 'none',
-    help: 'Private streams the server may read (names or ids, comma list); __ALL__ opens every one, and DMs.',
-  }),
-  ZULIP_WRITE_STREAMS: streamAllowlist({
-    group: 'Access',
-    defaultText: 'every stream',
-    help: 'Streams the server may post, react, type and subscribe in (names or ids, comma list); unset allows all.',
-  }),
-  ZULIP_WRITE_DMS: optionalBoolean({
-    group: 'Access',
-    defaultText: 'on; off when ZULIP_WRITE_STREAMS is a list',
-    help: 'Whether the server may send DMs; with a write allowlist DMs need this set to true.',
-  }),
-  ZULIP_UPLOAD_ROOTS: text(
-    {
-      group: 'Uploads',
-      defaultText: 'none',
-      help: 'Directories local-file attachments may come from, as name=path pairs (comma list).',
-    },
-    (raw) => {
-      try {
-        parseUploadRoots(raw, '/');
-        return undefined;
-      } catch (err) {
-        return (err as Error).message.replace(/^ZULIP_UPLOAD_ROOTS: /, '');
-      }
-    },
-  ),
-  ZULIP_UPLOAD_MAX_BYTES: parsedBy(
-    {
-      group: 'Uploads',
-      defaultText: 'the realm’s limit',
-      help: 'Largest file to upload: bytes, or with a unit K/KiB, M/MiB, G/GiB (25MiB).',
-    },
-    (raw) => parseByteSize(raw, 'ZULIP_UPLOAD_MAX_BYTES'),
-    () => sizeExpected,
-  ),
-  ZULIP_MARKDOWN_AUTOFIX: strictBoolean(
-    {
-      group: 'Messages',
-      help: 'Rewrite markdown Zulip renders badly (tables without a blank line before, bold links).',
-    },
-    true,
-  ),
-  ZULIP_MAX_MESSAGE_LENGTH: optionalInteger(
-    {
-      group: 'Messages',
-      defaultText: 'the realm’s limit',
-      help: 'Longest message to send, in characters after markdown fixes; longer ones are refused.',
-    },
-    1,
-    1_000_000,
-  ),
-  ZULIP_PAGE_BUDGET_BYTES: parsedBy(
-    {
-      group: 'Messages',
-      defaultText: '16KiB',
-      help: 'Byte budget of one page of tool output (1KiB to 1MiB, units as above); past it the page is cut and a cursor continues.',
-    },
-    (raw) => inRange(parseByteSize(raw, 'ZULIP_PAGE_BUDGET_BYTES'), 1024, 1_048_576),
-    () => `${sizeExpected}, from 1KiB to 1MiB`,
-    16_384,
-  ),
-  ZULIP_REQUEST_TIMEOUT_MS: integer(
-    { group: 'Timeouts', help: 'Deadline of each Zulip API call, in milliseconds.' },
-    100,
-    600_000,
-    15_000,
-  ),
-  ZULIP_TOOL_DEADLINE_MS: integer(
-    {
-      group: 'Timeouts',
-      help: 'One deadline shared by all the work of a tool call, in milliseconds (listen has its own timeout).',
-    },
-    100,
-    3_600_000,
-    60_000,
-  ),
+  ...server.shape,
   ZULIP_DISMISS_EMOJI: parsedBy(
     {
       group: 'Agent session',
@@ -324,16 +145,6 @@ const configShape = {
     },
     1,
     Number.MAX_SAFE_INTEGER,
-  ),
-  ZMCP_LOG_LEVEL: oneOf(
-    {
-      group: 'Logging',
-      flag: '--log-level',
-      flagArg: '<level>',
-      help: 'Log level on stderr: debug, info, warn, error or silent. Message bodies only at debug.',
-    },
-    logLevels,
-    'info',
   ),
   '--http': flagSwitch({
     group: 'HTTP transport',
@@ -458,7 +269,7 @@ type RawConfig = SettingValues<typeof configShape>;
 
 /** Checks across settings, made once every value is valid. */
 function refineConfig(raw: RawConfig, report: ReportProblem<typeof configShape>): void {
-  checkZulipSite(raw, report);
+  server.check(raw, report);
   if ((raw.SESSION_STREAM === undefined) !== (raw.SESSION_TOPIC === undefined)) {
     report(
       raw.SESSION_STREAM === undefined ? 'SESSION_STREAM' : 'SESSION_TOPIC',
@@ -526,9 +337,6 @@ export function legacySettings(): LegacySetting[] {
   return legacySettingList.map((s) => ({ ...s }));
 }
 
-/** The bin name, as the help and error messages call it. */
-export const binName = 'zulip-mcp';
-
 const settings = defineSettings(configShape, {
   bin: binName,
   legacy: legacySettingList,
@@ -560,38 +368,13 @@ export function parseConfig(
   options: { cwd?: string; exists?: (path: string) => boolean } = {},
 ): Config {
   const raw = settings.parse(env, argv);
-
   const home = homeDirectory(env);
-  const state = stateDirectory(raw.ZULIP_STATE_DIR, home, options.exists ?? existsSync);
+  const cwd = options.cwd ?? process.cwd();
   return {
+    ...server.resolve(raw, { env, cwd, exists: options.exists }),
     command: raw['--help'] ? 'help' : raw['--version'] ? 'version' : 'serve',
     demo: raw['--demo'],
     transport: raw['--http'] ? 'http' : 'stdio',
-    zulip: {
-      site: raw.ZULIP_REALM ?? raw.ZULIP_SITE,
-      email: raw.ZULIP_EMAIL,
-      apiKey: raw.ZULIP_API_KEY,
-      rcPath: raw.ZULIP_RC_PATH === undefined ? undefined : expandHome(raw.ZULIP_RC_PATH, home),
-      allowInsecureHttp: raw.ZULIP_ALLOW_INSECURE_HTTP,
-    },
-    stateDir: state.dir,
-    stateDirSource: state.source,
-    sessionId: raw.ZULIP_SESSION_ID,
-    timezone: raw.AGENT_TIMEZONE ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
-    timestampStyle: raw.AGENT_TIMESTAMP_STYLE,
-    readOnly: raw.ZULIP_READ_ONLY,
-    toolsets: raw.ZULIP_TOOLSETS,
-    privateStreams: raw.ZULIP_PRIVATE_STREAMS,
-    writeStreams: raw.ZULIP_WRITE_STREAMS,
-    writeDms: raw.ZULIP_WRITE_DMS,
-    uploadRoots: parseUploadRoots(raw.ZULIP_UPLOAD_ROOTS, options.cwd ?? process.cwd()),
-    uploadMaxBytes: raw.ZULIP_UPLOAD_MAX_BYTES,
-    markdownAutofix: raw.ZULIP_MARKDOWN_AUTOFIX,
-    maxMessageLength: raw.ZULIP_MAX_MESSAGE_LENGTH,
-    pageBudgetBytes: raw.ZULIP_PAGE_BUDGET_BYTES,
-    requestTimeoutMs: raw.ZULIP_REQUEST_TIMEOUT_MS,
-    toolDeadlineMs: raw.ZULIP_TOOL_DEADLINE_MS,
-    logLevel: raw.ZMCP_LOG_LEVEL,
     session: {
       dismissEmoji: raw.ZULIP_DISMISS_EMOJI,
       listenEmoji: raw.ZULIP_LISTEN_EMOJI,
@@ -599,7 +382,7 @@ export function parseConfig(
       interruptFile:
         raw.ZULIP_INTERRUPT_FILE === undefined
           ? undefined
-          : resolve(options.cwd ?? process.cwd(), expandHome(raw.ZULIP_INTERRUPT_FILE, home)),
+          : resolve(cwd, expandHome(raw.ZULIP_INTERRUPT_FILE, home)),
       launch:
         raw.SESSION_STREAM === undefined && raw.TRIGGER_MESSAGE_ID === undefined
           ? undefined
@@ -623,24 +406,6 @@ export function parseConfig(
       sessionIdleMs: raw.ZMCP_HTTP_SESSION_IDLE_MS,
     },
   };
-}
-
-/** The default state directory, and the one the earlier TypeScript server used by default. */
-const DEFAULT_STATE_DIR = '~/.zmcp/state';
-const EARLIER_DEFAULT_STATE_DIR = '~/.zulip_mcp_state';
-
-function stateDirectory(
-  setting: string | undefined,
-  home: string,
-  exists: (path: string) => boolean,
-): { dir: string; source: Config['stateDirSource'] } {
-  if (setting !== undefined) return { dir: expandHome(setting, home), source: 'setting' };
-  const dir = expandHome(DEFAULT_STATE_DIR, home);
-  const earlier = expandHome(EARLIER_DEFAULT_STATE_DIR, home);
-  // A volume mounted where the earlier server kept its state keeps serving; our files go into
-  // per-account folders there and never touch the earlier server's own files.
-  if (!exists(dir) && exists(earlier)) return { dir: earlier, source: 'earlier default' };
-  return { dir, source: 'default' };
 }
 
 /** The listen address as `listen()` takes it: an IPv6 literal without its brackets. */

@@ -1,28 +1,12 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import {
-  type BinMain,
-  defineMain,
-  ExitCode,
-  reportInvalidConfiguration,
-  startupConfigurationProblem,
-  waitForAbort,
-} from '@zmcp/cli';
-import type { CredentialSource, Credentials } from '@zmcp/core';
+import { type BinMain, defineMain, waitForAbort } from '@zmcp/cli';
+import { runServer } from '@zmcp/server-kit';
 import { binName, type Config, helpText, parseConfig } from './config.js';
-import { type DemoRealm, startDemoRealm } from './demo.js';
 import { startHttpServer } from './http.js';
-import { createLogger, createRedactor, type Logger } from './logging.js';
+import type { Logger } from './logging.js';
 import { createMcpServer, type McpSession } from './register.js';
-import {
-  type AgentSessionServices,
-  buildServices,
-  loadConfiguredCredentials,
-  type Services,
-} from './services.js';
+import { type AgentSessionServices, buildServices, type Services } from './services.js';
 import { LineStdioTransport } from './stdio.js';
 import { packageVersion } from './version.js';
 
@@ -149,92 +133,17 @@ export const main: BinMain<MainIo> = defineMain({
 });
 
 /** Builds the services for a valid configuration and serves them until the end of the session. */
-async function serve(config: Config, io: MainIo): Promise<number> {
-  const stderr = io.stderr ?? process.stderr;
-  const writeLine = (line: string) => void stderr.write(line);
-  let logger = createLogger({
-    level: config.logLevel,
-    secrets: [config.zulip.apiKey, config.http.token],
-    write: writeLine,
+function serve(config: Config, io: MainIo): Promise<number> {
+  return runServer({
+    bin: binName,
+    config,
+    stderr: io.stderr ?? process.stderr,
+    secrets: [config.http.token],
+    demo: { realmName: 'zulip-mcp demo' },
+    open: ({ config, logger, credentials }) => buildServices(config, logger, credentials),
+    serve: async (services, { config, logger }) => {
+      if (config.transport === 'http') await serveHttp(config, services, logger, io);
+      else await serveStdio(config, services, logger, io);
+    },
   });
-  // A configuration problem found while building: the same report and exit code as a bad variable.
-  const misconfigured = (
-    err: unknown,
-    redact: (text: string) => string,
-    source?: CredentialSource,
-  ): number | undefined => {
-    const problem = startupConfigurationProblem(err, source);
-    if (problem === undefined) return undefined;
-    return reportInvalidConfiguration(stderr, binName, [problem], redact);
-  };
-
-  let services: Services | undefined;
-  let demo: DemoRealm | undefined;
-  let demoStateDir: string | undefined;
-  try {
-    let credentials: Credentials;
-    if (config.demo) {
-      demo = await startDemoRealm();
-      if (config.zulip.site !== undefined || config.zulip.rcPath !== undefined) {
-        logger.warn('--demo ignores the configured Zulip credentials');
-      }
-      credentials = { site: demo.site, email: demo.email, apiKey: demo.apiKey, source: { kind: 'env' } };
-      // The demo realm lives and dies with the process: its state does too, apart from any real realm's.
-      demoStateDir = await mkdtemp(join(tmpdir(), 'zulip-mcp-demo-state-'));
-      config = {
-        ...config,
-        zulip: {
-          site: demo.site,
-          email: demo.email,
-          apiKey: demo.apiKey,
-          rcPath: undefined,
-          allowInsecureHttp: false,
-        },
-        stateDir: demoStateDir,
-      };
-      logger.info('demo realm started', {
-        site: demo.site,
-        bot: demo.email,
-        messages: demo.messageCount,
-        stateDir: demoStateDir,
-      });
-    } else {
-      try {
-        credentials = await loadConfiguredCredentials(config);
-      } catch (err) {
-        const code = misconfigured(err, createRedactor([config.zulip.apiKey, config.http.token]));
-        if (code !== undefined) return code;
-        throw err;
-      }
-    }
-    // From here on the key is known wherever it came from (a zuliprc included) and is redacted.
-    const secrets = [
-      config.zulip.apiKey,
-      config.http.token,
-      credentials.apiKey,
-      Buffer.from(`${credentials.email}:${credentials.apiKey}`).toString('base64'),
-    ];
-    logger = createLogger({ level: config.logLevel, secrets, write: writeLine });
-    try {
-      services = await buildServices(config, logger, credentials);
-    } catch (err) {
-      const code = misconfigured(err, createRedactor(secrets), credentials.source);
-      if (code !== undefined) return code;
-      throw err;
-    }
-    if (config.transport === 'http') await serveHttp(config, services, logger, io);
-    else await serveStdio(config, services, logger, io);
-    return ExitCode.ok;
-  } catch (err) {
-    logger.error('fatal', { err });
-    return ExitCode.failure;
-  } finally {
-    await services?.close().catch((err: unknown) => logger.warn('error while closing services', { err }));
-    await demo?.close().catch((err: unknown) => logger.warn('error while stopping the demo realm', { err }));
-    if (demoStateDir !== undefined) {
-      await rm(demoStateDir, { recursive: true, force: true }).catch((err: unknown) =>
-        logger.warn('error while removing the demo state directory', { err }),
-      );
-    }
-  }
 }

@@ -2,29 +2,10 @@ import { PassThrough } from 'node:stream';
 import { credentialProblem } from '@zmcp/core';
 import { startZulipSim } from '@zmcp/zulip-sim';
 import { describe, expect, it } from 'vitest';
-import { startDemoRealm } from '../src/demo.js';
 import { main } from '../src/index.js';
 import { barrier } from './fake-tools.js';
 
 describe('--demo', () => {
-  it('starts a seeded realm on loopback whose bot credentials work', async () => {
-    const demo = await startDemoRealm();
-    try {
-      expect(demo.site).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-      expect(demo.messageCount).toBeGreaterThan(0);
-      const auth = Buffer.from(`${demo.email}:${demo.apiKey}`).toString('base64');
-      const response = await fetch(`${demo.site}/api/v1/users/me`, {
-        headers: { authorization: `Basic ${auth}` },
-      });
-      expect(response.status).toBe(200);
-      expect(await response.json()).toMatchObject({ result: 'success', is_bot: true });
-      // Issued the way Zulip issues keys, so the server's own key check lets it through.
-      expect(credentialProblem('apiKey', demo.apiKey)).toBeUndefined();
-    } finally {
-      await demo.close();
-    }
-  });
-
   it('serves the demo realm from main, then stops it', async () => {
     const stderr = new PassThrough();
     const chunks: Buffer[] = [];

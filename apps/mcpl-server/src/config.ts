@@ -1,36 +1,24 @@
 import {
-  checkZulipSite,
   defineSettings,
   expandHome,
   flagSwitch,
   homeDirectory,
   integer,
-  type LogLevel,
-  logLevels,
   oneOf,
   optionalInteger,
   parsedBy,
   problem,
   type Setting,
   type SettingInfo,
-  type SettingProblem,
   setting,
-  streamAllowlist,
   strictBoolean,
   text,
-  timeZone,
-  zulipAccountSettings,
 } from '@zmcp/cli';
-import { checkEmojiName, type StreamAllowlist, type TimeStyle } from '@zmcp/core';
-import {
-  type FILTER_ENV_VARIABLES,
-  type FiltersSeed,
-  filtersSeedFromEnv,
-  parseSessionId,
-} from '@zmcp/delivery';
+import { checkEmojiName } from '@zmcp/core';
+import { type FILTER_ENV_VARIABLES, type FiltersSeed, filtersSeedFromEnv } from '@zmcp/delivery';
 import type { LegacyHostPolicy } from '@zmcp/mcpl';
-import { parseToolsets, type Toolset } from '@zmcp/tools';
-import { parseByteSize, parseUploadRoots, type UploadRootSpec } from '@zmcp/uploads';
+import { type ServerSettings, serverSettings } from '@zmcp/server-kit';
+import type { Toolset } from '@zmcp/tools';
 import { McplServerError } from './errors.js';
 
 export type { SettingInfo } from '@zmcp/cli';
@@ -38,34 +26,20 @@ export type { SettingInfo } from '@zmcp/cli';
 /** The toolsets zulip-mcpl can serve: the realm tools and the attention controls. */
 export const MCPL_TOOLSETS: readonly Toolset[] = ['read', 'write', 'browse', 'files', 'manage', 'attention'];
 
-/** The whole configuration of one `zulip-mcpl` process. */
-export interface McplConfig {
+/**
+ * The whole configuration of one `zulip-mcpl` process: the settings every zmcp server shares
+ * (`@zmcp/server-kit`; `readOnly` is always false, since read-only is refused), and its own.
+ */
+export interface McplConfig extends ServerSettings {
   command: 'serve' | 'help' | 'version';
   /** Serve a simulated, seeded realm instead of a real one. */
   demo: boolean;
   /** Serve one loopback TCP connection at a time on this port instead of stdio (0: any free port). */
   tcpPort: number | undefined;
-  zulip: {
-    site: string | undefined;
-    email: string | undefined;
-    /** Secret: never logged, never echoed. */
-    apiKey: string | undefined;
-    rcPath: string | undefined;
-    allowInsecureHttp: boolean;
-  };
-  stateDir: string;
-  sessionId: string;
   /** The filters file as configured; unset: `<session>.filters.json` in the account's state folder. */
   filtersFile: string | undefined;
   /** What a new filters file is created with, and the host's suppressed-reactions baseline. */
   filters: FiltersSeed;
-  timezone: string;
-  timestampStyle: TimeStyle;
-  privateStreams: StreamAllowlist | undefined;
-  writeStreams: StreamAllowlist | undefined;
-  toolsets: Toolset[];
-  uploadRoots: readonly UploadRootSpec[];
-  uploadMaxBytes: number | undefined;
   /** Stamp the message-line head in metadata (`attributed`, `attributionHeader`); off: bare bodies. */
   attributeDelivery: boolean;
   /** Inline images of live messages as image blocks (downsampled). */
@@ -74,11 +48,7 @@ export interface McplConfig {
   contextMessages: number;
   ackEmoji: string;
   markRead: boolean;
-  markdownAutofix: boolean;
-  requestTimeoutMs: number;
-  toolDeadlineMs: number;
   legacyHosts: LegacyHostPolicy;
-  logLevel: LogLevel;
 }
 
 /** A variable of the filters file's seed (delivery reads them). */
@@ -119,112 +89,25 @@ const filterSettings = Object.fromEntries(
 /** The toolsets zulip-mcpl serves unless told otherwise. */
 const DEFAULT_MCPL_TOOLSETS: readonly Toolset[] = ['read', 'write', 'attention'];
 
-/** `ZULIP_TOOLSETS` by tools' rule, narrowed to what zulip-mcpl serves; `all` is all of those. */
-function mcplToolsets(raw: string): Toolset[] | SettingProblem {
-  let picked: Toolset[];
-  try {
-    picked = raw.trim().toLowerCase() === 'all' ? [...MCPL_TOOLSETS] : parseToolsets(raw);
-  } catch (err) {
-    return problem((err as Error).message);
-  }
-  const other = picked.find((t) => !MCPL_TOOLSETS.includes(t));
-  return other === undefined
-    ? picked
-    : problem(`the ${other} toolset is zulip-mcp's; zulip-mcpl serves ${MCPL_TOOLSETS.join(', ')}`);
-}
+/** The bin name, as the help and error messages call it. */
+export const binName = 'zulip-mcpl';
+
+/** The settings every zmcp server shares, as zulip-mcpl serves them: its toolsets, never read-only. */
+const server = serverSettings({
+  bin: binName,
+  toolsets: { served: MCPL_TOOLSETS, default: DEFAULT_MCPL_TOOLSETS, otherBin: 'zulip-mcp' },
+  readOnly: { because: 'live delivery registers an event queue, a write', instead: 'zulip-mcp' },
+});
 
 /** zulip-mcpl's settings: every key a variable (or a flag-only switch), every value the raw string. */
 const configShape = {
-  ...zulipAccountSettings(),
-  ZULIP_STATE_DIR: text({
-    group: 'State',
-    flag: '--state-dir',
-    flagArg: '<dir>',
-    defaultText: '~/.zmcp/state',
-    help: 'Where watermarks and the filters file live, one folder per realm and bot; put it on storage that survives a redeploy.',
-  }),
-  ZULIP_SESSION_ID: parsedBy(
-    {
-      group: 'State',
-      flag: '--session-id',
-      flagArg: '<id>',
-      defaultText: 'default',
-      help: 'Names this agent’s state files (1-128 of A-Z a-z 0-9 . _ -); one server delivers per session (a second waits), so two agents need two ids.',
-    },
-    (raw) => parseSessionId(raw.trim()),
-    (err) =>
-      `expected 1 to 128 characters of A-Z, a-z, 0-9, ".", "_" or "-", not starting with "." (${String((err as { details?: { reason?: unknown } }).details?.reason ?? 'invalid')})`,
-    'default',
-  ),
+  ...server.shape,
   ZULIP_FILTERS_FILE: text({
     group: 'Filters',
     defaultText: '<state dir>/<account>/<session>.filters.json',
     help: 'The filters file: what reaches the agent, hot-reloaded.',
   }),
   ...filterSettings,
-  ZULIP_PRIVATE_STREAMS: streamAllowlist({
-    group: 'Access',
-    defaultText: 'none',
-    help: 'Private streams the agent may read (comma list); __ALL__ opens every one, and DMs.',
-  }),
-  ZULIP_WRITE_STREAMS: streamAllowlist({
-    group: 'Access',
-    defaultText: 'every stream',
-    help: 'Streams the agent may post to (comma list); unset allows all.',
-  }),
-  ZULIP_TOOLSETS: setting<Toolset[]>(
-    {
-      group: 'Access',
-      flag: '--toolsets',
-      flagArg: '<list>',
-      defaultText: DEFAULT_MCPL_TOOLSETS.join(','),
-      help: `Toolsets to serve (comma list of ${MCPL_TOOLSETS.join(', ')}), or all.`,
-    },
-    mcplToolsets,
-    [...DEFAULT_MCPL_TOOLSETS],
-  ),
-  // Read by the rule zulip-mcp reads it with, so that a shared environment means the same here.
-  ZULIP_READ_ONLY: strictBoolean(
-    {
-      group: 'Access',
-      help: 'Must stay off: zulip-mcpl cannot run read-only (live delivery registers an event queue, a write); use zulip-mcp for a read-only server.',
-    },
-    false,
-  ),
-  ZULIP_UPLOAD_ROOTS: parsedBy(
-    {
-      group: 'Uploads',
-      defaultText: 'none',
-      help: 'Directories local attachments may come from (name=path, comma list).',
-    },
-    (raw) => {
-      // Checked here; resolved against the working directory once parsed.
-      parseUploadRoots(raw, '/');
-      return raw;
-    },
-    (err) => (err as Error).message.replace(/^ZULIP_UPLOAD_ROOTS: /, ''),
-  ),
-  ZULIP_UPLOAD_MAX_BYTES: parsedBy(
-    { group: 'Uploads', defaultText: 'the realm’s limit', help: 'Largest file to upload (bytes, or 25MiB).' },
-    (raw) => parseByteSize(raw, 'ZULIP_UPLOAD_MAX_BYTES'),
-    () => 'expected a number of bytes such as 26214400 or 25MiB (units K/KiB, M/MiB, G/GiB)',
-  ),
-  AGENT_TIMEZONE: timeZone({
-    group: 'Message lines',
-    flag: '--timezone',
-    flagArg: '<zone>',
-    defaultText: 'system time zone',
-    help: 'IANA time zone of message-line timestamps.',
-  }),
-  AGENT_TIMESTAMP_STYLE: oneOf(
-    {
-      group: 'Message lines',
-      help: 'Timestamps in message lines: iso (full is accepted for it), short or none.',
-    },
-    ['iso', 'short', 'none'],
-    'iso',
-    { full: 'iso' },
-  ),
   ZULIP_ATTRIBUTE_DELIVERY: strictBoolean(
     {
       group: 'Delivery',
@@ -268,10 +151,6 @@ const configShape = {
     { group: 'Delivery', help: 'Mark messages read in Zulip once the host accepts them.' },
     false,
   ),
-  ZULIP_MARKDOWN_AUTOFIX: strictBoolean(
-    { group: 'Delivery', help: 'Rewrite markdown Zulip renders badly, in tool sends and channels/publish.' },
-    true,
-  ),
   ZULIP_LEGACY_HOSTS: oneOf<LegacyHostPolicy>(
     {
       group: 'MCPL',
@@ -279,28 +158,6 @@ const configShape = {
     },
     ['advertised', 'mcp-only', 'inert'],
     'advertised',
-  ),
-  ZULIP_REQUEST_TIMEOUT_MS: integer(
-    { group: 'Timeouts', help: 'Deadline of each Zulip API call, in ms.' },
-    100,
-    600_000,
-    15_000,
-  ),
-  ZULIP_TOOL_DEADLINE_MS: integer(
-    { group: 'Timeouts', help: 'One deadline shared by all the work of a tool call, in ms.' },
-    100,
-    3_600_000,
-    60_000,
-  ),
-  ZMCP_LOG_LEVEL: oneOf(
-    {
-      group: 'Logging',
-      flag: '--log-level',
-      flagArg: '<level>',
-      help: 'Log level on stderr: debug, info, warn, error or silent. Bodies only at debug.',
-    },
-    logLevels,
-    'info',
   ),
   '--tcp': optionalInteger(
     {
@@ -321,22 +178,10 @@ const configShape = {
   }),
 };
 
-/** The bin name, as the help and error messages call it. */
-export const binName = 'zulip-mcpl';
-
 const settings = defineSettings(configShape, {
   bin: binName,
   // Checks across settings, made once every value is valid.
-  refine: (raw, report) => {
-    checkZulipSite(raw, report);
-    // Ignoring it would serve writes to an operator who asked for none.
-    if (raw.ZULIP_READ_ONLY) {
-      report(
-        'ZULIP_READ_ONLY',
-        'zulip-mcpl cannot run read-only (live delivery registers an event queue); use zulip-mcp with ZULIP_READ_ONLY for a read-only server',
-      );
-    }
-  },
+  refine: (raw, report) => server.check(raw, report),
   configError: (err) =>
     new McplServerError('MCPL_SERVER_CONFIG_INVALID', err.message, {
       cause: err,
@@ -346,8 +191,9 @@ const settings = defineSettings(configShape, {
 
 /**
  * Parses the environment and flags (a flag wins over its variable; empty variables are unset).
- * Reads nothing but its arguments, apart from the system time zone (the default zone) and the
- * working directory (where relative upload roots start, unless `options.cwd`).
+ * Reads nothing but its arguments, apart from the system time zone (the default zone), the
+ * working directory (where relative upload roots start, unless `options.cwd`) and whether the
+ * default state directories exist (`options.exists`).
  *
  * @throws McplServerError `MCPL_SERVER_CONFIG_INVALID` naming every bad variable or flag and what
  *   was expected (secrets never echoed); `details.problems` lists them.
@@ -355,44 +201,25 @@ const settings = defineSettings(configShape, {
 export function parseConfig(
   env: Readonly<Record<string, string | undefined>>,
   argv: readonly string[],
-  options: { cwd?: string } = {},
+  options: { cwd?: string; exists?: (path: string) => boolean } = {},
 ): McplConfig {
   const home = homeDirectory(env);
   const raw = settings.parse(env, argv);
   return {
+    ...server.resolve(raw, { env, cwd: options.cwd, exists: options.exists }),
     command: raw['--help'] ? 'help' : raw['--version'] ? 'version' : 'serve',
     demo: raw['--demo'],
     tcpPort: raw['--tcp'],
-    zulip: {
-      site: raw.ZULIP_REALM ?? raw.ZULIP_SITE,
-      email: raw.ZULIP_EMAIL,
-      apiKey: raw.ZULIP_API_KEY,
-      rcPath: raw.ZULIP_RC_PATH === undefined ? undefined : expandHome(raw.ZULIP_RC_PATH, home),
-      allowInsecureHttp: raw.ZULIP_ALLOW_INSECURE_HTTP,
-    },
-    stateDir: expandHome(raw.ZULIP_STATE_DIR ?? '~/.zmcp/state', home),
-    sessionId: raw.ZULIP_SESSION_ID,
     filtersFile: raw.ZULIP_FILTERS_FILE === undefined ? undefined : expandHome(raw.ZULIP_FILTERS_FILE, home),
     // Each variable was checked alone; together they are the seed.
     filters: filtersSeedFromEnv(Object.fromEntries(filterVariables.map((name) => [name, raw[name]]))),
-    timezone: raw.AGENT_TIMEZONE ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
-    timestampStyle: raw.AGENT_TIMESTAMP_STYLE,
-    privateStreams: raw.ZULIP_PRIVATE_STREAMS,
-    writeStreams: raw.ZULIP_WRITE_STREAMS,
-    toolsets: raw.ZULIP_TOOLSETS,
-    uploadRoots: parseUploadRoots(raw.ZULIP_UPLOAD_ROOTS, options.cwd ?? process.cwd()),
-    uploadMaxBytes: raw.ZULIP_UPLOAD_MAX_BYTES,
     attributeDelivery: raw.ZULIP_ATTRIBUTE_DELIVERY,
     inlineImages: raw.ZULIP_INLINE_IMAGES,
     catchUpLimit: raw.ZULIP_CATCHUP_LIMIT,
     contextMessages: raw.ZULIP_CONTEXT_MESSAGES,
     ackEmoji: raw.ZULIP_ACK_EMOJI,
     markRead: raw.ZULIP_MARK_READ,
-    markdownAutofix: raw.ZULIP_MARKDOWN_AUTOFIX,
-    requestTimeoutMs: raw.ZULIP_REQUEST_TIMEOUT_MS,
-    toolDeadlineMs: raw.ZULIP_TOOL_DEADLINE_MS,
     legacyHosts: raw.ZULIP_LEGACY_HOSTS,
-    logLevel: raw.ZMCP_LOG_LEVEL,
   };
 }
 

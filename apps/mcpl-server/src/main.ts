@@ -1,23 +1,11 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
-import {
-  type BinMain,
-  createLogger,
-  createRedactor,
-  defineMain,
-  ExitCode,
-  reportInvalidConfiguration,
-  startupConfigurationProblem,
-  waitForAbort,
-} from '@zmcp/cli';
-import type { CredentialSource, Credentials, Logger } from '@zmcp/core';
+import { type BinMain, defineMain, waitForAbort } from '@zmcp/cli';
+import type { Logger } from '@zmcp/core';
 import { listenTcp, NdjsonTransport, type TcpListener } from '@zmcp/mcpl';
+import { runServer } from '@zmcp/server-kit';
 import { binName, helpText, type McplConfig, parseConfig } from './config.js';
-import { type DemoRealm, startDemoRealm } from './demo.js';
 import { McplServerError } from './errors.js';
-import { createZulipMcpl, loadConfiguredCredentials, type ZulipMcpl } from './runtime.js';
+import { createZulipMcpl, type ZulipMcpl } from './runtime.js';
 import { packageVersion } from './version.js';
 
 /** Streams and hooks of one run of {@link main}; each defaults to the process's own. */
@@ -81,64 +69,23 @@ export const main: BinMain<MainIo> = defineMain({
 });
 
 /** Builds the server for a valid configuration and serves it until the host goes away. */
-async function serve(config: McplConfig, io: MainIo): Promise<number> {
-  const stderr = io.stderr ?? process.stderr;
-  const write = (line: string) => void stderr.write(line);
-  let logger = createLogger({ level: config.logLevel, secrets: [config.zulip.apiKey], write });
-  let demo: DemoRealm | undefined;
-  let demoState: string | undefined;
-  let app: ZulipMcpl | undefined;
-  // A configuration problem found while building: the same report and exit code as a bad variable.
-  const misconfigured = (
-    err: unknown,
-    secrets: readonly (string | undefined)[],
-    source?: CredentialSource,
-  ) => {
-    const problem = startupConfigurationProblem(err, source);
-    if (problem === undefined) throw err;
-    return reportInvalidConfiguration(stderr, binName, [problem], createRedactor(secrets));
-  };
-  try {
-    let credentials: Credentials;
-    if (config.demo) {
-      demo = await startDemoRealm();
-      demoState = await mkdtemp(join(tmpdir(), 'zulip-mcpl-demo-'));
-      credentials = { site: demo.site, email: demo.email, apiKey: demo.apiKey, source: { kind: 'env' } };
-      config = {
-        ...config,
-        stateDir: demoState,
-        filtersFile: undefined,
-        // The demo's DMs and private streams are part of the tour.
-        privateStreams: '__ALL__',
-      };
-      logger.info('demo realm started', { site: demo.site, bot: demo.email, messages: demo.messageCount });
-    } else {
-      try {
-        credentials = await loadConfiguredCredentials(config);
-      } catch (err) {
-        return misconfigured(err, [config.zulip.apiKey]);
-      }
-    }
-    // From here on the key is known wherever it came from (a zuliprc included), and redacted.
-    const secrets = [config.zulip.apiKey, credentials.apiKey];
-    logger = createLogger({ level: config.logLevel, secrets, write });
-    try {
-      app = await createZulipMcpl({ config, logger, credentials });
-    } catch (err) {
-      return misconfigured(err, secrets, credentials.source);
-    }
-    const why =
-      config.tcpPort === undefined
-        ? await serveStdio(app, io, logger)
-        : await serveTcp(app, config.tcpPort, io, logger);
-    logger.info('shutting down', { why });
-    return ExitCode.ok;
-  } catch (err) {
-    logger.error('fatal', { err });
-    return ExitCode.failure;
-  } finally {
-    await app?.close().catch((err: unknown) => logger.warn('error while closing', { err }));
-    await demo?.close().catch(() => undefined);
-    if (demoState !== undefined) await rm(demoState, { recursive: true, force: true }).catch(() => undefined);
-  }
+function serve(config: McplConfig, io: MainIo): Promise<number> {
+  return runServer({
+    bin: binName,
+    config,
+    stderr: io.stderr ?? process.stderr,
+    demo: {
+      realmName: 'zulip-mcpl demo',
+      // The demo's DMs and private streams are part of the tour.
+      configure: (demo) => ({ ...demo, filtersFile: undefined, privateStreams: '__ALL__' }),
+    },
+    open: ({ config, logger, credentials }) => createZulipMcpl({ config, logger, credentials }),
+    serve: async (app, { config, logger }) => {
+      const why =
+        config.tcpPort === undefined
+          ? await serveStdio(app, io, logger)
+          : await serveTcp(app, config.tcpPort, io, logger);
+      logger.info('shutting down', { why });
+    },
+  });
 }

@@ -5,26 +5,13 @@
 // drives zulip-mcpl against zulip-sim.
 import { ResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { McplHost } from '@zmcp/mcpl';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type Realm, type Served, serve, startRealm } from './world.js';
+import { describe, expect, it } from 'vitest';
+import { type Realm, realmPerTest } from './world.js';
 
 let realm: Realm;
-const served: Served[] = [];
-
-beforeEach(async () => {
-  realm = await startRealm();
+const { start } = realmPerTest((r) => {
+  realm = r;
 });
-
-afterEach(async () => {
-  for (const s of served.splice(0)) await s.close();
-  await realm.close();
-});
-
-async function start(options: Parameters<typeof serve>[1] = {}): Promise<Served> {
-  const s = await serve(realm, options);
-  served.push(s);
-  return s;
-}
 
 /** `channels/typing` in its Request form, so the test reads the server's answer. */
 function typingRequest(host: McplHost, channelId: string): Promise<unknown> {

@@ -4,31 +4,13 @@
 import { rename, writeFile } from 'node:fs/promises';
 import type { FiltersEvent } from '@zmcp/delivery';
 import sharp from 'sharp';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FULL_GRANT, type Realm, type Served, serve, startRealm, textOf } from './world.js';
+import { describe, expect, it } from 'vitest';
+import { FULL_GRANT, type Realm, realmPerTest, textOf } from './world.js';
 
 let realm: Realm;
-const served: Served[] = [];
-
-beforeEach(async () => {
-  realm = await startRealm();
+const { start, stop } = realmPerTest((r) => {
+  realm = r;
 });
-
-afterEach(async () => {
-  for (const s of served.splice(0)) await s.close();
-  await realm.close();
-});
-
-async function start(options: Parameters<typeof serve>[1] = {}): Promise<Served> {
-  const s = await serve(realm, options);
-  served.push(s);
-  return s;
-}
-
-async function stop(s: Served): Promise<void> {
-  served.splice(served.indexOf(s), 1);
-  await s.close();
-}
 
 describe('changes of messages the host has seen', () => {
   it('surfaces an edit, a topic move and a deletion as lines with the message’s own id', async () => {

@@ -1,26 +1,13 @@
 // A test host from @zmcp/mcpl's host role drives zulip-mcpl against zulip-sim: the handshake and
 // grant, registration, open with history, live delivery, pushes from closed channels, publishing
 // to the exact topic, typing and acknowledgement.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type Realm, type Served, serve, startRealm, textOf } from './world.js';
+import { describe, expect, it } from 'vitest';
+import { type Realm, realmPerTest, textOf } from './world.js';
 
 let realm: Realm;
-const served: Served[] = [];
-
-beforeEach(async () => {
-  realm = await startRealm();
+const { start } = realmPerTest((r) => {
+  realm = r;
 });
-
-afterEach(async () => {
-  for (const s of served.splice(0)) await s.close();
-  await realm.close();
-});
-
-async function start(options: Parameters<typeof serve>[1] = {}): Promise<Served> {
-  const s = await serve(realm, options);
-  served.push(s);
-  return s;
-}
 
 describe('handshake, grant and registration', () => {
   it('declares the three feature sets, accepts the grant and registers the subscribed streams', async () => {

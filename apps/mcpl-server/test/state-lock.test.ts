@@ -2,19 +2,12 @@
 // the first does (both would offer every message and overwrite each other's watermarks). It
 // serves its tools, waits, and takes over delivery once the first one stops.
 import type { Logger } from '@zmcp/core';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FULL_GRANT, type Realm, type Served, serve, startRealm } from './world.js';
+import { describe, expect, it } from 'vitest';
+import { FULL_GRANT, type Realm, realmPerTest, serve } from './world.js';
 
 let realm: Realm;
-const served: Served[] = [];
-
-beforeEach(async () => {
-  realm = await startRealm();
-});
-
-afterEach(async () => {
-  for (const s of served.splice(0)) await s.close();
-  await realm.close();
+const { served } = realmPerTest((r) => {
+  realm = r;
 });
 
 /** A logger that resolves `heard` with the fields of the first message starting with `prefix`. */

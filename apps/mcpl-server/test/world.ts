@@ -12,6 +12,7 @@ import {
   type ReceivedPushEvent,
 } from '@zmcp/mcpl';
 import { startZulipSim, type ZulipSim } from '@zmcp/zulip-sim';
+import { afterEach, beforeEach } from 'vitest';
 import { parseConfig } from '../src/config.js';
 import { createZulipMcpl, type ZulipMcpl } from '../src/runtime.js';
 
@@ -193,6 +194,46 @@ export async function serve(
     async close() {
       await host.close();
       await app.close();
+    },
+  };
+}
+
+/** The servers of one test file's tests, over a realm started afresh for each test. */
+export interface RealmPerTest {
+  /** The servers started in the current test; every one left is closed after it. */
+  readonly served: Served[];
+  /** Starts zulip-mcpl for the current test's realm ({@link serve}). */
+  start(options?: Parameters<typeof serve>[1]): Promise<Served>;
+  /** Closes one server before the test ends. */
+  stop(s: Served): Promise<void>;
+}
+
+/**
+ * Registers the file's hooks: a realm ({@link startRealm}) before each test, handed to `use`, and
+ * after it every server still running closed, then the realm.
+ */
+export function realmPerTest(use: (realm: Realm) => void): RealmPerTest {
+  let realm: Realm | undefined;
+  const served: Served[] = [];
+  beforeEach(async () => {
+    realm = await startRealm();
+    use(realm);
+  });
+  afterEach(async () => {
+    for (const s of served.splice(0)) await s.close();
+    await realm?.close();
+  });
+  return {
+    served,
+    async start(options = {}) {
+      if (realm === undefined) throw new Error('start runs inside a test');
+      const s = await serve(realm, options);
+      served.push(s);
+      return s;
+    },
+    async stop(s) {
+      served.splice(served.indexOf(s), 1);
+      await s.close();
     },
   };
 }

@@ -27,6 +27,7 @@ export type { JsonSchema, ToolListing } from './listing.js';
 export { toolListing, typedOutputSchema } from './listing.js';
 export type { McpContentBlock, McpToolResult } from './mcp-result.js';
 export { toMcpResult } from './mcp-result.js';
+export { describeMessageLines } from './message-lines.js';
 export { MonitorChanges } from './monitor/changes.js';
 export type { MonitorCatalog } from './monitor/index.js';
 export { monitorCatalog, monitorTools } from './monitor/index.js';

@@ -1,5 +1,6 @@
 import { quoteName } from '@zmcp/core';
 import { z } from 'zod';
+import { describeMessageLines } from '../message-lines.js';
 import type { PromptDefinition } from '../tool.js';
 import type { SessionCore } from './agent-session.js';
 
@@ -50,7 +51,7 @@ export function teammatePrompt(session: SessionCore): PromptDefinition<typeof ar
         '',
         'Writing: Zulip Markdown. Mention a person as @**Full Name|id** (the id is in find_user; a bare name may notify the wrong person). Keep replies focused; long output goes in an attachment. Messages that opted out of bots (/nobots) are never shown to you; respect that.',
         '',
-        'What tools return is text (some clients show it as the "text" field of a JSON object, beside a few typed fields such as ids and next_cursor). Message lines read "[time id=N] [#stream > topic] Sender: body"; a body\'s further lines are indented, and a name that holds a delimiter is written "quoted", so only a line that starts at the margin with "[" is a message. Ids increase, so any id works as a cursor for fetch_history and fetch_around when you need more context.',
+        describeMessageLines(),
       ].join('\n');
       return { description: 'The Zulip teammate session contract', messages: [{ role: 'user', text }] };
     },

@@ -1,0 +1,20 @@
+// The public API of @zmcp/server-kit. Every export below is a promise to users: adding a line is
+// an API decision. What every zmcp server composes lives here; each server's own features stay in it.
+
+export type { ServerKitErrorCode, ServerKitErrorOptions } from './errors.js';
+export { isServerKitError, ServerKitError } from './errors.js';
+export { instructionLines } from './instructions.js';
+export type { OpenZulipRuntimeOptions, ZulipRuntime } from './runtime.js';
+export { loadConfiguredCredentials, openZulipRuntime } from './runtime.js';
+export type { DemoRealm, RunServerOptions, ServerStart } from './serve.js';
+export { runServer, startDemoRealm } from './serve.js';
+export type {
+  ResolveContext,
+  ServerSettings,
+  ServerSettingsKit,
+  ServerSettingsOptions,
+  ServerSettingsShape,
+  ServerSettingValues,
+  ZulipCredentialSettings,
+} from './settings.js';
+export { serverSettings } from './settings.js';

@@ -1,0 +1,422 @@
+import { existsSync } from 'node:fs';
+import {
+  checkZulipSite,
+  expandHome,
+  homeDirectory,
+  integer,
+  type LogLevel,
+  logLevels,
+  oneOf,
+  optionalBoolean,
+  optionalInteger,
+  parsedBy,
+  problem,
+  type SettingValues,
+  setting,
+  streamAllowlist,
+  strictBoolean,
+  text,
+  timeZone,
+  zulipAccountSettings,
+} from '@zmcp/cli';
+import type { StreamAllowlist, TimeStyle } from '@zmcp/core';
+import { parseSessionId } from '@zmcp/delivery';
+import { parseToolsets, TOOLSETS, type Toolset } from '@zmcp/tools';
+import { parseByteSize, parseUploadRoots, type UploadRootSpec } from '@zmcp/uploads';
+import { ServerKitError } from './errors.js';
+
+/** Zulip credentials as configured; resolving them against a zuliprc is `@zmcp/core`'s job. */
+export interface ZulipCredentialSettings {
+  /** `ZULIP_REALM` or `ZULIP_SITE`, raw. */
+  site: string | undefined;
+  email: string | undefined;
+  /** Secret: never logged, never echoed in an error. */
+  apiKey: string | undefined;
+  /** The zuliprc path, `~` expanded. */
+  rcPath: string | undefined;
+  allowInsecureHttp: boolean;
+}
+
+/** The settings every zmcp server reads alike, resolved: what {@link openZulipRuntime} opens. */
+export interface ServerSettings {
+  zulip: ZulipCredentialSettings;
+  /** The state directory, `~` expanded. */
+  stateDir: string;
+  /**
+   * Where `stateDir` came from: the variable or flag, the default (`~/.zmcp/state`), or the
+   * default of the earlier TypeScript server (`~/.zulip_mcp_state`), used when only that one exists.
+   */
+  stateDirSource: 'setting' | 'default' | 'earlier default';
+  sessionId: string;
+  /** IANA time zone of message-line timestamps (the system's when unset). */
+  timezone: string;
+  timestampStyle: TimeStyle;
+  /** Every write refused in the one client's transport, and the write tools hidden. */
+  readOnly: boolean;
+  /** Which toolsets are served (read-only mode still hides every tool that writes). */
+  toolsets: Toolset[];
+  /** Private streams the server may read: `__ALL__` (also opens DMs), or an allowlist; unset: none. */
+  privateStreams: StreamAllowlist | undefined;
+  /** Streams the server may write to (names or ids, resolved at start-up); unset means every stream. */
+  writeStreams: StreamAllowlist | undefined;
+  /** Whether DMs may be sent; unset: yes without a write allowlist, no with one. */
+  writeDms: boolean | undefined;
+  /** Upload roots, their paths resolved against the working directory. */
+  uploadRoots: readonly UploadRootSpec[];
+  /** Largest file to upload; unset: the realm's limit. */
+  uploadMaxBytes: number | undefined;
+  markdownAutofix: boolean;
+  /** Longest message to send; unset: the realm's limit. */
+  maxMessageLength: number | undefined;
+  pageBudgetBytes: number;
+  requestTimeoutMs: number;
+  toolDeadlineMs: number;
+  logLevel: LogLevel;
+}
+
+/** How one bin serves the shared settings: where bins legitimately differ. */
+export interface ServerSettingsOptions {
+  /** The bin, as problems name it (`zulip-mcp`). */
+  bin: string;
+  /**
+   * The toolsets the bin serves (`ZULIP_TOOLSETS=all` means these) and those it serves when the
+   * variable is unset (`default` in the list means these). `otherBin` is named in the problem
+   * for a toolset another bin serves.
+   */
+  toolsets: { served: readonly Toolset[]; default: readonly Toolset[]; otherBin?: string | undefined };
+  /**
+   * `'served'`: `ZULIP_READ_ONLY` (`--read-only`) makes the bin read-only. Otherwise the bin cannot
+   * run read-only: the variable is still read by the same rule (so a shared environment means the
+   * same to every bin), and on it is a configuration problem saying `because` and naming `instead`.
+   */
+  readOnly: 'served' | { because: string; instead: string };
+}
+
+const sizeExpected = 'expected a number of bytes such as 26214400 or 25MiB (units K/KiB, M/MiB, G/GiB)';
+
+function inRange(value: number, min: number, max: number): number {
+  if (value < min || value > max) throw new RangeError(`${value} is out of range`);
+  return value;
+}
+
+function invalidOptions(option: string, message: string): ServerKitError {
+  return new ServerKitError('SERVER_KIT_INVALID_OPTIONS', message, { details: { option } });
+}
+
+function checkOptions(options: ServerSettingsOptions): void {
+  if (options.bin.trim() === '') throw invalidOptions('bin', 'serverSettings needs the bin’s name');
+  const { served, default: fallback } = options.toolsets;
+  if (served.length === 0) throw invalidOptions('toolsets.served', 'a bin serves at least one toolset');
+  for (const t of served) {
+    if (!TOOLSETS.includes(t)) throw invalidOptions('toolsets.served', `${JSON.stringify(t)} is no toolset`);
+  }
+  for (const t of fallback) {
+    if (!served.includes(t)) {
+      throw invalidOptions('toolsets.default', `the default toolset ${JSON.stringify(t)} is not served`);
+    }
+  }
+}
+
+/** `ZULIP_TOOLSETS` by tools' rule (`parseToolsets`), with `all` and `default` meaning the bin's own. */
+function toolsetsOf(raw: string, options: ServerSettingsOptions['toolsets'], bin: string) {
+  const entries = raw
+    .split(',')
+    .map((e) => e.trim().toLowerCase())
+    .filter((e) => e !== '');
+  let picked: Toolset[];
+  try {
+    if (entries.includes('all')) picked = TOOLSETS.filter((t) => options.served.includes(t));
+    else if (entries.length === 0) picked = [];
+    else
+      picked = parseToolsets(
+        entries.flatMap((e): readonly string[] => (e === 'default' ? options.default : [e])).join(','),
+      );
+  } catch (err) {
+    return problem((err as Error).message);
+  }
+  const other = picked.find((t) => !options.served.includes(t));
+  if (other === undefined) return picked;
+  const whose = options.otherBin === undefined ? `is not served by ${bin}` : `is ${options.otherBin}'s`;
+  return problem(`the ${other} toolset ${whose}; ${bin} serves ${options.served.join(', ')}`);
+}
+
+function readOnlySetting(options: ServerSettingsOptions) {
+  const { readOnly, bin } = options;
+  return readOnly === 'served'
+    ? strictBoolean(
+        {
+          group: 'Access',
+          flag: '--read-only',
+          help: 'Refuse every request that would change the realm, and hide the write tools.',
+        },
+        false,
+      )
+    : strictBoolean(
+        {
+          group: 'Access',
+          help: `Must stay off: ${bin} cannot run read-only (${readOnly.because}); use ${readOnly.instead} for a read-only server.`,
+        },
+        false,
+      );
+}
+
+function shapeOf(options: ServerSettingsOptions) {
+  const { served, default: fallback } = options.toolsets;
+  return {
+    ...zulipAccountSettings(),
+    ZULIP_STATE_DIR: text({
+      group: 'State',
+      flag: '--state-dir',
+      flagArg: '<dir>',
+      defaultText: '~/.zmcp/state (~/.zulip_mcp_state if only that exists)',
+      help: 'Directory of the server’s state (read cursors, delivery watermarks, filters), one folder per realm and bot; put it on storage that survives a redeploy.',
+    }),
+    ZULIP_SESSION_ID: parsedBy(
+      {
+        group: 'State',
+        flag: '--session-id',
+        flagArg: '<id>',
+        defaultText: 'default',
+        help: 'Names this agent session’s state files: 1-128 of A-Z a-z 0-9 . _ -, not starting with a dot. One server delivers per session (a second waits its turn), so two agents need two ids.',
+      },
+      (raw) => parseSessionId(raw.trim()),
+      (err) =>
+        `expected 1 to 128 characters of A-Z, a-z, 0-9, ".", "_" or "-", not starting with "." (${String((err as { details?: { reason?: unknown } }).details?.reason ?? 'invalid')})`,
+      'default',
+    ),
+    AGENT_TIMEZONE: timeZone({
+      group: 'Message lines',
+      flag: '--timezone',
+      flagArg: '<zone>',
+      defaultText: 'system time zone',
+      help: 'IANA time zone of the timestamps in message lines.',
+    }),
+    AGENT_TIMESTAMP_STYLE: oneOf(
+      {
+        group: 'Message lines',
+        help: 'Timestamps in message lines: iso (full, with offset; full is accepted for it), short (time of day) or none (id only).',
+      },
+      ['iso', 'short', 'none'],
+      'iso',
+      // The earlier servers' name for the same style.
+      { full: 'iso' },
+    ),
+    ZULIP_READ_ONLY: readOnlySetting(options),
+    ZULIP_TOOLSETS: setting<Toolset[]>(
+      {
+        group: 'Access',
+        flag: '--toolsets',
+        flagArg: '<list>',
+        defaultText: fallback.join(','),
+        help: `Toolsets to serve (comma list of ${served.join(', ')}), or all.`,
+      },
+      (raw) => toolsetsOf(raw, options.toolsets, options.bin),
+      [...fallback],
+    ),
+    ZULIP_PRIVATE_STREAMS: streamAllowlist({
+      group: 'Access',
+      defaultText: 'none',
+      help: 'Private streams the server may read (names or ids, comma list); __ALL__ opens every one, and DMs.',
+    }),
+    ZULIP_WRITE_STREAMS: streamAllowlist({
+      group: 'Access',
+      defaultText: 'every stream',
+      help: 'Streams the server may post, react, type and subscribe in (names or ids, comma list); unset allows all.',
+    }),
+    ZULIP_WRITE_DMS: optionalBoolean({
+      group: 'Access',
+      defaultText: 'on; off when ZULIP_WRITE_STREAMS is a list',
+      help: 'Whether the server may send DMs; with a write allowlist DMs need this set to true.',
+    }),
+    ZULIP_UPLOAD_ROOTS: text(
+      {
+        group: 'Uploads',
+        defaultText: 'none',
+        help: 'Directories local-file attachments may come from, as name=path pairs (comma list).',
+      },
+      (raw) => {
+        // Checked here; resolved against the working directory once parsed.
+        try {
+          parseUploadRoots(raw, '/');
+          return undefined;
+        } catch (err) {
+          return (err as Error).message.replace(/^ZULIP_UPLOAD_ROOTS: /, '');
+        }
+      },
+    ),
+    ZULIP_UPLOAD_MAX_BYTES: parsedBy(
+      {
+        group: 'Uploads',
+        defaultText: 'the realm’s limit',
+        help: 'Largest file to upload: bytes, or with a unit K/KiB, M/MiB, G/GiB (25MiB).',
+      },
+      (raw) => parseByteSize(raw, 'ZULIP_UPLOAD_MAX_BYTES'),
+      () => sizeExpected,
+    ),
+    ZULIP_MARKDOWN_AUTOFIX: strictBoolean(
+      {
+        group: 'Messages',
+        help: 'Rewrite markdown Zulip renders badly (tables without a blank line before, bold links) in what the server sends.',
+      },
+      true,
+    ),
+    ZULIP_MAX_MESSAGE_LENGTH: optionalInteger(
+      {
+        group: 'Messages',
+        defaultText: 'the realm’s limit',
+        help: 'Longest message to send, in characters after markdown fixes; send tools refuse a longer one, channel replies are split to fit.',
+      },
+      1,
+      1_000_000,
+    ),
+    ZULIP_PAGE_BUDGET_BYTES: parsedBy(
+      {
+        group: 'Messages',
+        defaultText: '16KiB',
+        help: 'Byte budget of one page of tool output (1KiB to 1MiB, units as above); past it the page is cut and a cursor continues.',
+      },
+      (raw) => inRange(parseByteSize(raw, 'ZULIP_PAGE_BUDGET_BYTES'), 1024, 1_048_576),
+      () => `${sizeExpected}, from 1KiB to 1MiB`,
+      16_384,
+    ),
+    ZULIP_REQUEST_TIMEOUT_MS: integer(
+      { group: 'Timeouts', help: 'Deadline of each Zulip API call, in milliseconds.' },
+      100,
+      600_000,
+      15_000,
+    ),
+    ZULIP_TOOL_DEADLINE_MS: integer(
+      {
+        group: 'Timeouts',
+        help: 'One deadline shared by all the work of a tool call, in milliseconds (listen has its own timeout).',
+      },
+      100,
+      3_600_000,
+      60_000,
+    ),
+    ZMCP_LOG_LEVEL: oneOf(
+      {
+        group: 'Logging',
+        flag: '--log-level',
+        flagArg: '<level>',
+        help: 'Log level on stderr: debug, info, warn, error or silent. Message bodies only at debug.',
+      },
+      logLevels,
+      'info',
+    ),
+  };
+}
+
+/** The shared settings' entries, keyed by variable, to spread into a bin's settings shape. */
+export type ServerSettingsShape = ReturnType<typeof shapeOf>;
+
+/** The parsed values of a shape that holds the shared settings. */
+export type ServerSettingValues = SettingValues<ServerSettingsShape>;
+
+/** Where {@link ServerSettingsKit.resolve} reads what is not a setting. */
+export interface ResolveContext {
+  /** The bin's environment: `HOME` expands `~`. */
+  env: Readonly<Record<string, string | undefined>>;
+  /** Where relative upload roots start. Default: the working directory. */
+  cwd?: string | undefined;
+  /** Whether a default state directory exists. Default: the file system's answer. */
+  exists?: ((path: string) => boolean) | undefined;
+}
+
+/** The settings every zmcp server shares, declared once, for one bin: from {@link serverSettings}. */
+export interface ServerSettingsKit {
+  /**
+   * The entries: the Zulip account (`@zmcp/cli`'s), then state, message lines, access, uploads,
+   * messages, timeouts and logging. A bin spreads them into its own shape.
+   */
+  readonly shape: ServerSettingsShape;
+  /**
+   * The checks across the shared settings, from the bin's `refine`: the Zulip site pair (cli's
+   * `checkZulipSite`) and, for a bin that cannot run read-only, `ZULIP_READ_ONLY` on.
+   */
+  check(
+    values: ServerSettingValues,
+    report: (key: keyof ServerSettingsShape & string, message: string) => void,
+  ): void;
+  /**
+   * The parsed values as {@link ServerSettings}: `~` expanded by `HOME`, the system time zone for an
+   * unset one, upload roots resolved against `cwd`, the state directory chosen.
+   */
+  resolve(values: ServerSettingValues, context: ResolveContext): ServerSettings;
+}
+
+/**
+ * The settings every zmcp server shares (`ZULIP_STATE_DIR`, `ZULIP_SESSION_ID`, `AGENT_TIMEZONE`,
+ * `ZULIP_READ_ONLY`, `ZULIP_TOOLSETS`, the allowlists, uploads, message limits, deadlines,
+ * `ZMCP_LOG_LEVEL` and the Zulip account), each with one help text, for the bin `options` describe.
+ *
+ * @throws ServerKitError `SERVER_KIT_INVALID_OPTIONS` for an empty bin name, an unknown toolset or
+ *   a default toolset the bin does not serve.
+ */
+export function serverSettings(options: ServerSettingsOptions): ServerSettingsKit {
+  checkOptions(options);
+  const { readOnly, bin } = options;
+  return {
+    shape: shapeOf(options),
+    check(values, report) {
+      checkZulipSite(values, report);
+      // Ignoring it would serve writes to an operator who asked for none.
+      if (readOnly !== 'served' && values.ZULIP_READ_ONLY) {
+        report(
+          'ZULIP_READ_ONLY',
+          `${bin} cannot run read-only (${readOnly.because}); use ${readOnly.instead} with ZULIP_READ_ONLY for a read-only server`,
+        );
+      }
+    },
+    resolve(values, context) {
+      const home = homeDirectory(context.env);
+      const cwd = context.cwd ?? process.cwd();
+      const state = stateDirectory(values.ZULIP_STATE_DIR, home, context.exists ?? existsSync);
+      return {
+        zulip: {
+          site: values.ZULIP_REALM ?? values.ZULIP_SITE,
+          email: values.ZULIP_EMAIL,
+          apiKey: values.ZULIP_API_KEY,
+          rcPath: values.ZULIP_RC_PATH === undefined ? undefined : expandHome(values.ZULIP_RC_PATH, home),
+          allowInsecureHttp: values.ZULIP_ALLOW_INSECURE_HTTP,
+        },
+        stateDir: state.dir,
+        stateDirSource: state.source,
+        sessionId: values.ZULIP_SESSION_ID,
+        timezone: values.AGENT_TIMEZONE ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
+        timestampStyle: values.AGENT_TIMESTAMP_STYLE,
+        readOnly: values.ZULIP_READ_ONLY,
+        toolsets: values.ZULIP_TOOLSETS,
+        privateStreams: values.ZULIP_PRIVATE_STREAMS,
+        writeStreams: values.ZULIP_WRITE_STREAMS,
+        writeDms: values.ZULIP_WRITE_DMS,
+        uploadRoots: parseUploadRoots(values.ZULIP_UPLOAD_ROOTS, cwd),
+        uploadMaxBytes: values.ZULIP_UPLOAD_MAX_BYTES,
+        markdownAutofix: values.ZULIP_MARKDOWN_AUTOFIX,
+        maxMessageLength: values.ZULIP_MAX_MESSAGE_LENGTH,
+        pageBudgetBytes: values.ZULIP_PAGE_BUDGET_BYTES,
+        requestTimeoutMs: values.ZULIP_REQUEST_TIMEOUT_MS,
+        toolDeadlineMs: values.ZULIP_TOOL_DEADLINE_MS,
+        logLevel: values.ZMCP_LOG_LEVEL,
+      };
+    },
+  };
+}
+
+/** The default state directory, and the one the earlier TypeScript server used by default. */
+const DEFAULT_STATE_DIR = '~/.zmcp/state';
+const EARLIER_DEFAULT_STATE_DIR = '~/.zulip_mcp_state';
+
+function stateDirectory(
+  value: string | undefined,
+  home: string,
+  exists: (path: string) => boolean,
+): { dir: string; source: ServerSettings['stateDirSource'] } {
+  if (value !== undefined) return { dir: expandHome(value, home), source: 'setting' };
+  const dir = expandHome(DEFAULT_STATE_DIR, home);
+  const earlier = expandHome(EARLIER_DEFAULT_STATE_DIR, home);
+  // A volume mounted where the earlier server kept its state keeps serving; our files go into
+  // per-account folders there and never touch the earlier server's own files.
+  if (!exists(dir) && exists(earlier)) return { dir: earlier, source: 'earlier default' };
+  return { dir, source: 'default' };
+}
