@@ -1,7 +1,6 @@
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, Tool, Transport } from '@modelcontextprotocol/server';
 import {
   AccessPolicy,
   ALL_STREAMS,
@@ -427,17 +426,17 @@ function assemble(runtime: Runtime, identity: ToolIdentity, filters: FileFilters
       call: async (params, context) => {
         const conn = connectionOf(context.session);
         const host = conn.toolHost();
-        const progressToken = context.extra._meta?.progressToken;
+        const progressToken = context.extra.mcpReq._meta?.progressToken;
         let outcome: ToolCallOutcome;
         try {
           outcome = await host.call(params.name, params.arguments ?? {}, {
-            requestId: context.extra.requestId,
-            signal: context.extra.signal,
+            requestId: context.extra.mcpReq.id,
+            signal: context.extra.mcpReq.signal,
             progress:
               progressToken === undefined
                 ? undefined
                 : (update) =>
-                    context.extra.sendNotification({
+                    context.extra.mcpReq.notify({
                       method: 'notifications/progress',
                       params: { progressToken, ...update },
                     }),
