@@ -105,7 +105,8 @@ export interface OutgoingStream {
 export interface ChannelHooks {
   /**
    * Opens a channel: fetch the history asked for and answer it; the library marks the channel
-   * open only after the answer is on the wire. Throw `MCPL_UNKNOWN_CHANNEL` for `-32023`;
+   * open with that answer, and whatever the session sends after it goes out behind the answer
+   * and its history. Throw `MCPL_UNKNOWN_CHANNEL` for `-32023`;
    * anything else is `-32024`. Without this hook, a registered channel opens with no history.
    */
   open?(

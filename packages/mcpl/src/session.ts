@@ -113,7 +113,7 @@ export interface McplSessionEvents {
   ready: [];
   /** The grant or the feature-set statuses changed. */
   policy: [statuses: readonly FeatureSetStatus[]];
-  /** A channel opened: its `channels/open` answer is on the wire. */
+  /** A channel opened: its `channels/open` answer is decided, and every send after it goes out behind that answer. */
   channelOpened: [channel: ChannelDescriptor];
   /** A channel closed (by the host, or refused, or removed). */
   channelClosed: [channel: ChannelDescriptor];

@@ -209,6 +209,26 @@ describe('the capability grant', () => {
       { type: 'text', text: 'sent m100' },
     ]);
   });
+
+  it('refuses MCPL below a minimum grant with fallback close: the receipt first, then the close', async () => {
+    const { server } = createToyServer({
+      minimumGrant: { capabilities: ['pushEvents'], fallback: 'close', reason: 'push or nothing' },
+    });
+    const { host, session } = await connectPair(server);
+    const closed = Promise.all([
+      new Promise<void>((resolve) => host.on('close', () => resolve())),
+      new Promise<void>((resolve) => session.on('close', () => resolve())),
+    ]);
+    const receipt = await host.setPolicy({ effectiveCapabilities: ['tools'] });
+    expect(receipt).toEqual({
+      accepted: false,
+      fallback: 'close',
+      missingCapabilities: ['pushEvents'],
+      reason: 'push or nothing',
+    });
+    await closed;
+    expect(session.isClosed).toBe(true);
+  });
 });
 
 describe('channels', () => {
