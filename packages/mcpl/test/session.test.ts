@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { McplError, manifestRevision } from '../src/index.js';
 import { createToyServer, general, message, random } from './fixtures/toy.js';
 import { CAPABILITY_DENIED_ON_THE_WIRE, connectPair, FULL_GRANT, nextTurn } from './helpers.js';
+import { RawPeer, readyPeer } from './raw-peer.js';
 
 async function ready(grant: string[] = FULL_GRANT, extra: { enabled?: string[]; disabled?: string[] } = {}) {
   const toy = createToyServer();
@@ -304,6 +305,45 @@ describe('channels', () => {
     await opened;
     await nextTurn();
     expect(arrivals).toEqual(['answer:2', 'live']);
+  });
+
+  it('writes the open answer before a live message the app sends as the channel opens', async () => {
+    const { peer, session } = await readyPeer();
+    const registering = session.registerChannels([general]);
+    peer.respond((await peer.nextCall('channels/register')).id, {
+      results: [{ id: general.id, accepted: true }],
+    });
+    await registering;
+    session.on('channelOpened', () => {
+      void session.incoming([message('toy:general', 'live', 'after the open')]);
+    });
+    const answered = peer.request('open-1', 'channels/open', {
+      channelId: 'toy:general',
+      history: { limit: 2 },
+    });
+    const live = await peer.nextCall('channels/incoming');
+    const answer = await answered;
+    expect(peer.received.indexOf(answer)).toBeLessThan(peer.received.indexOf(live));
+    expect((answer.result?.history as unknown[]).length).toBe(2);
+  });
+
+  it('writes the first receipt before anything the app sends once ready', async () => {
+    const { server } = createToyServer();
+    const peer = new RawPeer();
+    const session = await peer.attach(server);
+    session.on('ready', () => {
+      void session.registerChannels([general]);
+    });
+    await peer.request(1, 'initialize', {
+      protocolVersion: '2025-06-18',
+      capabilities: { experimental: { mcpl: { version: '0.5' } } },
+      clientInfo: { name: 'strict', version: '1' },
+    });
+    peer.notify('notifications/initialized');
+    const receipt = await peer.request(2, 'featureSets/update', { effectiveCapabilities: FULL_GRANT });
+    const register = await peer.nextCall('channels/register');
+    expect(receipt.result).toEqual({ accepted: true });
+    expect(peer.received.indexOf(receipt)).toBeLessThan(peer.received.indexOf(register));
   });
 
   it('delivers a batch and reads per-item acceptance', async () => {
