@@ -173,6 +173,42 @@ describe('channels/incoming received by a host', () => {
     await host.close();
   });
 
+  it('hands a live message written right behind an open answer to incoming only once the open has settled', async () => {
+    const { server, host } = await hostOfRawServer({}, [
+      'channels.register',
+      'channels.incoming',
+      'channels.lifecycle',
+    ]);
+    await server.request(1, 'channels/register', { channels: [rawChannel] });
+    const order: string[] = [];
+    host.on('incoming', (messages) => order.push(...messages.map((m) => m.messageId)));
+    const opening = host
+      .openChannel({ channelId: rawChannel.id })
+      .then((answer) => order.push(`answer:${answer.history?.length}`));
+    const open = await server.nextCall('channels/open');
+    const answered = server.next((m) => m.id === 'live-1' && m.method === undefined);
+    // The open answer, with its history, and a live message, read by the host in one chunk.
+    server.writeLine(
+      [
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: open.id,
+          result: { channel: rawChannel, history: [inbound('h1')] },
+        }),
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: 'live-1',
+          method: 'channels/incoming',
+          params: { messages: [inbound('live')] },
+        }),
+      ].join('\n'),
+    );
+    await opening;
+    expect(result(await answered).results).toEqual([{ messageId: 'live', accepted: true }]);
+    expect(order).toEqual(['answer:1', 'live']);
+    await host.close();
+  });
+
   it('leaves a request the server cancelled unanswered', async () => {
     let release: (verdicts: IncomingVerdict[]) => void = () => {};
     const held = new Promise<IncomingVerdict[]>((resolve) => (release = resolve));
