@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { McplError, manifestRevision } from '../src/index.js';
 import { createToyServer, general, message, random } from './fixtures/toy.js';
 import { CAPABILITY_DENIED_ON_THE_WIRE, connectPair, FULL_GRANT, nextTurn } from './helpers.js';
-import { RawPeer, readyPeer } from './raw-peer.js';
+import { RawPeer, readyPeer, result } from './raw-peer.js';
 
 async function ready(grant: string[] = FULL_GRANT, extra: { enabled?: string[]; disabled?: string[] } = {}) {
   const toy = createToyServer();
@@ -324,7 +324,7 @@ describe('channels', () => {
     const live = await peer.nextCall('channels/incoming');
     const answer = await answered;
     expect(peer.received.indexOf(answer)).toBeLessThan(peer.received.indexOf(live));
-    expect((answer.result?.history as unknown[]).length).toBe(2);
+    expect(result(answer).history).toHaveLength(2);
   });
 
   it('writes the first receipt before anything the app sends once ready', async () => {
