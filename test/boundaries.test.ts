@@ -22,7 +22,7 @@ const allowed: Record<string, readonly string[]> = {
     '@zmcp/zulip-sim',
   ],
 };
-// Libraries that must stay protocol-agnostic, and the packages they must never import.
+// Packages each workspace must never import: the protocol-agnostic libraries no MCP SDK at all.
 const forbiddenExternal: Record<string, readonly RegExp[]> = {
   '@zmcp/core': [/^@modelcontextprotocol\//, /^chokidar$/],
   '@zmcp/uploads': [/^@modelcontextprotocol\//],
@@ -30,6 +30,9 @@ const forbiddenExternal: Record<string, readonly RegExp[]> = {
   '@zmcp/tools': [/^@modelcontextprotocol\//],
   '@zmcp/zulip-sim': [/^@modelcontextprotocol\//],
   '@zmcp/cli': [/^@modelcontextprotocol\//],
+  // On the MCP SDK v2 (@modelcontextprotocol/server, client): never the v1 package beside it.
+  '@zmcp/mcpl': [/^@modelcontextprotocol\/sdk(\/|$)/],
+  '@zmcp/mcpl-server': [/^@modelcontextprotocol\/sdk(\/|$)/],
 };
 
 const root = join(import.meta.dirname, '..');

@@ -181,7 +181,7 @@ export function wakeReport(
     title,
     line(labels.bare, times.bare),
     line(labels.measured, times.measured),
-    `  ${labels.ratio.padEnd(width)} ${ratio.toFixed(2)} (target <= ${target})`,
+    `  ${labels.ratio.padEnd(width)} ${ratio.toFixed(2)} (target <= ${target}) ${ratio <= target ? 'PASS' : 'FAIL'}`,
     '',
   ].join('\n');
 }

@@ -5,7 +5,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { InMemoryTransport } from '@modelcontextprotocol/server';
 import { ZulipClient } from '@zmcp/core';
 import { McplHost } from '@zmcp/mcpl';
 import { startZulipSim } from '@zmcp/zulip-sim';

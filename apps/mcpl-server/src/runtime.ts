@@ -1,6 +1,5 @@
 import { join } from 'node:path';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, Tool, Transport } from '@modelcontextprotocol/server';
 import {
   type CallOptions,
   type Credentials,
@@ -340,17 +339,17 @@ function assemble(runtime: Runtime, zulip: ZulipRuntime, filters: FileFiltersPla
       call: async (params, context) => {
         const conn = connectionOf(context.session);
         const host = conn.toolHost();
-        const progressToken = context.extra._meta?.progressToken;
+        const progressToken = context.extra.mcpReq._meta?.progressToken;
         let outcome: ToolCallOutcome;
         try {
           outcome = await host.call(params.name, params.arguments ?? {}, {
-            requestId: context.extra.requestId,
-            signal: context.extra.signal,
+            requestId: context.extra.mcpReq.id,
+            signal: context.extra.mcpReq.signal,
             progress:
               progressToken === undefined
                 ? undefined
                 : (update) =>
-                    context.extra.sendNotification({
+                    context.extra.mcpReq.notify({
                       method: 'notifications/progress',
                       params: { progressToken, ...update },
                     }),

@@ -45,7 +45,8 @@ describe('handshake, grant and registration', () => {
     expect(s.host.channels).toEqual([]);
     await expect(s.host.callTool('list_streams', {})).rejects.toMatchObject({
       code: 'MCPL_PEER_ERROR',
-      details: { rpcCode: -32002 },
+      // Capability denied (-32002): the MCP SDK v2 writes a handler's -32002 as -32602.
+      details: { rpcCode: -32602, data: { capability: 'tools' } },
     });
     await s.host.setPolicy({ effectiveCapabilities: ['tools', 'channels.*', 'pushEvents'] });
     await s.app.connection(s.session)?.started;

@@ -1,3 +1,4 @@
+import type { StandardSchemaV1 } from '@modelcontextprotocol/server';
 import type { ChannelDescriptor, ChannelMessage, McplSession } from '../src/index.js';
 import { McplServer } from '../src/index.js';
 
@@ -24,6 +25,28 @@ export function benchMessage(index: number): ChannelMessage {
 }
 
 export const GRANT = ['tools', 'channels.register', 'channels.incoming'];
+
+/**
+ * The schema the SDK baseline hands its `Protocol` for params and results: any object, passed
+ * through, as MCPL does for its own methods. The baseline then costs what the SDK costs, with no
+ * schema library's parse on top.
+ */
+export const anyObject: StandardSchemaV1<Record<string, unknown>> = {
+  '~standard': {
+    version: 1,
+    vendor: 'bench',
+    validate: (value: unknown) =>
+      typeof value === 'object' && value !== null && !Array.isArray(value)
+        ? { value: value as Record<string, unknown> }
+        : { issues: [{ message: 'expected an object' }] },
+  },
+};
+
+/** What an MCPL host answers to one `channels/incoming` batch: every message accepted. */
+export function acceptAll(params: Record<string, unknown>): { results: Record<string, unknown>[] } {
+  const messages = params.messages as { messageId: string }[];
+  return { results: messages.map((m) => ({ messageId: m.messageId, accepted: true })) };
+}
 
 /** A server that, once ready, registers one channel and runs incoming rounds on request. */
 export function benchServer(): {

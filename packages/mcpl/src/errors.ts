@@ -1,4 +1,4 @@
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError } from '@modelcontextprotocol/server';
 
 /**
  * Every failure `@zmcp/mcpl` reports locally, as a stable string code. Callers switch on
@@ -105,24 +105,25 @@ const rpcMessages: Record<number, string> = {
 
 /**
  * A JSON-RPC error object to throw from a request handler: the SDK answers the request with
- * `code`, `message` (Appendix A's when omitted) and `data`.
+ * `code`, `message` (Appendix A's when omitted) and `data`. It is the SDK's `ProtocolError`.
  */
-export function rpcError(code: number, message?: string, data?: Readonly<Record<string, unknown>>): McpError {
-  // McpError prefixes its message with "MCP error <code>: "; the wire carries what we pass.
-  const error = new McpError(code, message ?? rpcMessages[code] ?? 'Error', data);
-  error.message = message ?? rpcMessages[code] ?? 'Error';
-  return error;
+export function rpcError(
+  code: number,
+  message?: string,
+  data?: Readonly<Record<string, unknown>>,
+): ProtocolError {
+  return new ProtocolError(code, message ?? rpcMessages[code] ?? 'Error', data);
 }
 
 /** The capability-denied error object of §5.4 (`-32002`, `data: { capability }`). */
-export function capabilityDenied(capability: string): McpError {
+export function capabilityDenied(capability: string): ProtocolError {
   return rpcError(McplRpcCode.CapabilityDenied, undefined, { capability });
 }
 
 /** A failure as a short code for log fields, never its message (messages may carry peer text). */
 export function errorCode(err: unknown): string {
   if (err instanceof McplError) return err.code;
-  if (err instanceof McpError) return `rpc ${err.code}`;
+  if (err instanceof ProtocolError) return `rpc ${err.code}`;
   if (err instanceof Error) return err.name;
   return typeof err;
 }

@@ -1,13 +1,15 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   type CallToolResult,
-  CallToolResultSchema,
+  Client,
+  type ClientContext,
+  type ClientOptions,
   type Implementation,
-  ListToolsResultSchema,
-  McpError,
+  isCallToolResult,
+  ProtocolError,
+  SUPPORTED_PROTOCOL_VERSIONS,
   type Tool,
-} from '@modelcontextprotocol/sdk/types.js';
+  type Transport,
+} from '@modelcontextprotocol/client';
 import { advertisedPaths, CapabilityGrant, INJECT } from './capabilities.js';
 import { assumedLegacyGrant, detectHostDialect, type McplHostDialect } from './dialects.js';
 import { manifestRevision } from './digest.js';
@@ -20,16 +22,16 @@ import {
   hasValidUses,
 } from './feature-sets.js';
 import { isPlainObject, type JsonObject, type JsonValue } from './json.js';
-import { DirectLane } from './lane.js';
 import { type McplLogger, silentMcplLogger } from './logger.js';
 import { changedDomains, type ManifestDomain, MCPL_VERSION, type McplCapabilities } from './manifest.js';
 import type { DegradationReceipt, PolicyUpdate } from './policy.js';
 import { parsePolicyUpdate } from './policy.js';
 import { RecentSet } from './recent.js';
-import { MethodTable, notify, request, SequencedTransport } from './rpc.js';
+import { anyObject, notify, request } from './rpc.js';
 import type { BeforeInferenceParams, ContextInjection } from './server-types.js';
 import { closeTagsLeniently } from './tags.js';
 import {
+  addressKey,
   type ChannelDescriptor,
   type ChannelHistoryRequest,
   type ChannelMessage,
@@ -153,7 +155,7 @@ type ChannelOpenResult = {
   historyTruncated?: boolean;
 };
 
-type RequestExtra = Parameters<Parameters<MethodTable['request']>[1]>[1];
+type RequestExtra = ClientContext;
 
 const DEFAULT_HOST_CAPABILITIES: McplCapabilities = {
   version: MCPL_VERSION,
@@ -262,7 +264,26 @@ function unsupported(message: string, dialect: McplHostDialect): McplError {
 
 /** A request handler that never answers: the SDK sends nothing for a request aborted by cancel or close. */
 function neverAnswered(_params: unknown, extra: RequestExtra): Promise<Record<string, unknown>> {
-  return new Promise((resolve) => extra.signal.addEventListener('abort', () => resolve({}), { once: true }));
+  return new Promise((resolve) =>
+    extra.mcpReq.signal.addEventListener('abort', () => resolve({}), { once: true }),
+  );
+}
+
+/**
+ * The SDK's `Client`, with the one point a 0.4 host acts at during the handshake: just before
+ * `notifications/initialized` goes out. `assertNotificationCapability` is the SDK's check that a
+ * notification may be sent now; for `notifications/initialized` it asks the host whether it can
+ * go on with the server it has just read (a 0.4 host refuses a manifest form it cannot read, which
+ * ends the handshake there) and lets it take the grant both ends then assume.
+ */
+class McplSdkClient extends Client {
+  /** Runs before `notifications/initialized` is sent; throwing stops the handshake. */
+  beforeInitialized: (() => void) | undefined;
+
+  protected override assertNotificationCapability(method: string): void {
+    super.assertNotificationCapability(method);
+    if (method === 'notifications/initialized') this.beforeInitialized?.();
+  }
 }
 
 const grantOf = (a: GrantLike, b?: GrantLike): GrantLike => ({
@@ -280,16 +301,11 @@ const grantOf = (a: GrantLike, b?: GrantLike): GrantLike => ({
 export class McplHost {
   /** The SDK client under the host, for plain MCP calls the host makes itself. */
   readonly client: Client;
-  readonly #methods: MethodTable;
   readonly #options: McplHostOptions;
   readonly #logger: McplLogger;
   readonly #dialect: McplHostDialect;
   /** The host's own `experimental.mcpl` (null for a plain MCP client). */
   readonly #advertisement: McplCapabilities | null;
-  /** Carries `channels/incoming` beside the SDK's `Protocol` (the transport decorator holds it). */
-  readonly #lane = new DirectLane();
-  /** The transport decorator: the lane's, and in the 0.4 dialects it acts at `initialized` and after given answers. */
-  #wire: SequencedTransport | undefined;
   #handshakeChannels: ChannelDescriptor[] | undefined;
   /** Channels this host opened and has not closed (agent-framework reconciles against it). */
   readonly #open = new Set<string>();
@@ -300,8 +316,13 @@ export class McplHost {
   #established = false;
   readonly #channels = new Map<string, ChannelDescriptor>();
   readonly #seenEvents = new RecentSet(4096);
-  /** `openChannel` calls whose answer is in and whose promise has not settled yet. */
-  readonly #opening = new Set<Promise<unknown>>();
+  /**
+   * `openChannel` calls in flight, with the channel each names (undefined when it opens by an
+   * address no registered channel has): live messages for those channels wait until they settle.
+   */
+  readonly #opening = new Map<Promise<unknown>, string | undefined>();
+  /** `setPolicy` calls in flight: server → host requests wait for the grant they settle to. */
+  readonly #policies = new Set<Promise<unknown>>();
   #closed = false;
   readonly #listeners: { [K in keyof McplHostEvents]: Set<Listener<McplHostEvents[K]>> } = {
     push: new Set(),
@@ -319,11 +340,20 @@ export class McplHost {
     this.#dialect = dialect;
     this.#advertisement = advertised;
     this.#logger = options.logger ?? silentMcplLogger;
-    this.client = new Client(
-      { name: options.name, version: options.version },
-      { capabilities: advertised === null ? {} : { experimental: { mcpl: advertised as JsonObject } } },
-    );
-    this.#methods = new MethodTable(this.client);
+    const clientOptions: ClientOptions = {
+      capabilities: advertised === null ? {} : { experimental: { mcpl: advertised as JsonObject } },
+    };
+    if (dialect !== 'spec') {
+      // The protocol version the 0.4 host offers (the SDK offers the first one listed).
+      const offered = LEGACY_GREETINGS[dialect].protocolVersion;
+      clientOptions.supportedProtocolVersions = [
+        offered,
+        ...SUPPORTED_PROTOCOL_VERSIONS.filter((version) => version !== offered),
+      ];
+    }
+    const client = new McplSdkClient({ name: options.name, version: options.version }, clientOptions);
+    if (dialect !== 'spec') client.beforeInitialized = () => this.#assumeLegacyGrant();
+    this.client = client;
     this.#install();
   }
 
@@ -339,9 +369,7 @@ export class McplHost {
   static async connect(transport: Transport, options: McplHostOptions): Promise<McplHost> {
     const host = new McplHost(options);
     try {
-      await host.client.connect(host.#sequence(transport), {
-        timeout: options.requestTimeoutMs ?? 30_000,
-      });
+      await host.client.connect(transport, { timeout: options.requestTimeoutMs ?? 30_000 });
     } catch (err) {
       if (err instanceof McplError) throw err;
       throw new McplError(
@@ -364,38 +392,6 @@ export class McplHost {
     const mcpl = (this.client.getServerCapabilities()?.experimental as Record<string, unknown> | undefined)
       ?.mcpl;
     return isPlainObject(mcpl) ? (mcpl as JsonObject) : undefined;
-  }
-
-  /** Wraps the transport: for the lane, and in a 0.4 dialect to assume its grant at `initialized`. */
-  #sequence(transport: Transport): SequencedTransport {
-    const wire = new SequencedTransport(transport, this.#lane);
-    this.#wire = wire;
-    const dialect = this.#dialect;
-    if (dialect === 'spec') return wire;
-    wire.rewrite = (message) => {
-      if (!('method' in message)) return message;
-      // The handshake as the 0.4 host writes it (the SDK's client would offer its latest protocol
-      // version, and lay the members out in another order).
-      if (message.method === 'initialize' && 'id' in message) {
-        return {
-          jsonrpc: '2.0',
-          method: 'initialize',
-          id: message.id,
-          params: {
-            protocolVersion: LEGACY_GREETINGS[dialect].protocolVersion,
-            capabilities: message.params?.capabilities ?? {},
-            clientInfo: message.params?.clientInfo ?? {},
-          },
-        };
-      }
-      if (message.method === 'notifications/initialized' && !('id' in message)) {
-        wire.rewrite = undefined;
-        this.#assumeLegacyGrant();
-        return { jsonrpc: '2.0', method: 'notifications/initialized' };
-      }
-      return message;
-    };
-    return wire;
   }
 
   /**
@@ -554,7 +550,17 @@ export class McplHost {
    * `MCPL_PEER_ERROR`, `MCPL_BAD_RESPONSE` (a receipt that is not one),
    * `MCPL_DIALECT_UNSUPPORTED` in a 0.4 dialect (those hosts never send the Request).
    */
-  async setPolicy(policy: PolicyUpdate): Promise<DegradationReceipt> {
+  setPolicy(policy: PolicyUpdate): Promise<DegradationReceipt> {
+    // A server → host request read while this is in flight is judged under the grant it settles
+    // to: the receipt and a request the server writes right behind it can arrive together.
+    const call = this.#setPolicy(policy);
+    this.#policies.add(call);
+    const settled = () => this.#policies.delete(call);
+    call.then(settled, settled);
+    return call;
+  }
+
+  async #setPolicy(policy: PolicyUpdate): Promise<DegradationReceipt> {
     if (this.#dialect !== 'spec') {
       throw unsupported(`${this.#dialect} never sends a featureSets/update Request`, this.#dialect);
     }
@@ -712,7 +718,7 @@ export class McplHost {
 
   /**
    * Opens a channel (`channels/open`) by id or by `{type, address}`, optionally with history.
-   * A live message read after the answer reaches `incoming` only once the returned promise has
+   * A live message for that channel reaches `incoming` only once the returned promise has
    * settled, so its callers see the answer (and history) first. The 0.4 dialects open by
    * `{type, address}` only: a `channelId` is sent as its registered descriptor's type and address.
    *
@@ -723,24 +729,49 @@ export class McplHost {
     target: { channelId: string } | { type: string; address?: JsonValue },
     options: { history?: ChannelHistoryRequest; metadata?: JsonObject } = {},
   ): Promise<{ channel: ChannelDescriptor; history?: ChannelMessage[]; historyTruncated?: boolean }> {
-    // The caller's reactions go on this very promise, ahead of any live message's delivery,
-    // which waits on it once the answer is in (see `#afterOpens`).
-    const call = this.#openChannel(target, options, () => this.#opening.add(call));
+    // The caller's reactions go on this very promise, ahead of the delivery of any live message
+    // for the channel, which waits on it (see the `channels/incoming` handler).
+    const call = this.#openChannel(target, options);
+    this.#opening.set(call, this.#namedChannel(target));
     const settled = () => this.#opening.delete(call);
     call.then(settled, settled);
     return call;
   }
 
+  /** The registered channel an open names, by id or by `{type, address}`; undefined when none does. */
+  #namedChannel(target: { channelId: string } | { type: string; address?: JsonValue }): string | undefined {
+    if ('channelId' in target) return target.channelId;
+    const key = addressKey(target.type, target.address);
+    for (const descriptor of this.#channels.values()) {
+      if (addressKey(descriptor.type, descriptor.address) === key) return descriptor.id;
+    }
+    return undefined;
+  }
+
+  /** The opens in flight that live messages of this batch wait for: those of their channels, and any open of a channel not registered yet. */
+  #opensBefore(params: Record<string, unknown>): Promise<unknown>[] | undefined {
+    const messages = Array.isArray(params.messages) ? params.messages : [];
+    let waits: Promise<unknown>[] | undefined;
+    for (const [call, channelId] of this.#opening) {
+      const named =
+        channelId === undefined ||
+        messages.some((message) => isPlainObject(message) && message.channelId === channelId);
+      if (!named) continue;
+      waits ??= [];
+      waits.push(call);
+    }
+    return waits;
+  }
+
   async #openChannel(
     target: { channelId: string } | { type: string; address?: JsonValue },
     options: { history?: ChannelHistoryRequest; metadata?: JsonObject },
-    answered: () => void,
   ): Promise<{ channel: ChannelDescriptor; history?: ChannelMessage[]; historyTruncated?: boolean }> {
     this.#requireGrant('channels.lifecycle');
     const params: Record<string, unknown> = { ...this.#openTarget(target) };
     if (options.history !== undefined) params.history = options.history;
     if (options.metadata !== undefined) params.metadata = options.metadata;
-    const result = await request(this.client, 'channels/open', params, this.#timeout(), answered);
+    const result = await request(this.client, 'channels/open', params, this.#timeout());
     if (!isPlainObject(result.channel) || typeof result.channel.id !== 'string') {
       throw new McplError('MCPL_BAD_RESPONSE', 'channels/open: the result has no channel');
     }
@@ -940,7 +971,7 @@ export class McplHost {
 
   /** Lists the server's tools (`tools/list`). */
   async listTools(): Promise<Tool[]> {
-    const result = await this.client.request({ method: 'tools/list', params: {} }, ListToolsResultSchema);
+    const result = await this.client.request({ method: 'tools/list', params: {} });
     return result.tools;
   }
 
@@ -961,10 +992,9 @@ export class McplHost {
       { name, arguments: args, ...extra },
       this.#timeout(),
     );
-    const parsed = CallToolResultSchema.safeParse(result);
-    if (!parsed.success)
+    if (!isCallToolResult(result))
       throw new McplError('MCPL_BAD_RESPONSE', 'tools/call: the result is not a tool result');
-    return parsed.data as CallToolResult & { state?: JsonObject };
+    return result as CallToolResult & { state?: JsonObject };
   }
 
   /** Closes the connection. */
@@ -974,42 +1004,43 @@ export class McplHost {
 
   // ---- server → host -----------------------------------------------------------------------
 
+  /** Answers `method` through the SDK (a custom-schema handler: params pass as the object they are). */
+  #answer(method: string, handler: (params: Record<string, unknown>, extra: RequestExtra) => unknown): void {
+    this.client.setRequestHandler(
+      method,
+      { params: anyObject },
+      (params, extra) => handler(params, extra) as Record<string, unknown> | Promise<Record<string, unknown>>,
+    );
+  }
+
+  /** Hears `method` notifications through the SDK. */
+  #hear(method: string, handler: (params: Record<string, unknown>) => void): void {
+    this.client.setNotificationHandler(method, { params: anyObject }, (params) => handler(params));
+  }
+
   /** Serves `method` through the SDK, behind the manifest and the grant. */
   #serve(
     method: string,
     capability: string,
     handler: (params: Record<string, unknown>, extra: RequestExtra) => unknown,
   ): void {
-    this.#methods.request(method, this.#guarded(method, capability, handler));
+    this.#answer(method, this.#guarded(method, capability, handler));
   }
 
-  /** Serves `method` on the direct lane, behind the same checks; the SDK never sees it, so no `extra`. */
-  #serveDirect(
+  #guarded(
     method: string,
     capability: string,
-    handler: (params: Record<string, unknown>) => unknown,
-  ): void {
-    const guarded = this.#guarded(method, capability, handler);
-    this.#lane.serve(method, (raw) => guarded(raw, undefined));
-  }
-
-  #guarded<Extra>(
-    method: string,
-    capability: string,
-    handler: (params: Record<string, unknown>, extra: Extra) => unknown,
-  ): (raw: unknown, extra: Extra) => unknown {
+    handler: (params: Record<string, unknown>, extra: RequestExtra) => unknown,
+  ): (params: Record<string, unknown>, extra: RequestExtra) => unknown {
     const failed = (err: unknown): never => {
-      if (err instanceof McpError) throw err;
+      if (err instanceof ProtocolError) throw err;
       this.#logger.error('a host handler failed', { method, error: errorCode(err) });
       throw rpcError(McplRpcCode.InternalError, `${method} failed`);
     };
-    return (raw, extra) => {
+    const judged = (params: Record<string, unknown>, extra: RequestExtra): unknown => {
       if (this.#manifest === undefined) throw rpcError(McplRpcCode.MethodNotFound, 'Method not found');
       // Before the policy, and outside it, privileged methods are refused (§5.3, §5.4).
       if (!this.#established || !this.#grant.has(capability)) throw capabilityDenied(capability);
-      const params = raw === undefined ? {} : raw;
-      if (!isPlainObject(params))
-        throw rpcError(McplRpcCode.InvalidParams, `${method}: params must be an object`);
       // Synchronous answers stay synchronous: no promise is made for them here.
       let answer: unknown;
       try {
@@ -1019,6 +1050,10 @@ export class McplHost {
       }
       return isThenable(answer) ? Promise.resolve(answer).catch(failed) : answer;
     };
+    return (params, extra) =>
+      this.#policies.size === 0
+        ? judged(params, extra)
+        : Promise.allSettled([...this.#policies]).then(() => judged(params, extra));
   }
 
   /** Admits a `channels/incoming` batch item by item and answers one verdict each. */
@@ -1184,10 +1219,9 @@ export class McplHost {
       if (this.#dialect === 'mcpl-harness') return {};
       if (this.#dialect === 'agent-framework') {
         const registered = acceptedIds(results);
-        // It answers first, then opens every channel it registered.
-        this.#wire?.afterAnswer(extra.requestId, () => {
-          queueMicrotask(() => void this.#autoOpen(registered));
-        });
+        // It answers first, then opens every channel it registered: the SDK writes this answer in
+        // the microtasks after the handler returns, so the opens go out on the next turn.
+        if (!extra.mcpReq.signal.aborted) setImmediate(() => void this.#autoOpen(registered));
         return { registered };
       }
       return { results };
@@ -1195,7 +1229,7 @@ export class McplHost {
 
     if (this.#dialect === 'mcpl-harness') {
       // The harness knows channels/changed only as a Notification.
-      this.#methods.request('channels/changed', () => {
+      this.#answer('channels/changed', () => {
         throw rpcError(McplRpcCode.MethodNotFound, 'Method not found');
       });
     } else {
@@ -1207,8 +1241,8 @@ export class McplHost {
         return { results };
       });
     }
-    this.#methods.notification('channels/changed', (params) => {
-      if (!this.#established || !this.#grant.has('channels.register') || !isPlainObject(params)) {
+    this.#hear('channels/changed', (params) => {
+      if (!this.#established || !this.#grant.has('channels.register')) {
         this.#logger.warn('dropped channels/changed: channels.register is not granted');
         return;
       }
@@ -1224,17 +1258,18 @@ export class McplHost {
     });
 
     // agent-framework 0.1.0 never answers an inbound channels/list or model/info.
-    if (this.#dialect === 'agent-framework') this.#methods.request('channels/list', neverAnswered);
+    if (this.#dialect === 'agent-framework') this.#answer('channels/list', neverAnswered);
     else this.#serve('channels/list', 'channels.register', () => ({ channels: this.channels }));
 
-    this.#serveDirect('channels/incoming', 'channels.incoming', (params) =>
-      // An open answered just before stays ahead of these messages: history before live.
-      this.#opening.size === 0
+    this.#serve('channels/incoming', 'channels.incoming', (params) => {
+      // An open of their channel stays ahead of these messages: history before live.
+      const opens = this.#opening.size === 0 ? undefined : this.#opensBefore(params);
+      return opens === undefined
         ? this.#receiveIncoming(params)
-        : Promise.allSettled([...this.#opening]).then(() => this.#receiveIncoming(params)),
-    );
+        : Promise.allSettled(opens).then(() => this.#receiveIncoming(params));
+    });
 
-    if (this.#dialect === 'agent-framework') this.#methods.request('model/info', neverAnswered);
+    if (this.#dialect === 'agent-framework') this.#answer('model/info', neverAnswered);
     else {
       this.#serve('model/info', 'modelInfo', () => {
         const info =
@@ -1253,8 +1288,8 @@ export class McplHost {
       return handler(params as JsonObject);
     });
 
-    this.#methods.notification('mcpl/manifestChanged', (params) => {
-      if (!isPlainObject(params) || typeof params.revision !== 'string' || !Array.isArray(params.domains)) {
+    this.#hear('mcpl/manifestChanged', (params) => {
+      if (typeof params.revision !== 'string' || !Array.isArray(params.domains)) {
         this.#logger.warn('dropped a malformed mcpl/manifestChanged');
         return;
       }

@@ -1,13 +1,11 @@
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type {
   CallToolRequest,
   CallToolResult,
-  Notification,
-  Request,
+  Server,
   ServerCapabilities,
+  ServerContext,
   Tool,
-} from '@modelcontextprotocol/sdk/types.js';
+} from '@modelcontextprotocol/server';
 import type { CheckpointRecord, CheckpointState } from './checkpoints.js';
 import type { FeatureSetDeclaration } from './feature-sets.js';
 import type { JsonObject, JsonValue } from './json.js';
@@ -16,8 +14,12 @@ import type { FeatureSetsForm, McplCapabilities } from './manifest.js';
 import type { McplSession } from './session.js';
 import type { ChannelDescriptor, ChannelHistoryRequest, ChannelMessage, ContentBlock } from './wire.js';
 
-/** The SDK's per-request extra: the request id, the cancel signal, `sendNotification` for progress. */
-export type RequestExtra = RequestHandlerExtra<Request, Notification>;
+/**
+ * The SDK's per-request handler context (`ServerContext` of `@modelcontextprotocol/server`):
+ * `mcpReq.id`, the cancel signal `mcpReq.signal`, `mcpReq._meta` (with a `progressToken`), and
+ * `mcpReq.notify` for progress notifications.
+ */
+export type RequestExtra = ServerContext;
 
 /** What every hook is handed. */
 export interface HookContext {
@@ -42,7 +44,7 @@ export type ToolCallParams = CallToolRequest['params'] & { state?: JsonValue; ch
 /** What a `tools/call` hook is handed. */
 export interface ToolCallContext {
   session: McplSession;
-  /** The SDK's extra: `signal`, `requestId`, `sendNotification` for progress. */
+  /** The SDK's handler context: `mcpReq.signal`, `mcpReq.id`, `mcpReq.notify` for progress. */
   extra: RequestExtra;
   /** The tool's feature set, as the `featureSet` hook named it. */
   featureSet: string | undefined;
@@ -103,7 +105,8 @@ export interface OutgoingStream {
 export interface ChannelHooks {
   /**
    * Opens a channel: fetch the history asked for and answer it; the library marks the channel
-   * open only after the answer is on the wire. Throw `MCPL_UNKNOWN_CHANNEL` for `-32023`;
+   * open with that answer, and whatever the session sends after it goes out behind the answer
+   * and its history. Throw `MCPL_UNKNOWN_CHANNEL` for `-32023`;
    * anything else is `-32024`. Without this hook, a registered channel opens with no history.
    */
   open?(

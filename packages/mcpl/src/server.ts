@@ -1,4 +1,4 @@
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { Transport } from '@modelcontextprotocol/server';
 import { advertisedPaths, INJECT, OBSERVE } from './capabilities.js';
 import { CheckpointLog } from './checkpoints.js';
 import { McplError } from './errors.js';

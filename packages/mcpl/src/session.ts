@@ -1,16 +1,15 @@
 import { createHash } from 'node:crypto';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   type CallToolResult,
-  type ClientCapabilities,
   type Implementation,
-  type JSONRPCMessage,
-  ListToolsRequestSchema,
-  McpError,
+  type JSONRPCRequest,
+  ProtocolError,
+  type Result,
+  Server,
   type ServerCapabilities,
-} from '@modelcontextprotocol/sdk/types.js';
-import { z } from 'zod';
+  type ServerContext,
+  type Transport,
+} from '@modelcontextprotocol/server';
 import { advertisedPaths, CapabilityGrant, INJECT, OBSERVE } from './capabilities.js';
 import type { CheckpointState } from './checkpoints.js';
 import { assumedLegacyGrant, detectHostDialect, type HostDialect } from './dialects.js';
@@ -30,7 +29,7 @@ import {
   policyFromRequest,
 } from './policy.js';
 import { RecentSet } from './recent.js';
-import { MethodTable, notify, request, SequencedTransport } from './rpc.js';
+import { anyObject, notify, request } from './rpc.js';
 import type { McplServer } from './server.js';
 import type {
   BeforeInferenceParams,
@@ -114,7 +113,7 @@ export interface McplSessionEvents {
   ready: [];
   /** The grant or the feature-set statuses changed. */
   policy: [statuses: readonly FeatureSetStatus[]];
-  /** A channel opened: its `channels/open` answer is on the wire. */
+  /** A channel opened: its `channels/open` answer is decided, and every send after it goes out behind that answer. */
   channelOpened: [channel: ChannelDescriptor];
   /** A channel closed (by the host, or refused, or removed). */
   channelClosed: [channel: ChannelDescriptor];
@@ -124,13 +123,31 @@ export interface McplSessionEvents {
 
 type Listener<A extends unknown[]> = (...args: A) => void;
 
-// Loose params: the MCPL `state` and `checkpoint` a host adds to tools/call reach the hook (§8.4).
-const toolCallSchema = z.object({
-  method: z.literal('tools/call'),
-  params: z.looseObject({ name: z.string(), arguments: z.record(z.string(), z.unknown()).optional() }),
-});
+type Handler = (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result>;
 
-function invalidParams(message: string): McpError {
+/**
+ * The SDK's `Server`, with the one thing MCPL adds to it: the `initialize` answer carries the
+ * host's own `experimental.mcpl`, which depends on the host (the `featureSets` form its dialect
+ * reads, nothing at all for a plain MCP client), where the SDK answers from one static
+ * capabilities object. `_wrapHandler` is the SDK's hook for a role class to wrap a registered
+ * handler; the SDK's own `initialize` handler still runs (it records the client and negotiates
+ * the version), and its result is then given `experimental.mcpl`.
+ */
+class McplSdkServer extends Server {
+  /** Turns the SDK's `initialize` result into this host's answer; set by the session. */
+  answerInitialize: ((request: JSONRPCRequest, result: Result) => Result) | undefined;
+
+  protected override _wrapHandler(method: string, handler: Handler): Handler {
+    const wrapped = super._wrapHandler(method, handler);
+    if (method !== 'initialize') return wrapped;
+    return async (request, ctx) => {
+      const result = await wrapped(request, ctx);
+      return this.answerInitialize === undefined ? result : this.answerInitialize(request, result);
+    };
+  }
+}
+
+function invalidParams(message: string): ProtocolError {
   return rpcError(McplRpcCode.InvalidParams, message);
 }
 
@@ -169,9 +186,14 @@ export class McplSession {
   readonly #server: McplServer;
   readonly #options: McplServerOptions;
   readonly #logger: McplLogger;
-  readonly #wire: SequencedTransport;
-  readonly #sdk: Server;
-  readonly #methods: MethodTable;
+  readonly #transport: Transport;
+  readonly #sdk: McplSdkServer;
+  #hostInfo: Implementation | undefined;
+  /**
+   * Set while an answer that changes what may be sent (a channel opened, a grant widened) is being
+   * written: server → host sends wait for it, so nothing they carry can overtake that answer.
+   */
+  #answering: Promise<void> | undefined;
   #mode: 'pending' | 'mcp' | 'mcpl' | 'mcp-only' = 'pending';
   #dialect: HostDialect | undefined;
   #hostAdvertisement: unknown;
@@ -207,18 +229,17 @@ export class McplSession {
     this.#server = server;
     this.#options = server.options;
     this.#logger = server.logger;
-    this.#wire = new SequencedTransport(transport);
+    this.#transport = transport;
     const capabilities: ServerCapabilities = { ...this.#options.mcp?.capabilities };
     if (this.#options.tools !== undefined) capabilities.tools = { listChanged: true };
-    this.#sdk = new Server(
+    this.#sdk = new McplSdkServer(
       { name: this.#options.name, version: this.#options.version },
       {
         capabilities,
         ...(this.#options.instructions === undefined ? {} : { instructions: this.#options.instructions }),
       },
     );
-    this.#wire.rewrite = (message) => this.#withManifest(message);
-    this.#methods = new MethodTable(this.#sdk);
+    this.#sdk.answerInitialize = (request, result) => this.#withManifest(request, result);
     this.#statuses = this.#derive();
     this.#install();
     this.#options.mcp?.setup?.(this.#sdk, this);
@@ -226,7 +247,7 @@ export class McplSession {
 
   /** @internal */
   async start(): Promise<void> {
-    await this.#sdk.connect(this.#wire);
+    await this.#sdk.connect(this.#transport);
   }
 
   /** The SDK server under this connection, for plain MCP handlers the app adds itself. */
@@ -256,7 +277,7 @@ export class McplSession {
 
   /** The host's `clientInfo`. */
   get hostInfo(): Implementation | undefined {
-    return this.#sdk.getClientVersion();
+    return this.#hostInfo;
   }
 
   /** Where the policy in force came from. */
@@ -328,35 +349,30 @@ export class McplSession {
   // ---- negotiation and policy ------------------------------------------------------------
 
   /**
-   * The SDK answers `initialize` from one static capabilities object; the answer is given this
-   * host's `experimental.mcpl` here, from the client capabilities the SDK has just recorded.
+   * The SDK answers `initialize` from one static capabilities object; its answer is given this
+   * host's `experimental.mcpl` here, from the client capabilities in the request it answers.
    */
-  #withManifest(message: JSONRPCMessage): JSONRPCMessage {
-    if (!('result' in message) || !('id' in message)) return message;
-    const result = message.result as Record<string, unknown>;
-    if (typeof result.protocolVersion !== 'string' || !isPlainObject(result.serverInfo)) return message;
-    const client = this.#sdk.getClientCapabilities();
-    if (client === undefined) return message;
-    const mcpl = this.#negotiate(client, this.#sdk.getClientVersion());
-    if (mcpl === undefined) return message;
+  #withManifest(request: JSONRPCRequest, result: Result): Result {
+    const params = isPlainObject(request.params) ? request.params : {};
+    const info = isPlainObject(params.clientInfo) ? (params.clientInfo as Implementation) : undefined;
+    this.#hostInfo ??= info;
+    const mcpl = this.#negotiate(isPlainObject(params.capabilities) ? params.capabilities : undefined, info);
+    if (mcpl === undefined) return result;
     const capabilities = (
       isPlainObject(result.capabilities) ? result.capabilities : {}
     ) as ServerCapabilities;
     return {
-      ...message,
-      result: {
-        ...result,
-        capabilities: { ...capabilities, experimental: { ...capabilities.experimental, mcpl } },
-      },
+      ...result,
+      capabilities: { ...capabilities, experimental: { ...capabilities.experimental, mcpl } },
     };
   }
 
   #negotiate(
-    client: ClientCapabilities | undefined,
+    client: Record<string, unknown> | undefined,
     info: Implementation | undefined,
   ): JsonObject | undefined {
     if (this.#mode !== 'pending') return this.#mode === 'mcpl' ? this.#announced?.presented : undefined;
-    const advertised = (client?.experimental as Record<string, unknown> | undefined)?.mcpl;
+    const advertised = (isPlainObject(client?.experimental) ? client.experimental : undefined)?.mcpl;
     if (!isPlainObject(advertised)) {
       this.#mode = 'mcp';
       this.#emit('policy', this.#statuses);
@@ -461,9 +477,38 @@ export class McplSession {
     }
     if (basis === this.#toolsBasis) return;
     this.#toolsBasis = basis;
-    this.#sdk.sendToolListChanged().catch((err: unknown) => {
-      this.#logger.debug('tools/list_changed not sent', { error: errorCode(err) });
-    });
+    const send = () =>
+      this.#sdk.sendToolListChanged().catch((err: unknown) => {
+        this.#logger.debug('tools/list_changed not sent', { error: errorCode(err) });
+      });
+    if (this.#answering === undefined) void send();
+    else void this.#afterAnswers().then(send);
+  }
+
+  /**
+   * Applies `change`, which the answer to this request announces (a receipt that widens the
+   * grant, an open channel), and holds every server → host send until that answer is written:
+   * the SDK writes a handler's answer in the microtasks after the handler returns, so a send
+   * held to the next turn of the event loop cannot overtake it. Nothing changes for a request
+   * the peer cancelled, since the SDK then writes no answer.
+   */
+  #withAnswer(extra: RequestExtra, change: () => void): void {
+    if (extra.mcpReq.signal.aborted) return;
+    this.#answering ??= new Promise<void>((resolve) =>
+      setImmediate(() => {
+        this.#answering = undefined;
+        resolve();
+      }),
+    );
+    change();
+  }
+
+  /** Waits until the answers being written are out; `path`, if given, is checked again after. */
+  async #afterAnswers(path?: string): Promise<void> {
+    while (this.#answering !== undefined) {
+      await this.#answering;
+      if (path !== undefined) this.#require(path);
+    }
   }
 
   #policyRequest(params: unknown, extra: RequestExtra): DegradationReceipt {
@@ -482,7 +527,7 @@ export class McplSession {
         this.#logger.warn('the grant is below the minimum; refusing MCPL', { missing: missing.join(',') });
         this.#setPolicy(NO_POLICY);
         if (minimum.fallback === 'mcp-only') this.#mode = 'mcp-only';
-        else this.#wire.afterAnswer(extra.requestId, () => void this.close());
+        else this.#withAnswer(extra, () => void this.#afterAnswers().then(() => this.close()));
         this.#emit('policy', this.#statuses);
         return {
           accepted: false,
@@ -492,7 +537,8 @@ export class McplSession {
         };
       }
     }
-    // Reductions take effect now; what the new policy adds waits until the receipt is out.
+    // Reductions take effect now; what the new policy adds comes with the receipt, and no send
+    // that uses it can go out before that receipt.
     this.#setPolicy(
       this.#policy.source === 'none' ? { ...next, grant: CapabilityGrant.empty() } : this.#policy,
       next,
@@ -504,7 +550,7 @@ export class McplSession {
         next.selection,
       ),
     );
-    this.#wire.afterAnswer(extra.requestId, () => {
+    this.#withAnswer(extra, () => {
       if (this.#incoming !== next) return;
       this.#setPolicy(next);
       this.#becomeReady();
@@ -544,12 +590,13 @@ export class McplSession {
    */
   #context(extra: RequestExtra, timeoutMs?: number): HookContext {
     const controller = new AbortController();
-    if (this.#aborts.signal.aborted || extra.signal.aborted) {
-      controller.abort(this.#aborts.signal.aborted ? this.#aborts.signal.reason : extra.signal.reason);
+    const cancelled = extra.mcpReq.signal;
+    if (this.#aborts.signal.aborted || cancelled.aborted) {
+      controller.abort(this.#aborts.signal.aborted ? this.#aborts.signal.reason : cancelled.reason);
       return { session: this, signal: controller.signal };
     }
-    const onCancel = () => controller.abort(extra.signal.reason);
-    extra.signal.addEventListener('abort', onCancel, { once: true });
+    const onCancel = () => controller.abort(cancelled.reason);
+    cancelled.addEventListener('abort', onCancel, { once: true });
     const timer =
       timeoutMs === undefined
         ? undefined
@@ -559,7 +606,7 @@ export class McplSession {
           );
     const unlink = () => {
       clearTimeout(timer);
-      extra.signal.removeEventListener('abort', onCancel);
+      cancelled.removeEventListener('abort', onCancel);
     };
     const linked = this.#linked.get(extra);
     if (linked === undefined) this.#linked.set(extra, [{ controller, unlink }]);
@@ -579,14 +626,17 @@ export class McplSession {
     return { session: this, signal: this.#aborts.signal };
   }
 
-  /** Registers a request handler for an MCPL method; a plain MCP peer gets -32601 from it. */
+  /**
+   * Serves an MCPL method through the SDK (a custom-schema request handler: params pass as the
+   * object they are, each method reads its own); a plain MCP peer gets -32601 from it.
+   */
   #handle(method: string, handler: (params: unknown, extra: RequestExtra) => unknown): void {
-    this.#methods.request(method, async (params, extra) => {
+    this.#sdk.setRequestHandler(method, { params: anyObject }, async (params, extra) => {
       if (this.#mode !== 'mcpl') throw rpcError(McplRpcCode.MethodNotFound, 'Method not found');
       try {
         return (await handler(params, extra)) as Record<string, unknown>;
       } catch (err) {
-        if (err instanceof McpError) throw err;
+        if (err instanceof ProtocolError) throw err;
         this.#logger.error('an MCPL handler failed', { method, error: errorCode(err) });
         throw rpcError(McplRpcCode.InternalError, `${method} failed`);
       } finally {
@@ -595,8 +645,9 @@ export class McplSession {
     });
   }
 
+  /** Hears an MCPL notification through the SDK; ignored on a plain MCP connection. */
   #hear(method: string, handler: (params: unknown) => unknown): void {
-    this.#methods.notification(method, async (params) => {
+    this.#sdk.setNotificationHandler(method, { params: anyObject }, async (params) => {
       if (this.#mode !== 'mcpl') return;
       try {
         await handler(params);
@@ -662,12 +713,12 @@ export class McplSession {
 
     const tools = this.#options.tools;
     if (tools !== undefined) {
-      this.#sdk.setRequestHandler(ListToolsRequestSchema, async (_request, extra) => {
+      this.#sdk.setRequestHandler('tools/list', async (_request, extra) => {
         let listed: Awaited<ReturnType<typeof tools.list>>;
         try {
           listed = await tools.list({ session: this, extra });
         } catch (err) {
-          if (err instanceof McpError) throw err;
+          if (err instanceof ProtocolError) throw err;
           this.#logger.error('a tools/list hook threw', { error: errorCode(err) });
           throw rpcError(McplRpcCode.InternalError, 'tools/list failed');
         }
@@ -680,8 +731,10 @@ export class McplSession {
           }),
         };
       });
-      this.#sdk.setRequestHandler(toolCallSchema, async (message, extra) =>
-        this.#callTool(message.params as ToolCallParams, extra),
+      // Params as sent: the MCPL `state` and `checkpoint` a host adds beside the arguments reach
+      // the hook (§8.4); the SDK still checks the request and the result against tools/call.
+      this.#sdk.setRequestHandler('tools/call', { params: anyObject }, async (params, extra) =>
+        this.#callTool(params as ToolCallParams, extra),
       );
     }
   }
@@ -728,7 +781,7 @@ export class McplSession {
     } catch (err) {
       // A tool's own failure is the app's to turn into an isError result; anything that
       // escapes is answered without its message, which may carry what the peer must not see.
-      if (err instanceof McpError) throw err;
+      if (err instanceof ProtocolError) throw err;
       this.#logger.error('a tools/call hook threw', { tool: params.name, error: errorCode(err) });
       throw rpcError(McplRpcCode.InternalError, 'tools/call failed');
     }
@@ -894,7 +947,7 @@ export class McplSession {
         this.#context(extra),
       );
     } catch (err) {
-      if (err instanceof McpError) throw err;
+      if (err instanceof ProtocolError) throw err;
       if (err instanceof McplError && err.code === 'MCPL_UNKNOWN_CHANNEL') {
         throw rpcError(McplRpcCode.UnknownChannel, undefined, { channelId: channelId ?? null });
       }
@@ -912,8 +965,9 @@ export class McplSession {
       result.history = answer.history.map((message) => this.#outgoingMessage(message));
     }
     if (answer?.historyTruncated === true) result.historyTruncated = true;
-    // The channel counts as open only once this answer, with its history, is on the wire.
-    this.#wire.afterAnswer(extra.requestId, () => {
+    // The channel is open from this answer on: nothing sent for it can overtake the answer and
+    // its history.
+    this.#withAnswer(extra, () => {
       const existing = this.#channels.get(descriptor.id);
       const wasOpen = existing?.open === true;
       this.#channels.set(descriptor.id, { descriptor, registration: 'accepted', open: true });
@@ -1219,6 +1273,7 @@ export class McplSession {
   async registerChannels(descriptors: readonly ChannelDescriptor[]): Promise<RegistrationOutcome> {
     this.#require('channels.register');
     const ids = this.#record(descriptors);
+    if (this.#answering !== undefined) await this.#afterAnswers('channels.register');
     try {
       const result = await request(
         this.#sdk,
@@ -1260,6 +1315,7 @@ export class McplSession {
     if (added.length > 0) params.added = added;
     if (removed.length > 0) params.removed = removed;
     if (updated.length > 0) params.updated = updated;
+    if (this.#answering !== undefined) await this.#afterAnswers('channels.register');
     if ((this.#options.channelsChanged ?? 'notification') === 'notification') {
       await notify(this.#sdk, 'channels/changed', params);
       return { accepted: [], refused: [], pending: ids };
@@ -1316,9 +1372,10 @@ export class McplSession {
       outcomes[index] = { messageId: message.messageId, channelId: message.channelId, status: 'unanswered' };
     }
     if (sent.length === 0) return outcomes;
+    if (this.#answering !== undefined) await this.#afterAnswers('channels.incoming');
     let result: Record<string, unknown>;
     try {
-      result = await this.#wire.lane.request('channels/incoming', { messages: sent }, this.#timeout());
+      result = await request(this.#sdk, 'channels/incoming', { messages: sent }, this.#timeout());
     } catch (err) {
       if (!(err instanceof McplError)) throw err;
       for (const outcome of outcomes) {
@@ -1387,6 +1444,7 @@ export class McplSession {
     };
     if (input.origin !== undefined) params.origin = input.origin;
     if (tags !== undefined) params.tags = tags;
+    if (this.#answering !== undefined) await this.#afterAnswers('pushEvents');
     let result: Record<string, unknown>;
     try {
       result = await request(this.#sdk, 'push/event', params, this.#timeout());
@@ -1416,6 +1474,7 @@ export class McplSession {
    */
   async listHostChannels(): Promise<ChannelDescriptor[]> {
     this.#require('channels.register');
+    if (this.#answering !== undefined) await this.#afterAnswers('channels.register');
     const result = await request(this.#sdk, 'channels/list', {}, this.#timeout());
     if (!Array.isArray(result.channels))
       throw new McplError('MCPL_BAD_RESPONSE', 'channels/list: no channels array');
@@ -1431,6 +1490,7 @@ export class McplSession {
    */
   async modelInfo(): Promise<Record<string, unknown>> {
     this.#require('modelInfo');
+    if (this.#answering !== undefined) await this.#afterAnswers('modelInfo');
     return request(this.#sdk, 'model/info', {}, this.#timeout());
   }
 
@@ -1448,12 +1508,13 @@ export class McplSession {
   }): Promise<Record<string, unknown>> {
     this.#require('inferenceRequest');
     this.#requireFeatureSet(params.featureSet, 'inferenceRequest');
+    if (this.#answering !== undefined) await this.#afterAnswers('inferenceRequest');
     return request(this.#sdk, 'inference/request', { ...params, stream: false }, this.#timeout());
   }
 }
 
 function describe(err: unknown): string {
-  if (err instanceof McpError) return `rpc ${err.code}`;
+  if (err instanceof ProtocolError) return `rpc ${err.code}`;
   return errorCode(err);
 }
 

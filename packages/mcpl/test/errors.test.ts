@@ -1,7 +1,7 @@
 // The wire errors (SPEC Appendix A). McplError itself, its codes and their README rows are
 // checked with every package's error class in the root test/errors.test.ts.
 import { readFileSync } from 'node:fs';
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError } from '@modelcontextprotocol/server';
 import { describe, expect, it } from 'vitest';
 import { capabilityDenied, McplRpcCode, rpcError } from '../src/index.js';
 
@@ -14,7 +14,7 @@ describe('wire errors', () => {
 
   it('builds wire errors with Appendix A messages and data', () => {
     const denied = capabilityDenied('pushEvents');
-    expect(denied).toBeInstanceOf(McpError);
+    expect(denied).toBeInstanceOf(ProtocolError);
     expect([denied.code, denied.message, denied.data]).toEqual([
       -32002,
       'Capability denied',

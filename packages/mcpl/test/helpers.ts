@@ -1,4 +1,4 @@
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { InMemoryTransport } from '@modelcontextprotocol/server';
 import { McplHost, type McplHostOptions, type McplServer, type McplSession } from '../src/index.js';
 
 /** Connects a host to a server over an in-memory pair. */
@@ -12,6 +12,14 @@ export async function connectPair(
   const session = await sessionPromise;
   return { host, session };
 }
+
+/**
+ * The code a Capability denied answer (SPEC Appendix A: `-32002`, `data: { capability }`) carries
+ * on the wire. The MCP SDK v2 (2.4.0) writes every error a request handler throws through its
+ * era codec, which turns `-32002` (MCP's old resource-not-found) into `-32602` whatever the
+ * method; no hook reaches that step. The message and `data.capability` go out unchanged.
+ */
+export const CAPABILITY_DENIED_ON_THE_WIRE = -32602;
 
 /** Every capability the toy server advertises, as a grant. */
 export const FULL_GRANT = [

@@ -1,9 +1,13 @@
 // McplHost speaking as the 0.4 hosts INTEROP.md records, against this library's own server
 // role: the handshake, the grant both ends assume, and channels as each of them does them.
 import { readFileSync } from 'node:fs';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { JSONRPCMessage, MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
+import {
+  InMemoryTransport,
+  type JSONRPCMessage,
+  type MessageExtraInfo,
+  type Transport,
+  type TransportSendOptions,
+} from '@modelcontextprotocol/server';
 import { describe, expect, it } from 'vitest';
 import {
   CAPABILITY_PATHS,
@@ -15,6 +19,7 @@ import {
   NdjsonTransport,
 } from '../src/index.js';
 import { agentFrameworkFeatureSets, createToyServer, general, message, random } from './fixtures/toy.js';
+import { CAPABILITY_DENIED_ON_THE_WIRE } from './helpers.js';
 import { RawPeer } from './raw-peer.js';
 
 type Wire = {
@@ -275,7 +280,9 @@ describe('as mcpl-harness 0.1.1', () => {
     const { host, session } = await connect(server, HARNESS);
     expect(session.policySource).toBe('none');
     expect(host.handshakeChannels).toBeUndefined();
-    await expect(host.callTool('ping')).rejects.toMatchObject({ details: { rpcCode: -32002 } });
+    await expect(host.callTool('ping')).rejects.toMatchObject({
+      details: { rpcCode: CAPABILITY_DENIED_ON_THE_WIRE, data: { capability: 'tools' } },
+    });
     await host.close();
   });
 });

@@ -1,12 +1,10 @@
-import {
-  McpError,
-  ResultSchema,
-  ToolListChangedNotificationSchema,
-} from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { McplError, manifestRevision } from '../src/index.js';
 import { createToyServer, general, message, random } from './fixtures/toy.js';
-import { connectPair, FULL_GRANT, nextTurn } from './helpers.js';
+import { CAPABILITY_DENIED_ON_THE_WIRE, connectPair, FULL_GRANT, nextTurn } from './helpers.js';
+import { RawPeer, readyPeer, result } from './raw-peer.js';
 
 async function ready(grant: string[] = FULL_GRANT, extra: { enabled?: string[]; disabled?: string[] } = {}) {
   const toy = createToyServer();
@@ -16,12 +14,15 @@ async function ready(grant: string[] = FULL_GRANT, extra: { enabled?: string[]; 
   return { ...toy, ...pair, receipt };
 }
 
+/** Any result object, for requests the test sends through the host's SDK client by hand. */
+const ResultSchema = z.looseObject({});
+
 async function peerCode(work: Promise<unknown>): Promise<unknown> {
   try {
     await work;
   } catch (err) {
     if (err instanceof McplError && err.code === 'MCPL_PEER_ERROR') return err.details?.rpcCode;
-    if (err instanceof McpError) return err.code;
+    if (err instanceof ProtocolError) return err.code;
     throw err;
   }
   throw new Error('expected the peer to answer with an error');
@@ -59,7 +60,7 @@ describe('negotiation', () => {
     expect(session.isMcpl).toBe(true);
     expect(session.isReady).toBe(false);
     expect(session.isFeatureSetEnabled('toy.messaging')).toBe(false);
-    expect(await peerCode(host.callTool('ping'))).toBe(-32002);
+    expect(await peerCode(host.callTool('ping'))).toBe(CAPABILITY_DENIED_ON_THE_WIRE);
     await expect(session.registerChannels([general])).rejects.toMatchObject({ code: 'MCPL_NOT_READY' });
   });
 });
@@ -105,7 +106,7 @@ describe('the capability grant', () => {
     expect(receipt.accepted).toBe(true);
     expect(session.isGranted('pushEvents')).toBe(false);
     expect(session.isGranted('tools')).toBe(false);
-    expect(await peerCode(host.callTool('ping'))).toBe(-32002);
+    expect(await peerCode(host.callTool('ping'))).toBe(CAPABILITY_DENIED_ON_THE_WIRE);
   });
 
   it('lets a Notification only narrow, never widen or establish readiness', async () => {
@@ -153,7 +154,7 @@ describe('the capability grant', () => {
     expect((await host.callTool('ping')).content).toEqual([{ type: 'text', text: 'pong' }]);
     expect(await peerCode(host.callTool('send', { text: 'x' }))).toBe(-32001);
     let listChanged = 0;
-    host.client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+    host.client.setNotificationHandler('notifications/tools/list_changed', () => {
       listChanged += 1;
     });
     await host.setPolicy({ effectiveCapabilities: FULL_GRANT });
@@ -208,6 +209,26 @@ describe('the capability grant', () => {
     expect((await host.callTool('send', { text: 'plain' })).content).toEqual([
       { type: 'text', text: 'sent m100' },
     ]);
+  });
+
+  it('refuses MCPL below a minimum grant with fallback close: the receipt first, then the close', async () => {
+    const { server } = createToyServer({
+      minimumGrant: { capabilities: ['pushEvents'], fallback: 'close', reason: 'push or nothing' },
+    });
+    const { host, session } = await connectPair(server);
+    const closed = Promise.all([
+      new Promise<void>((resolve) => host.on('close', () => resolve())),
+      new Promise<void>((resolve) => session.on('close', () => resolve())),
+    ]);
+    const receipt = await host.setPolicy({ effectiveCapabilities: ['tools'] });
+    expect(receipt).toEqual({
+      accepted: false,
+      fallback: 'close',
+      missingCapabilities: ['pushEvents'],
+      reason: 'push or nothing',
+    });
+    await closed;
+    expect(session.isClosed).toBe(true);
   });
 });
 
@@ -284,6 +305,45 @@ describe('channels', () => {
     await opened;
     await nextTurn();
     expect(arrivals).toEqual(['answer:2', 'live']);
+  });
+
+  it('writes the open answer before a live message the app sends as the channel opens', async () => {
+    const { peer, session } = await readyPeer();
+    const registering = session.registerChannels([general]);
+    peer.respond((await peer.nextCall('channels/register')).id, {
+      results: [{ id: general.id, accepted: true }],
+    });
+    await registering;
+    session.on('channelOpened', () => {
+      void session.incoming([message('toy:general', 'live', 'after the open')]);
+    });
+    const answered = peer.request('open-1', 'channels/open', {
+      channelId: 'toy:general',
+      history: { limit: 2 },
+    });
+    const live = await peer.nextCall('channels/incoming');
+    const answer = await answered;
+    expect(peer.received.indexOf(answer)).toBeLessThan(peer.received.indexOf(live));
+    expect(result(answer).history).toHaveLength(2);
+  });
+
+  it('writes the first receipt before anything the app sends once ready', async () => {
+    const { server } = createToyServer();
+    const peer = new RawPeer();
+    const session = await peer.attach(server);
+    session.on('ready', () => {
+      void session.registerChannels([general]);
+    });
+    await peer.request(1, 'initialize', {
+      protocolVersion: '2025-06-18',
+      capabilities: { experimental: { mcpl: { version: '0.5' } } },
+      clientInfo: { name: 'strict', version: '1' },
+    });
+    peer.notify('notifications/initialized');
+    const receipt = await peer.request(2, 'featureSets/update', { effectiveCapabilities: FULL_GRANT });
+    const register = await peer.nextCall('channels/register');
+    expect(receipt.result).toEqual({ accepted: true });
+    expect(peer.received.indexOf(receipt)).toBeLessThan(peer.received.indexOf(register));
   });
 
   it('delivers a batch and reads per-item acceptance', async () => {

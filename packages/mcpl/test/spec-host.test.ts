@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { manifestRevision } from '../src/index.js';
 import { agentFrameworkFeatureSets, createToyServer, general, message, random } from './fixtures/toy.js';
-import { FULL_GRANT, nextTurn, recordingLogger } from './helpers.js';
+import { CAPABILITY_DENIED_ON_THE_WIRE, FULL_GRANT, nextTurn, recordingLogger } from './helpers.js';
 import { params, RawPeer, result } from './raw-peer.js';
 
 const SPEC_HOST = {
@@ -47,9 +47,14 @@ describe('a 0.5 host written from the spec', () => {
     expect(Array.isArray(manifest.featureSets)).toBe(false);
     peer.notify('notifications/initialized');
 
-    // Before the policy: tools are refused with -32002.
+    // Before the policy: tools are refused as Capability denied (-32002, which the SDK writes as
+    // -32602: see CAPABILITY_DENIED_ON_THE_WIRE), naming the capability.
     const early = await peer.request(2, 'tools/call', { name: 'ping', arguments: {} });
-    expect(early.error).toMatchObject({ code: -32002, data: { capability: 'tools' } });
+    expect(early.error).toEqual({
+      code: CAPABILITY_DENIED_ON_THE_WIRE,
+      message: 'Capability denied',
+      data: { capability: 'tools' },
+    });
 
     // The initial policy, as a Request: the receipt, then readiness.
     const policy = await peer.request(3, 'featureSets/update', {
@@ -352,7 +357,10 @@ describe('legacy host policy', () => {
     const session = await peer.attach(server, logger);
     await peer.request(1, 'initialize', initialize('old-host', { version: '0.4.1' }));
     peer.notify('notifications/initialized');
-    expect((await peer.request(2, 'tools/call', { name: 'ping' })).error?.code).toBe(-32002);
+    expect((await peer.request(2, 'tools/call', { name: 'ping' })).error).toMatchObject({
+      code: CAPABILITY_DENIED_ON_THE_WIRE,
+      data: { capability: 'tools' },
+    });
     await nextTurn();
     expect(session.isReady).toBe(false);
     expect(lines.some((line) => line.message === 'the host predates capability grants')).toBe(true);

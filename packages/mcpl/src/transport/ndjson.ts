@@ -1,6 +1,5 @@
 import type { Readable, Writable } from 'node:stream';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/server';
 import { McplError } from '../errors.js';
 import { isPlainObject } from '../json.js';
 import { type McplLogger, silentMcplLogger } from '../logger.js';
@@ -78,6 +77,22 @@ function classify(value: unknown): Classified {
     return { kind: 'message', message: message as JSONRPCMessage };
   }
   return { kind: 'drop', why: 'neither a request, a notification nor a response' };
+}
+
+/**
+ * One message as a line, its members in one fixed order (`jsonrpc`, `method`, `id`, `params`,
+ * `result`, `error`) whatever order they were built in: the bytes on the wire do not depend on
+ * how the SDK lays out its objects, and a 0.4 host's greeting is written as that host writes it.
+ */
+function line(message: JSONRPCMessage): string {
+  const { jsonrpc, method, id, params, result, error, ...rest } = message as Record<string, unknown>;
+  const ordered: Record<string, unknown> = { jsonrpc };
+  if (method !== undefined) ordered.method = method;
+  if (id !== undefined) ordered.id = id;
+  if (params !== undefined) ordered.params = params;
+  if (result !== undefined) ordered.result = result;
+  if (error !== undefined) ordered.error = error;
+  return `${JSON.stringify(Object.assign(ordered, rest))}\n`;
 }
 
 /**
@@ -233,7 +248,7 @@ export class NdjsonTransport implements Transport {
     if (this.#closed || this.#writable.destroyed || this.#writable.writableEnded) {
       return Promise.reject(new McplError('MCPL_CLOSED', 'the transport is closed'));
     }
-    if (this.#writable.write(`${JSON.stringify(message)}\n`)) return SENT;
+    if (this.#writable.write(line(message))) return SENT;
     return new Promise<void>((resolve) => this.#writable.once('drain', resolve));
   }
 

@@ -1,12 +1,12 @@
-// `channels/incoming` travels beside the SDK's Protocol, on ids of its own. These tests hold it
-// to the contract every other request has: timeouts that cancel, error objects read as
-// refusals, a closed connection reported, cancelled requests left unanswered, the grant
-// enforced, and the order messages are handled in unchanged.
+// `channels/incoming`, the one MCPL method sent per live message, travels through the SDK's
+// Protocol like every other request. These tests hold it to that contract as seen on the wire:
+// timeouts that cancel, error objects read as refusals, a closed connection reported, cancelled
+// requests left unanswered, the grant enforced, and messages handled in the order they arrive.
 import { describe, expect, it } from 'vitest';
-import type { ChannelMessage, IncomingVerdict } from '../src/index.js';
+import { type ChannelMessage, type IncomingVerdict, McplHost, NdjsonTransport } from '../src/index.js';
 import { general, message } from './fixtures/toy.js';
-import { recordingLogger } from './helpers.js';
-import { hostOfRawServer, rawChannel, readyPeer, result, type Wire } from './raw-peer.js';
+import { CAPABILITY_DENIED_ON_THE_WIRE, recordingLogger } from './helpers.js';
+import { hostOfRawServer, RawPeer, rawChannel, readyPeer, result, type Wire } from './raw-peer.js';
 
 /** Registers the toy channel with a raw host that accepts it. */
 async function registered(peer: Awaited<ReturnType<typeof readyPeer>>) {
@@ -28,7 +28,7 @@ function inbound(messageId: string): ChannelMessage {
 }
 
 describe('channels/incoming sent by a server', () => {
-  it('goes out on an id the SDK never uses, beside SDK requests answered out of order', async () => {
+  it('goes out numbered with the other requests, and takes answers out of order', async () => {
     const ready = await readyPeer();
     await registered(ready);
     const { peer, session } = ready;
@@ -36,8 +36,8 @@ describe('channels/incoming sent by a server', () => {
     const pushing = session.pushEvent({ featureSet: 'toy.messaging', content: [] });
     const incoming = await peer.nextCall('channels/incoming');
     const push = await peer.nextCall('push/event');
-    expect(typeof incoming.id).toBe('string');
-    expect(typeof push.id).toBe('number');
+    expect(typeof incoming.id).toBe('number');
+    expect(push.id).toBe((incoming.id as number) + 1);
     peer.respond(push.id, { accepted: true });
     expect((await pushing).status).toBe('accepted');
     peer.respond(incoming.id, { results: [{ messageId: 'a', accepted: true }] });
@@ -52,10 +52,7 @@ describe('channels/incoming sent by a server', () => {
     expect(outcome).toMatchObject([{ messageId: 'slow', status: 'unanswered', reason: 'MCPL_TIMEOUT' }]);
     const request = await peer.nextCall('channels/incoming');
     const cancelled = await peer.nextCall('notifications/cancelled');
-    expect(cancelled.params).toEqual({
-      requestId: request.id,
-      reason: 'channels/incoming: no answer within 50 ms',
-    });
+    expect(cancelled.params).toEqual({ requestId: request.id, reason: expect.any(String) });
     const before = lines.filter((line) => line.message === 'protocol error').length;
     peer.respond(request.id, { results: [{ messageId: 'slow', accepted: true }] });
     await stillAnswers();
@@ -143,6 +140,75 @@ describe('channels/incoming received by a host', () => {
     await host.close();
   });
 
+  it('judges a request written right behind the policy receipt under the grant that receipt accepts', async () => {
+    const server = new RawPeer();
+    const connecting = McplHost.connect(new NdjsonTransport(server.toServer, server.fromServer), {
+      name: 'strict-host',
+      version: '1',
+    });
+    const initialize = await server.nextCall('initialize');
+    server.respond(initialize.id, {
+      protocolVersion: initialize.params?.protocolVersion,
+      capabilities: { experimental: { mcpl: { version: '0.5', channels: { register: true } } } },
+      serverInfo: { name: 'raw-server', version: '0' },
+    });
+    const host = await connecting;
+    const policy = host.setPolicy({ effectiveCapabilities: ['channels.register'] });
+    const update = await server.nextCall('featureSets/update');
+    const registered = server.next((m) => m.id === 'r1' && m.method === undefined);
+    // The receipt and the first request it allows, read by the host in one chunk.
+    server.writeLine(
+      [
+        JSON.stringify({ jsonrpc: '2.0', id: update.id, result: { accepted: true } }),
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: 'r1',
+          method: 'channels/register',
+          params: { channels: [rawChannel] },
+        }),
+      ].join('\n'),
+    );
+    expect(await policy).toEqual({ accepted: true });
+    expect(result(await registered).results).toEqual([{ id: rawChannel.id, accepted: true }]);
+    await host.close();
+  });
+
+  it('hands a live message written right behind an open answer to incoming only once the open has settled', async () => {
+    const { server, host } = await hostOfRawServer({}, [
+      'channels.register',
+      'channels.incoming',
+      'channels.lifecycle',
+    ]);
+    await server.request(1, 'channels/register', { channels: [rawChannel] });
+    const order: string[] = [];
+    host.on('incoming', (messages) => order.push(...messages.map((m) => m.messageId)));
+    const opening = host
+      .openChannel({ channelId: rawChannel.id })
+      .then((answer) => order.push(`answer:${answer.history?.length}`));
+    const open = await server.nextCall('channels/open');
+    const answered = server.next((m) => m.id === 'live-1' && m.method === undefined);
+    // The open answer, with its history, and a live message, read by the host in one chunk.
+    server.writeLine(
+      [
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: open.id,
+          result: { channel: rawChannel, history: [inbound('h1')] },
+        }),
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: 'live-1',
+          method: 'channels/incoming',
+          params: { messages: [inbound('live')] },
+        }),
+      ].join('\n'),
+    );
+    await opening;
+    expect(result(await answered).results).toEqual([{ messageId: 'live', accepted: true }]);
+    expect(order).toEqual(['answer:1', 'live']);
+    await host.close();
+  });
+
   it('leaves a request the server cancelled unanswered', async () => {
     let release: (verdicts: IncomingVerdict[]) => void = () => {};
     const held = new Promise<IncomingVerdict[]>((resolve) => (release = resolve));
@@ -191,11 +257,15 @@ describe('channels/incoming received by a host', () => {
     await host.close();
   });
 
-  it('refuses it outside the grant with -32002 naming the capability', async () => {
+  it('refuses it outside the grant as Capability denied, naming the capability', async () => {
     const { server, host } = await hostOfRawServer({}, ['channels.register']);
     await server.request(1, 'channels/register', { channels: [rawChannel] });
     const denied = await server.request(2, 'channels/incoming', { messages: [inbound('a')] });
-    expect(denied.error).toMatchObject({ code: -32002, data: { capability: 'channels.incoming' } });
+    expect(denied.error).toEqual({
+      code: CAPABILITY_DENIED_ON_THE_WIRE,
+      message: 'Capability denied',
+      data: { capability: 'channels.incoming' },
+    });
     await host.close();
   });
 });
