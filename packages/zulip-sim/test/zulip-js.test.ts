@@ -11,7 +11,12 @@ import { untilPolling } from './helpers.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: zulip-js ships no types; its answers are checked field by field
 type Any = any;
+// zulip-js's isomorphic-form-data replaces the global FormData with the form-data package when it is
+// loaded (zulip-js keeps its own reference). Test files share a worker, so the global is put back:
+// the next file's FormData must be Node's own.
+const nodeFormData = globalThis.FormData;
 const zulipInit = createRequire(import.meta.url)('zulip-js') as (config: { zuliprc: string }) => Promise<Any>;
+globalThis.FormData = nodeFormData;
 
 let sim: ZulipSim;
 let dir: string;
