@@ -2,7 +2,7 @@
 // line is an API decision. Internal helpers stay unexported.
 
 export type { ZmcpErrorCode, ZmcpErrorOptions, ZulipApiErrorInit } from './errors.js';
-export { isZmcpError, ZmcpError, ZulipApiError } from './errors.js';
+export { CodedError, errorCode, isCodedError, isZmcpError, ZmcpError, ZulipApiError } from './errors.js';
 
 // --- client, credentials, API, event queue, history, access gates ---
 

@@ -1,4 +1,11 @@
-import { type CallOptions, readNarrow, type Stream, type StreamInfoLookup, ZmcpError } from '@zmcp/core';
+import {
+  type CallOptions,
+  errorCode,
+  readNarrow,
+  type Stream,
+  type StreamInfoLookup,
+  ZmcpError,
+} from '@zmcp/core';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
 import type { ToolServices } from '../services.js';
@@ -171,9 +178,9 @@ export const startMonitoringTool = defineTool({
         }
       } catch (err) {
         if (signal.aborted) throw err;
-        const code = (err as { code?: unknown }).code;
+        const code = errorCode(err);
         for (const r of toJoin) {
-          r.note = `subscribing the bot failed (${typeof code === 'string' ? code : 'error'}), so no live updates come from this stream yet; call start_monitoring again to retry`;
+          r.note = `subscribing the bot failed (${code ?? 'error'}), so no live updates come from this stream yet; call start_monitoring again to retry`;
         }
       } finally {
         services.directory.invalidate('subscriptions');

@@ -1,5 +1,6 @@
 import {
   type CallOptions,
+  errorCode,
   isNoBotsMessage,
   type Message,
   type NarrowTerm,
@@ -37,7 +38,7 @@ export async function readVisibleMessage(
       call,
     });
   } catch (err) {
-    const code = (err as { code?: unknown }).code;
+    const code = errorCode(err);
     // Zulip answers an unknown or inaccessible id with a 400 ("Invalid message(s)"); a message the
     // policy keeps closed gets the same answer, so a refusal tells nothing of what it refused.
     if (code === 'CORE_BAD_REQUEST' || code === 'CORE_NOT_FOUND' || code === 'CORE_ACCESS_DENIED') {

@@ -1,6 +1,7 @@
 import {
   type CallOptions,
   checkEmojiName,
+  errorCode,
   isNoBotsMessage,
   isNoBotsTopic,
   type Logger,
@@ -338,7 +339,7 @@ export class SessionCore implements AgentSession {
         await this.#bindLaunch(launch, call);
       } catch (err) {
         // A launch that names something the bot cannot use stays broken: let the model choose.
-        const code = (err as { code?: unknown }).code;
+        const code = errorCode(err);
         if (code === 'TOOLS_NOT_FOUND' || code === 'TOOLS_INVALID_INPUT' || code === 'CORE_ACCESS_DENIED') {
           if (this.#launch === launch) this.#launch = undefined;
         }
@@ -691,7 +692,7 @@ export class SessionCore implements AgentSession {
     if (target === undefined || bound === undefined) return;
     if (!(await this.mayWriteIn(bound.streamId, call))) return;
     const giveUp = (err: unknown): void => {
-      if ((err as { code?: unknown }).code === 'CORE_ABORTED') throw err;
+      if (errorCode(err) === 'CORE_ABORTED') throw err;
       this.logger.debug('could not add the listening indicator', { err: codeOf(err) });
     };
     let emoji: { name: string; type: ListenReactionType; code: string | undefined };
@@ -845,7 +846,7 @@ export class SessionCore implements AgentSession {
 }
 
 function codeOf(err: unknown): unknown {
-  return (err as { code?: unknown } | null)?.code ?? (err instanceof Error ? err.name : 'unknown');
+  return errorCode(err) ?? (err instanceof Error ? err.name : 'unknown');
 }
 
 function checkLaunch(launch: AgentSessionLaunch | undefined): AgentSessionLaunch | undefined {

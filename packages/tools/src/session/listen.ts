@@ -1,6 +1,7 @@
 import {
   type CallOptions,
   EventQueue,
+  errorCode,
   escapeIndented,
   isNoBotsMessage,
   isNoBotsTopic,
@@ -176,7 +177,7 @@ class Listening {
           call: this.call,
         });
       } catch (err) {
-        const code = (err as { code?: unknown }).code;
+        const code = errorCode(err);
         if (code === 'CORE_ACCESS_DENIED' || code === 'CORE_BAD_REQUEST' || code === 'CORE_NOT_FOUND')
           return false;
         throw err;

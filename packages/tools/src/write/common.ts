@@ -3,6 +3,7 @@ import {
   checkMessageLength,
   checkTopicName,
   decodePrintedName,
+  errorCode,
   escapeMsgName,
   type Message,
   messagePermalink,
@@ -356,9 +357,9 @@ export function attachmentsNote(n: number): string {
  * Definite refusals are rethrown as they are.
  */
 export function sendFailure(err: unknown): ToolFailure {
-  const code = (err as { code?: unknown } | null)?.code;
+  const code = errorCode(err);
   const message = (err as { message?: unknown } | null)?.message;
-  if (typeof code === 'string' && typeof message === 'string' && mayHaveTakenEffect(code)) {
+  if (code !== undefined && typeof message === 'string' && mayHaveTakenEffect(code)) {
     return toolFailure(
       code,
       `${message}. The message may or may not have been posted.`,
