@@ -8,6 +8,7 @@ import {
   type Logger,
   noopLogger,
   type QueueItem,
+  sameStreamName,
   type ZulipClient,
 } from '@zmcp/core';
 import type { MonitoredStream, MonitorStore } from './monitor-store.js';
@@ -314,11 +315,10 @@ export class MonitorWatcher {
       return;
     }
     const monitored = await this.#monitored();
-    const folded = name?.toLowerCase();
     const changed = monitored.filter((s) =>
       s.streamId !== undefined
         ? ids.includes(s.streamId)
-        : (folded !== undefined && s.name.toLowerCase() === folded) || (name === undefined && ids.length > 0),
+        : (name !== undefined && sameStreamName(s.name, name)) || (name === undefined && ids.length > 0),
     );
     if (changed.length > 0) this.#emit({ kind: 'streams', streams: changed, cause });
   }

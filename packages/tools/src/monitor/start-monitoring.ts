@@ -1,9 +1,11 @@
 import {
   type CallOptions,
   errorCode,
+  foldStreamName,
   readNarrow,
   type Stream,
   type StreamInfoLookup,
+  sameStreamName,
   ZmcpError,
 } from '@zmcp/core';
 import { z } from 'zod';
@@ -117,7 +119,7 @@ export const startMonitoringTool = defineTool({
     const monitoredIds = new Map<number, number | undefined>();
     for (const m of before) if (m.streamId !== undefined) monitoredIds.set(m.streamId, m.lastReadId);
     const isMonitored = (s: Stream) =>
-      monitoredIds.has(s.stream_id) || before.some((m) => m.name.toLowerCase() === s.name.toLowerCase());
+      monitoredIds.has(s.stream_id) || before.some((m) => sameStreamName(m.name, s.name));
 
     const results: Entry[] = [];
     for (const stream of picked) {
@@ -168,9 +170,9 @@ export const startMonitoringTool = defineTool({
           { subscriptions: toJoin.map((r) => ({ name: r.stream })), authorizationErrorsFatal: false },
           call,
         );
-        const refused = new Set((res.unauthorized ?? []).map((n) => n.toLowerCase()));
+        const refused = new Set((res.unauthorized ?? []).map(foldStreamName));
         for (const r of toJoin) {
-          if (refused.has(r.stream.toLowerCase())) {
+          if (refused.has(foldStreamName(r.stream))) {
             r.note = 'Zulip refused to subscribe the bot, so no live updates come from this stream';
           } else {
             r.subscribed = true;

@@ -1,5 +1,6 @@
 import {
   type CallOptions,
+  dmOthers,
   errorCode,
   isNoBotsMessage,
   type Message,
@@ -50,15 +51,6 @@ export async function readVisibleMessage(
   return message;
 }
 
-/** The user ids of a DM's participants other than the bot (the bot alone for its DMs with itself). */
-export function dmOthers(services: ToolServices, message: Message): number[] {
-  const self = services.identity.user_id;
-  const ids = Array.isArray(message.display_recipient)
-    ? message.display_recipient.map((r) => r.id).filter((id) => id !== self)
-    : [];
-  return ids.length === 0 ? [self] : ids.sort((a, b) => a - b);
-}
-
 /**
  * The narrow of the conversation a message is in now: its stream and topic, or its DM. A `with`
  * term makes Zulip follow the message if it was moved, so the topic as read is only a hint.
@@ -76,8 +68,8 @@ export function conversationOf(
     ];
     return { narrow, label: `${streamLabel(stream)} > ${topicLabel(message.subject)}` };
   }
-  const others = dmOthers(services, message);
   const self = services.identity.user_id;
+  const others = dmOthers(message.display_recipient, self);
   const people: User[] = Array.isArray(message.display_recipient)
     ? message.display_recipient
         .filter((r) => r.id !== self)

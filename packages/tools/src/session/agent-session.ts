@@ -11,6 +11,7 @@ import {
   quoteName,
   quotePerson,
   readNarrow,
+  sameTopic,
 } from '@zmcp/core';
 import {
   type InterruptNote,
@@ -161,10 +162,6 @@ export interface Presented {
   text: string;
   /** Messages remain for a later call (cut by the budget, or more than one read returns). */
   moreWaiting: boolean;
-}
-
-function lower(s: string): string {
-  return s.toLowerCase();
 }
 
 function isTimeoutAbort(signal: AbortSignal): boolean {
@@ -418,7 +415,7 @@ export class SessionCore implements AgentSession {
       if (
         trigger.type !== 'stream' ||
         trigger.stream_id !== stream.stream_id ||
-        lower(trigger.subject) !== lower(topic)
+        !sameTopic(trigger.subject, topic)
       ) {
         throw new ToolError(
           'TOOLS_INVALID_INPUT',
@@ -442,7 +439,7 @@ export class SessionCore implements AgentSession {
 
   /** Whether a message belongs to the bound conversation. */
   inConversation(b: Binding, m: Message): boolean {
-    return m.type === 'stream' && m.stream_id === b.streamId && lower(m.subject) === lower(b.topic);
+    return m.type === 'stream' && m.stream_id === b.streamId && sameTopic(m.subject, b.topic);
   }
 
   // ---------------------------------------------------------------- what arrived

@@ -3,6 +3,7 @@ import {
   checkMessageLength,
   checkTopicName,
   decodePrintedName,
+  dmOthers,
   errorCode,
   escapeMsgName,
   type Message,
@@ -242,10 +243,7 @@ export function writeTargetOf(
   message: Message,
 ): { stream: number | string } | { dm: number[] } {
   if (message.type === 'stream') return { stream: message.stream_id ?? String(message.display_recipient) };
-  const others = Array.isArray(message.display_recipient)
-    ? message.display_recipient.map((r) => r.id).filter((id) => id !== services.identity.user_id)
-    : [];
-  return { dm: others.length > 0 ? others : [services.identity.user_id] };
+  return { dm: dmOthers(message.display_recipient, services.identity.user_id) };
 }
 
 /** `#stream > topic` or `DM with ...`, for summaries; people named as message lines name them. */
