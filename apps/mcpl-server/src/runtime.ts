@@ -10,8 +10,8 @@ import {
   type Logger,
   noopLogger,
   readMessage,
-  sameStreamName,
   type StreamInfo,
+  sameStreamName,
 } from '@zmcp/core';
 import {
   CORE_TAGS,

@@ -70,3 +70,5 @@ export type {
   Toolset,
 } from './tool.js';
 export { bindTool, bindTools, defineTool } from './tool.js';
+export type { OverLength, Posted, PostOptions } from './write/post.js';
+export { postMessage } from './write/post.js';

@@ -36,7 +36,10 @@ describe('messageConversation', () => {
   it('is the stream and topic of a stream message, and the other people of a DM', () => {
     const base = { content: '', sender_full_name: 'A', sender_id: 3, timestamp: 0 } as const;
     expect(
-      messageConversation({ ...base, type: 'stream', display_recipient: 'ops', subject: 'T', stream_id: 4 }, 8),
+      messageConversation(
+        { ...base, type: 'stream', display_recipient: 'ops', subject: 'T', stream_id: 4 },
+        8,
+      ),
     ).toEqual({ kind: 'stream', streamId: 4, topic: 'T' });
     expect(messageConversation({ ...base, type: 'stream', display_recipient: 'ops', subject: 'T' }, 8)).toBe(
       undefined,
