@@ -15,6 +15,9 @@ export {
   TOOLSETS,
   toolDefinitions,
 } from './catalog.js';
+export { channelCatalog, channelTools } from './channels/index.js';
+export type { ChannelEvent, ChannelToolsContext } from './channels/shared.js';
+export { channelChatId } from './channels/shared.js';
 // --- services, catalogs of the monitor and the teammate session ---
 export type { RealmDirectoryOptions } from './directory.js';
 export { RealmDirectory } from './directory.js';
