@@ -1,7 +1,9 @@
 // One error idiom in every package, checked in one place: each error class sets its name, code,
 // message and cause, carries a brand so that `instanceof` holds across copies of the package
 // (undici's idiom: `Symbol.for('@zmcp/<package>.<Class>')` and `static [Symbol.hasInstance]`),
-// and every code of the package's error union is a row of its README's error table.
+// and every code of the package's error union is a row of its README's error table. Every
+// package that depends on core builds its classes on core's one base, `CodedError`; @zmcp/mcpl
+// and @zmcp/zulip-sim know nothing of core by design and keep classes of their own.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -21,6 +23,8 @@ interface ErrorFamily {
   union: string;
   /** The package's error classes, how to build one, and its `is…Error` helper when it has one. */
   classes: { name: string; make: Make; is?: string; parents?: string[] }[];
+  /** False for the packages that do not depend on core, so do not extend its base. */
+  coreBase?: false;
 }
 
 const families: Record<string, ErrorFamily> = {
@@ -52,7 +56,12 @@ const families: Record<string, ErrorFamily> = {
     union: 'DeliveryErrorCode',
     classes: [{ name: 'DeliveryError', make: plain, is: 'isDeliveryError' }],
   },
-  '@zmcp/mcpl': { prefix: 'MCPL_', union: 'McplErrorCode', classes: [{ name: 'McplError', make: plain }] },
+  '@zmcp/mcpl': {
+    prefix: 'MCPL_',
+    union: 'McplErrorCode',
+    classes: [{ name: 'McplError', make: plain }],
+    coreBase: false,
+  },
   '@zmcp/tools': {
     prefix: 'TOOLS_',
     union: 'ToolErrorCode',
@@ -82,7 +91,12 @@ const families: Record<string, ErrorFamily> = {
     union: 'ServerKitErrorCode',
     classes: [{ name: 'ServerKitError', make: plain, is: 'isServerKitError' }],
   },
-  '@zmcp/zulip-sim': { prefix: 'SIM_', union: 'SimErrorCode', classes: [{ name: 'SimError', make: plain }] },
+  '@zmcp/zulip-sim': {
+    prefix: 'SIM_',
+    union: 'SimErrorCode',
+    classes: [{ name: 'SimError', make: plain }],
+    coreBase: false,
+  },
   '@zmcp/launcher': {
     prefix: 'LAUNCHER_',
     union: 'LauncherErrorCode',
@@ -156,6 +170,14 @@ describe.each(packages)('$name', (pkg) => {
       for (const brand of brands) Object.defineProperty(foreign, brand, { value: true });
       expect(foreign).toBeInstanceOf(cls);
       for (const parent of parents) expect(err).toBeInstanceOf(entry[parent] as ErrorClass);
+      const core = packages.find((p) => p.name === '@zmcp/core') as WorkspacePackage;
+      const CodedError = (await importEntry(core)).CodedError as ErrorClass;
+      if (family.coreBase === false) expect(err).not.toBeInstanceOf(CodedError);
+      else {
+        // Core's one base: its brand on every error, and the guard core's for every family.
+        expect(err).toBeInstanceOf(CodedError);
+        expect((err as unknown as Record<symbol, unknown>)[Symbol.for('@zmcp/core.CodedError')]).toBe(true);
+      }
       expect(Object.assign(new Error('a look-alike'), { code })).not.toBeInstanceOf(cls);
       if (is !== undefined) {
         const guard = entry[is] as (err: unknown, ...codes: string[]) => boolean;

@@ -1,3 +1,5 @@
+import { CodedError, isCodedError, type ZmcpErrorOptions } from '@zmcp/core';
+
 /**
  * Every failure `@zmcp/launcher` reports, as a stable string code. Callers switch on
  * `err.code` (or {@link isLauncherError}), never on `instanceof` or the message.
@@ -18,35 +20,18 @@ export type LauncherErrorCode =
   | 'LAUNCHER_STATE_INVALID';
 
 /** Options accepted by every `LauncherError`. */
-export interface LauncherErrorOptions {
-  cause?: unknown;
-  details?: Readonly<Record<string, unknown>> | undefined;
-}
-
-const BRAND = Symbol.for('@zmcp/launcher.LauncherError');
+export type LauncherErrorOptions = ZmcpErrorOptions;
 
 /**
  * The one error class of `@zmcp/launcher`: a stable `code`, optional `details` and the original
  * `cause`. `instanceof` holds for an error from any copy of the package (a brand).
  */
-export class LauncherError extends Error {
+export class LauncherError extends CodedError<LauncherErrorCode> {
+  static override readonly brand: string = '@zmcp/launcher.LauncherError';
   override readonly name: string = 'LauncherError';
-  readonly code: LauncherErrorCode;
-  readonly details: Readonly<Record<string, unknown>> | undefined;
-
-  constructor(code: LauncherErrorCode, message: string, options: LauncherErrorOptions = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.code = code;
-    this.details = options.details;
-    Object.defineProperty(this, BRAND, { value: true });
-  }
-
-  static override [Symbol.hasInstance](value: unknown): boolean {
-    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
-  }
 }
 
 /** True when `err` is a `LauncherError` (from any copy of this package) with one of `codes`, or any code when none are given. */
 export function isLauncherError(err: unknown, ...codes: LauncherErrorCode[]): err is LauncherError {
-  return err instanceof LauncherError && (codes.length === 0 || codes.includes(err.code));
+  return isCodedError(LauncherError, err, codes);
 }

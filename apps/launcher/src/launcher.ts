@@ -11,6 +11,7 @@ import {
   noopLogger,
   type QueueItem,
   type RealmEmoji,
+  sameStreamName,
   ZulipClient,
 } from '@zmcp/core';
 import { FileStateStore, parseSessionId, type StateStore } from '@zmcp/delivery';
@@ -626,7 +627,7 @@ class ZulipLauncher implements Launcher {
         if (
           typeof rule.stream === 'number'
             ? rule.stream === trigger.streamId
-            : rule.stream.toLowerCase() === trigger.stream?.toLowerCase()
+            : trigger.stream !== undefined && sameStreamName(rule.stream, trigger.stream)
         ) {
           return rule.backend;
         }

@@ -1,3 +1,4 @@
+import { errorCode } from '@zmcp/core';
 import { FileRefusedError, readBoundedFile } from '@zmcp/delivery';
 import { z } from 'zod';
 import { LauncherError } from './errors.js';
@@ -178,8 +179,7 @@ export const MAX_SETTINGS_FILE_BYTES = 1024 * 1024;
 /** Why a settings file could not be read, in words: refused as not regular or too large, or the open's error code. */
 export function whyUnreadable(err: unknown): string {
   if (err instanceof FileRefusedError) return err.message;
-  const code = (err as { code?: unknown }).code;
-  return typeof code === 'string' ? code : 'read failed';
+  return errorCode(err) ?? 'read failed';
 }
 
 /**

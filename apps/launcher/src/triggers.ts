@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { isNoBotsMessage, type Message } from '@zmcp/core';
+import { conversationKey, dmOthers, foldTopic, isNoBotsMessage, type Message } from '@zmcp/core';
 import { z } from 'zod';
 import type { AllowedUsers } from './config.js';
 
@@ -7,7 +7,7 @@ import type { AllowedUsers } from './config.js';
 export interface TriggerInfo {
   messageId: number;
   kind: 'stream' | 'dm';
-  /** One key per conversation: `stream:<id>:<topic, lowercased>` or `dm:<sorted user ids>`. */
+  /** Core's one key of the conversation (`conversationKey`): `stream:<id>:<topic, folded>` or `dm:<sorted user ids>`. */
   conversation: string;
   /** Stream triggers only. */
   streamId: number | undefined;
@@ -96,7 +96,7 @@ export function classifyMessage(message: Message, options: ClassifyOptions): Cla
     trigger = {
       messageId: message.id,
       kind: 'stream',
-      conversation: `stream:${streamId}:${message.subject.toLowerCase()}`,
+      conversation: conversationKey({ kind: 'stream', streamId, topic: message.subject }),
       streamId,
       stream: message.display_recipient,
       topic: message.subject,
@@ -108,16 +108,14 @@ export function classifyMessage(message: Message, options: ClassifyOptions): Cla
     };
   } else {
     if (!options.directMessages) return ignored('direct-messages-off');
-    const recipients = Array.isArray(message.display_recipient) ? message.display_recipient : [];
-    const others = [...new Set(recipients.map((r) => r.id))]
-      .filter((id) => id !== options.selfUserId)
-      .sort((a, b) => a - b);
-    if (others.length === 0) return ignored('not-addressed');
+    const others = dmOthers(message.display_recipient, options.selfUserId);
+    // Only the bot: a DM nobody else is in calls no agent.
+    if (others.includes(options.selfUserId)) return ignored('not-addressed');
     if (others.length > 1 && !mentioned) return ignored('not-addressed');
     trigger = {
       messageId: message.id,
       kind: 'dm',
-      conversation: `dm:${others.join(',')}`,
+      conversation: conversationKey({ kind: 'dm', userIds: others }),
       streamId: undefined,
       stream: undefined,
       topic: undefined,
@@ -140,7 +138,7 @@ export function conversationSlug(
 ): string {
   if (trigger.kind === 'dm') return `dm-${(trigger.dmUserIds ?? []).join('-')}`;
   const topic = createHash('sha256')
-    .update((trigger.topic ?? '').toLowerCase())
+    .update(foldTopic(trigger.topic ?? ''))
     .digest('hex')
     .slice(0, 12);
   return `stream-${trigger.streamId}-${topic}`;

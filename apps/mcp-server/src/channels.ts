@@ -5,10 +5,7 @@ import {
   EventQueue,
   escapeMsgName,
   escapeMsgText,
-  normalizeMarkdown,
   type ReactionEvent,
-  splitMessage,
-  ZmcpError,
   type ZulipClient,
 } from '@zmcp/core';
 import {
@@ -26,8 +23,9 @@ import {
 import {
   attentionCatalog,
   type BoundTool,
-  bindTools,
-  defineTool,
+  type ChannelEvent,
+  channelCatalog,
+  channelChatId,
   selectTools,
   type ToolServices,
   type Toolset,
@@ -142,37 +140,17 @@ function metaValue(value: string): string {
   return escapeMsgName(value.replace(/[<>[\];\r\n]/g, ''));
 }
 
-/** The chat id Claude copies back into `channel_reply`: `stream:<id>/<topic>` or `dm:<ids>`. */
+/** The chat id of an item's conversation (`channelChatId`), or undefined for a stream item without a topic. */
 function chatIdOf(channel: ChannelDescriptor, item: DeliveryItem): string | undefined {
-  if (channel.kind === 'dm') return `dm:${(channel.userIds ?? []).join(',')}`;
+  if (channel.kind === 'dm') return channelChatId({ kind: 'dm', userIds: channel.userIds ?? [] });
   if (channel.streamId === undefined || item.topic === undefined) return undefined;
-  return `stream:${channel.streamId}/${encodeURIComponent(item.topic)}`;
-}
-
-/** A chat id parsed back; its topic is exact (percent-decoded), never a fallback. */
-function parseChatId(
-  chatId: string,
-): { kind: 'stream'; streamId: number; topic: string } | { kind: 'dm'; userIds: number[] } {
-  const stream = /^stream:([1-9][0-9]{0,15})\/(.*)$/s.exec(chatId);
-  if (stream !== null) {
-    try {
-      return { kind: 'stream', streamId: Number(stream[1]), topic: decodeURIComponent(stream[2] as string) };
-    } catch {
-      // Falls through to the refusal below.
-    }
-  }
-  const dm = /^dm:([1-9][0-9]{0,15}(?:,[1-9][0-9]{0,15})*)$/.exec(chatId);
-  if (dm !== null) return { kind: 'dm', userIds: (dm[1] as string).split(',').map(Number) };
-  throw new ZmcpError(
-    'CORE_INVALID_ARGUMENT',
-    'chat_id is not one this server gave: copy it exactly from the chat_id attribute of a <channel> event',
-  );
+  return channelChatId({ kind: 'stream', streamId: channel.streamId, topic: item.topic });
 }
 
 interface BridgeState {
   readonly services: ToolServices;
   readonly allow: AllowList;
-  readonly recent: { chatId: string; content: string }[];
+  readonly recent: ChannelEvent[];
 }
 
 /** A markdown code block that the text cannot close, for prompts quoting untrusted text. */
@@ -181,89 +159,6 @@ function fenced(text: string): string {
   while (text.includes(fence)) fence += '`';
   return `${fence}text\n${text}\n${fence}`;
 }
-
-const replyTool = defineTool({
-  name: 'channel_reply',
-  title: 'Reply on a Zulip channel',
-  description:
-    'Reply to a Zulip <channel> event: pass its chat_id exactly; the text goes to that topic or DM. Long text is split into several messages.',
-  inputSchema: z.object({
-    chat_id: z.string().min(1).max(400).describe('The chat_id attribute of the <channel> event'),
-    text: z.string().min(1).max(200_000).describe('Zulip Markdown'),
-  }),
-  outputSchema: z.object({
-    message_ids: z.array(z.number().int()),
-  }),
-  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
-  write: true,
-  toolset: 'write',
-  async handler(state: BridgeState, input, { signal }) {
-    const { services, allow } = state;
-    const call: CallOptions = { signal };
-    const target = parseChatId(input.chat_id);
-    const lookup = await services.directory.streamLookup(call);
-    if (target.kind === 'dm') {
-      // The outbound gate: only people the inbound gate would let through.
-      for (const id of target.userIds) {
-        if (!(await allow.allows(id))) {
-          throw new ZmcpError(
-            'CORE_ACCESS_DENIED',
-            'chat_id names a DM with someone not allowed on this channel; nothing was sent',
-          );
-        }
-      }
-      services.policy.checkWrite({ dm: target.userIds }, lookup);
-    } else {
-      if (!services.policy.canReadStream(target.streamId, lookup)) {
-        throw new ZmcpError(
-          'CORE_ACCESS_DENIED',
-          'chat_id names a stream this server may not read; nothing was sent',
-        );
-      }
-      services.policy.checkWrite({ stream: target.streamId }, lookup);
-    }
-    const body = services.markdownAutofix ? normalizeMarkdown(input.text) : input.text;
-    const ids: number[] = [];
-    for (const piece of splitMessage(body, services.maxMessageLength)) {
-      const sent = await services.client.sendMessage(
-        target.kind === 'stream'
-          ? { type: 'stream', to: target.streamId, topic: target.topic, content: piece, readBySender: true }
-          : { type: 'direct', to: target.userIds, content: piece, readBySender: true },
-        call,
-      );
-      ids.push(sent.id);
-    }
-    return {
-      text: `Sent ${ids.length === 1 ? `message ${ids[0]}` : `${ids.length} messages (ids ${ids.join(', ')})`} to ${escapeMsgName(input.chat_id)}.`,
-      data: { message_ids: ids },
-    };
-  },
-});
-
-const recentTool = defineTool({
-  name: 'channel_recent',
-  title: 'Recent Zulip channel events',
-  description:
-    'The last Zulip <channel> events pushed to this session, newest last: catch up if one may have been lost.',
-  inputSchema: z.object({
-    limit: z.number().int().min(1).max(50).default(20).describe('1-50, default 20'),
-  }),
-  outputSchema: z.object({ shown: z.number().int(), total: z.number().int() }),
-  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-  write: false,
-  toolset: 'read',
-  async handler(state: BridgeState, input) {
-    const shown = state.recent.slice(-input.limit);
-    const lines = shown.map((e) => `chat_id=${escapeMsgName(e.chatId)} ${e.content}`);
-    return {
-      text: [
-        `${shown.length} of the last ${state.recent.length} channel events, oldest first.`,
-        ...lines,
-      ].join('\n'),
-      data: { shown: shown.length, total: state.recent.length },
-    };
-  },
-});
 
 /** Answers Claude Code's permission prompts from Zulip: DMs to allowed people, answered by reaction or `yes <id>`. */
 class PermissionRelay {
@@ -566,7 +461,10 @@ export async function createClaudeChannels(options: ClaudeChannelsOptions): Prom
   });
   let started: Promise<unknown> | undefined;
   return {
-    tools: [...bindTools([replyTool, recentTool], state), ...attention],
+    tools: [
+      ...channelCatalog({ services: state.services, allows: (id) => allow.allows(id), recent: state.recent }),
+      ...attention,
+    ],
     experimental:
       relay === undefined
         ? { 'claude/channel': {} }

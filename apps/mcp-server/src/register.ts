@@ -20,6 +20,7 @@ import {
   type Tool,
   UnsubscribeRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
+import { errorCode } from '@zmcp/core';
 import {
   type BoundTool,
   describeInvalidInput,
@@ -114,9 +115,9 @@ function normalizeUri(uri: string): string | undefined {
 /** Turns a failure to read a resource into the protocol error a client gets; messages are safe. */
 function resourceError(err: unknown, uri: string): McpError {
   if (err instanceof McpError) return err;
-  const code = (err as { code?: unknown }).code;
+  const code = errorCode(err);
   const message = (err as { message?: unknown }).message;
-  if (typeof code === 'string' && typeof message === 'string' && /^(CORE|TOOLS|DELIVERY)_/.test(code)) {
+  if (code !== undefined && typeof message === 'string' && /^(CORE|TOOLS|DELIVERY)_/.test(code)) {
     if (code === 'TOOLS_NOT_FOUND') return new McpError(RESOURCE_NOT_FOUND, message, { uri });
     if (code === 'TOOLS_INVALID_INPUT') return new McpError(ErrorCode.InvalidParams, message, { uri });
     return new McpError(ErrorCode.InternalError, `${code}: ${message}`, { uri, code });

@@ -1,3 +1,5 @@
+import { CodedError } from '@zmcp/core';
+
 /** Every failure the MCPL server app reports itself, as a stable string code. */
 export type McplServerErrorCode =
   /** A variable or flag has a bad value; `details.problems` lists one line per setting. */
@@ -5,26 +7,8 @@ export type McplServerErrorCode =
   /** `--tcp` could not listen on the loopback port. */
   | 'MCPL_SERVER_LISTEN_FAILED';
 
-const BRAND = Symbol.for('@zmcp/mcpl-server.McplServerError');
-
 /** The one error class of `@zmcp/mcpl-server`; callers switch on `err.code`. */
-export class McplServerError extends Error {
+export class McplServerError extends CodedError<McplServerErrorCode> {
+  static override readonly brand: string = '@zmcp/mcpl-server.McplServerError';
   override readonly name = 'McplServerError';
-  readonly code: McplServerErrorCode;
-  readonly details: Readonly<Record<string, unknown>> | undefined;
-
-  constructor(
-    code: McplServerErrorCode,
-    message: string,
-    options: { cause?: unknown; details?: Readonly<Record<string, unknown>> } = {},
-  ) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.code = code;
-    this.details = options.details;
-    Object.defineProperty(this, BRAND, { value: true });
-  }
-
-  static override [Symbol.hasInstance](value: unknown): boolean {
-    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
-  }
 }

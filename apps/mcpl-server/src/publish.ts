@@ -1,14 +1,8 @@
-import {
-  type CallOptions,
-  checkMessageLength,
-  isZmcpError,
-  normalizeMarkdown,
-  readMessage,
-  splitMessage,
-} from '@zmcp/core';
+import { type CallOptions, isZmcpError, readMessage } from '@zmcp/core';
 import type { ChannelDescriptor as ZulipChannel } from '@zmcp/delivery';
 import { type ContentBlock, McplRpcCode, rpcError } from '@zmcp/mcpl';
-import { appendAttachmentMarkdown, type DataAttachment, uploadAttachments } from '@zmcp/uploads';
+import { postMessage } from '@zmcp/tools';
+import type { DataAttachment } from '@zmcp/uploads';
 import type { ReplyRouter, ReplyTarget } from './routing.js';
 import type { Runtime } from './runtime-types.js';
 import { checkChannelWrite, writeTargetOf } from './write-policy.js';
@@ -70,9 +64,10 @@ async function follow(
 
 /**
  * Delivers published content to the exact topic the agent is answering (see `ReplyRouter`),
- * never to a fallback: a stream channel with no known topic is refused. Inline media is
- * uploaded and linked; long text is split at the realm's limit; every message sent is recorded
- * for rollback.
+ * never to a fallback: a stream channel with no known topic is refused. Posted as every tool posts
+ * (`postMessage` of `@zmcp/tools`), except that long text is split at the realm's limit rather
+ * than refused: inline media is uploaded and linked, and every message sent is recorded for
+ * rollback.
  *
  * @throws McpError `-32602` with nothing to send or no topic, `-32017` when the access policy
  *   refuses the stream; the client's request codes otherwise.
@@ -83,7 +78,7 @@ export async function publishTo(
   channel: ZulipChannel,
   request: { conversationId: string | undefined; content: readonly ContentBlock[] },
   signal: AbortSignal,
-): Promise<{ delivered: boolean; messageId?: string }> {
+): Promise<{ delivered: true; messageId: string }> {
   const { text, media } = splitContent(request.content);
   if (text.trim() === '' && media.length === 0) {
     throw rpcError(McplRpcCode.InvalidParams, 'channels/publish: nothing to send (no text, no inline media)');
@@ -99,34 +94,14 @@ export async function publishTo(
   const call: CallOptions = { signal };
   await follow(runtime, router, target, call);
   await checkChannelWrite(runtime, writeTargetOf(target), channel.id, call);
-  const uploaded =
-    media.length === 0
-      ? []
-      : await uploadAttachments(runtime.client, runtime.services.uploadRoots, media, {
-          site: runtime.client.site,
-          maxFileBytes: runtime.services.maxFileBytes,
-          signal,
-        });
-  let body = text;
-  if (runtime.config.markdownAutofix) body = normalizeMarkdown(body);
-  body = appendAttachmentMarkdown(body, uploaded);
-  const limit = runtime.services.maxMessageLength;
-  const pieces = splitMessage(body, limit);
-  for (const piece of pieces) checkMessageLength(piece, { limit, normalize: false });
-  let first: number | undefined;
-  for (const piece of pieces) {
-    const sent =
-      target.kind === 'stream'
-        ? await runtime.client.sendMessage(
-            { type: 'stream', to: target.streamId, topic: target.topic, content: piece, readBySender: true },
-            call,
-          )
-        : await runtime.client.sendMessage(
-            { type: 'direct', to: [...target.userIds], content: piece, readBySender: true },
-            call,
-          );
-    runtime.sent.record(sent.id, writeTargetOf(target));
-    first ??= sent.id;
+  const posted = await postMessage(runtime.services, target, text, {
+    overLength: 'split',
+    attachments: media,
+    signal,
+    onSent: (id) => runtime.sent.record(id, writeTargetOf(target)),
+  });
+  if ('isError' in posted) {
+    throw rpcError(McplRpcCode.InternalError, `channels/publish: ${posted.text}`, { code: posted.code });
   }
-  return first === undefined ? { delivered: false } : { delivered: true, messageId: String(first) };
+  return { delivered: true, messageId: String(posted.ids[0]) };
 }

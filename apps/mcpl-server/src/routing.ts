@@ -1,9 +1,15 @@
+import type { Conversation } from '@zmcp/core';
 import type { DeliveryItem, ChannelDescriptor as ZulipChannel } from '@zmcp/delivery';
 
-/** Where a reply goes: a stream topic (anchored on a message in it) or a DM conversation. */
+type StreamConversation = Extract<Conversation, { kind: 'stream' }>;
+
+/**
+ * Where a reply goes: a conversation (core's), a stream topic anchored on a message in it so that
+ * it can follow the topic when it is renamed or moved.
+ */
 export type ReplyTarget =
-  | { readonly kind: 'stream'; streamId: number; topic: string; anchorId: number }
-  | { readonly kind: 'dm'; readonly userIds: readonly number[] };
+  | ({ -readonly [K in keyof StreamConversation]: StreamConversation[K] } & { anchorId: number })
+  | Extract<Conversation, { kind: 'dm' }>;
 
 const MAX_CONVERSATIONS = 1000;
 

@@ -11,6 +11,7 @@ import {
   noopLogger,
   readMessage,
   type StreamInfo,
+  sameStreamName,
 } from '@zmcp/core';
 import {
   CORE_TAGS,
@@ -240,8 +241,8 @@ function assemble(runtime: Runtime, zulip: ZulipRuntime, filters: FileFiltersPla
       }
       // DM channels: the engine decides (DMs are read only with ZULIP_PRIVATE_STREAMS=__ALL__).
       if (parsed.kind === 'dm') return named;
-      const name = parsed.name.trim().toLowerCase();
-      match = (stream) => stream.name.toLowerCase() === name;
+      const { name } = parsed;
+      match = (stream) => sameStreamName(stream.name, name);
     } else if (byAddress !== undefined && typeof byAddress.streamId === 'number') {
       const streamId = byAddress.streamId;
       const known = conn.engine.channels().find((c) => c.channel.streamId === streamId);
@@ -269,7 +270,7 @@ function assemble(runtime: Runtime, zulip: ZulipRuntime, filters: FileFiltersPla
       call,
     );
     services.directory.invalidate('subscriptions');
-    if ((res.unauthorized ?? []).some((n) => n.toLowerCase() === stream.name.toLowerCase())) {
+    if ((res.unauthorized ?? []).some((n) => sameStreamName(n, stream.name))) {
       throw rpcError(
         McplRpcCode.ChannelOpenFailed,
         `Zulip refused to subscribe the bot to ${channelId} (a private stream it was not invited to); nothing was opened`,

@@ -1,4 +1,5 @@
 import type { Logger } from '@zmcp/core';
+import { errorCode } from '@zmcp/core';
 import type {
   AnnounceOutcome,
   ChannelAnnouncement,
@@ -32,8 +33,7 @@ export interface SinkOptions {
 }
 
 function codeOf(err: unknown): string {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : 'UNKNOWN';
+  return errorCode(err) ?? 'UNKNOWN';
 }
 
 /**

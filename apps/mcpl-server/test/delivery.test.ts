@@ -151,6 +151,33 @@ describe('rollback', () => {
       details: { rpcCode: -32005 },
     });
   });
+
+  it('splits a publish longer than the realm allows into parts, posted in order and each rolled back', async () => {
+    const s = await start();
+    await s.host.openChannel({ channelId: 'zulip:general' });
+    const asked = realm.say('general', 'the full report, please', { topic: 'report' });
+    await s.incoming.first((m) => m.messageId === String(asked));
+    const kept = await s.host.callTool('send_message', {
+      stream: 'general',
+      topic: 'report',
+      content: 'on it',
+    });
+    const checkpoint = kept.state?.checkpoint as string;
+    const paragraph = (n: number) => `Part ${n}: ${'x'.repeat(5_990)}`;
+    const report = [1, 2, 3].map(paragraph).join('\n\n');
+    const published = await s.host.publish({ channelId: 'zulip:general', content: report });
+    const first = Number(published?.messageId);
+    const parts = [];
+    for (let id = first; id <= realm.sim.realm.maxMessageId(); id++) {
+      const m = realm.sim.realm.message(id);
+      if (m !== undefined && m.senderId === realm.bot && m.topic === 'report') parts.push(m);
+    }
+    expect(parts.map((m) => m.content.slice(0, 7))).toEqual(['Part 1:', 'Part 2:', 'Part 3:']);
+    expect(parts.every((m) => [...m.content].length <= 10_000)).toBe(true);
+
+    await s.host.rollback({ checkpoint });
+    for (const part of parts) expect(realm.sim.realm.message(part.id)).toBeUndefined();
+  });
 });
 
 describe('context injection', () => {

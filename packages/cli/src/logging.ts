@@ -1,4 +1,5 @@
 import type { Logger } from '@zmcp/core';
+import { errorCode } from '@zmcp/core';
 
 /** How much a bin logs; `silent` logs nothing. */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
@@ -59,8 +60,8 @@ function formatFull(value: unknown): string {
   if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint')
     return String(value);
   if (value instanceof Error) {
-    const code = (value as { code?: unknown }).code;
-    return JSON.stringify(typeof code === 'string' ? `${code}: ${value.message}` : value.message);
+    const code = errorCode(value);
+    return JSON.stringify(code !== undefined ? `${code}: ${value.message}` : value.message);
   }
   if (typeof value === 'string') return /^[A-Za-z0-9_.:/@+-]+$/.test(value) ? value : JSON.stringify(value);
   try {

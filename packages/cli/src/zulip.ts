@@ -1,4 +1,10 @@
-import { type CredentialField, type CredentialSource, credentialProblem, parseSite } from '@zmcp/core';
+import {
+  type CredentialField,
+  type CredentialSource,
+  credentialProblem,
+  errorCode,
+  parseSite,
+} from '@zmcp/core';
 import { type Setting, type SettingMeta, strictBoolean, text } from './settings.js';
 
 /** The site settings of a bin's Zulip account, as its settings parse them. */
@@ -143,9 +149,9 @@ function withoutKeys(message: string): string {
  * value.
  */
 export function startupConfigurationProblem(err: unknown, source?: CredentialSource): string | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
+  const code = errorCode(err);
   const message = (err as { message?: unknown } | null)?.message;
-  if (typeof code !== 'string' || !startupConfigurationCodes.has(code) || typeof message !== 'string')
+  if (code === undefined || !startupConfigurationCodes.has(code) || typeof message !== 'string')
     return undefined;
   if (code === 'CORE_UNAUTHORIZED') {
     const from =

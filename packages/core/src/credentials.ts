@@ -3,7 +3,7 @@ import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { inspect } from 'node:util';
 import { parseSite } from './client/site.js';
-import { ZmcpError } from './errors.js';
+import { errorCode, ZmcpError } from './errors.js';
 
 /** The three fields of a set of credentials. */
 export type CredentialField = 'site' | 'email' | 'apiKey';
@@ -252,7 +252,7 @@ export async function loadCredentials(options: LoadCredentialsOptions): Promise<
   try {
     text = await read(path);
   } catch (cause) {
-    const code = (cause as { code?: unknown }).code;
+    const code = errorCode(cause);
     if (code === 'ENOENT' && explicit === undefined) {
       const variables = missing.map((field) => (field === 'site' ? SITE_VARIABLES : names[field]));
       throw configError(
@@ -272,7 +272,7 @@ export async function loadCredentials(options: LoadCredentialsOptions): Promise<
         ? cause.message
         : code === 'ENOENT'
           ? 'does not exist'
-          : `cannot be read (${typeof code === 'string' ? code : 'error'})`;
+          : `cannot be read (${code ?? 'error'})`;
     throw configError(
       `zuliprc ${path}${explicit === undefined ? '' : ` (from ${explicit})`} ${why}`,
       { path, ...(explicit === undefined ? {} : { variable: explicit }) },

@@ -48,35 +48,88 @@ export type ZmcpErrorCode =
 /** Options accepted by every error in the family. */
 export interface ZmcpErrorOptions {
   cause?: unknown;
-  details?: Readonly<Record<string, unknown>>;
+  details?: Readonly<Record<string, unknown>> | undefined;
 }
 
-const ZMCP_ERROR = Symbol.for('@zmcp/core.ZmcpError');
-const ZULIP_API_ERROR = Symbol.for('@zmcp/core.ZulipApiError');
+/** The brand key of the base class itself: every {@link CodedError} carries it. */
+const CODED_ERROR_BRAND = '@zmcp/core.CodedError';
 
-function branded(value: unknown, brand: symbol): boolean {
-  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[brand] === true;
+function branded(value: unknown, brand: string): boolean {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as Record<symbol, unknown>)[Symbol.for(brand)] === true
+  );
+}
+
+/**
+ * The base of every zmcp error class, in core and in the packages above it: a stable `code` of
+ * the package's union, optional `details`, the ES2022 `cause` (absent when none was given), and a
+ * brand, so that `instanceof` holds for an error built by another copy of the package (undici's
+ * idiom). A subclass sets its `name` and declares its brand as `static readonly brand =
+ * '@zmcp/<package>.<Class>'`; an instance carries the brand of each class it is made from, and
+ * `instanceof` checks the brand of the class on its right.
+ *
+ * @example
+ * class ExampleError extends CodedError<'EXAMPLE_FAILED'> {
+ *   static override readonly brand = '@zmcp/example.ExampleError';
+ *   override readonly name = 'ExampleError';
+ * }
+ */
+export abstract class CodedError<C extends string = string> extends Error {
+  /** `Symbol.for(brand)` marks every instance of the class, from any copy of its package. */
+  static readonly brand: string = CODED_ERROR_BRAND;
+  readonly code: C;
+  readonly details: Readonly<Record<string, unknown>> | undefined;
+
+  constructor(code: C, message: string, options: ZmcpErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.details = options.details;
+    // The brand of every class from the one built up to this base.
+    for (let cls: unknown = new.target; typeof cls === 'function' && cls !== Error; ) {
+      if (Object.hasOwn(cls, 'brand')) {
+        Object.defineProperty(this, Symbol.for((cls as typeof CodedError).brand), { value: true });
+      }
+      cls = Object.getPrototypeOf(cls);
+    }
+  }
+
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    // biome-ignore lint/complexity/noThisInStatic: the class on the right of instanceof, whose brand is checked.
+    return branded(value, this.brand);
+  }
+}
+
+/**
+ * True when `err` is an instance of `cls` (by its brand, from any copy of the package) with one
+ * of `codes`, or with any code when none are given: the body of every `is…Error` guard.
+ */
+export function isCodedError<E extends CodedError>(
+  cls: abstract new (...args: never[]) => E,
+  err: unknown,
+  codes: readonly E['code'][],
+): err is E {
+  return err instanceof cls && (codes.length === 0 || codes.includes(err.code));
+}
+
+/**
+ * The string `code` of any thrown value that has one (a zmcp error, a Node.js system error's
+ * `ENOENT`), else undefined: the one way to read an error's code without trusting its class.
+ */
+export function errorCode(err: unknown): string | undefined {
+  if (typeof err !== 'object' || err === null) return undefined;
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'string' ? code : undefined;
 }
 
 /**
  * The one error class of `@zmcp/core`; subclasses exist only where callers branch on extra
  * fields. `instanceof` holds for an error from any copy of the package.
  */
-export class ZmcpError extends Error {
+export class ZmcpError extends CodedError<ZmcpErrorCode> {
+  static override readonly brand: string = '@zmcp/core.ZmcpError';
   override readonly name: string = 'ZmcpError';
-  readonly code: ZmcpErrorCode;
-  readonly details: Readonly<Record<string, unknown>> | undefined;
-
-  constructor(code: ZmcpErrorCode, message: string, options: ZmcpErrorOptions = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.code = code;
-    this.details = options.details;
-    Object.defineProperty(this, ZMCP_ERROR, { value: true });
-  }
-
-  static override [Symbol.hasInstance](value: unknown): boolean {
-    return branded(value, ZMCP_ERROR);
-  }
 }
 
 /** Fields of a failed Zulip API response that callers branch on. */
@@ -93,6 +146,7 @@ export interface ZulipApiErrorInit extends ZmcpErrorOptions {
 
 /** A Zulip API request that reached Zulip and was refused or failed. */
 export class ZulipApiError extends ZmcpError {
+  static override readonly brand: string = '@zmcp/core.ZulipApiError';
   override readonly name: string = 'ZulipApiError';
   readonly status: number;
   readonly zulipCode: string | undefined;
@@ -105,15 +159,10 @@ export class ZulipApiError extends ZmcpError {
     this.zulipCode = init.zulipCode;
     this.retryAfter = init.retryAfter;
     this.body = init.body;
-    Object.defineProperty(this, ZULIP_API_ERROR, { value: true });
-  }
-
-  static override [Symbol.hasInstance](value: unknown): boolean {
-    return branded(value, ZULIP_API_ERROR);
   }
 }
 
 /** True when `err` is a `ZmcpError` (from any copy of this package) with one of `codes`, or any code when none are given. */
 export function isZmcpError(err: unknown, ...codes: ZmcpErrorCode[]): err is ZmcpError {
-  return err instanceof ZmcpError && (codes.length === 0 || codes.includes(err.code));
+  return isCodedError(ZmcpError, err, codes);
 }

@@ -2,7 +2,7 @@
 // line is an API decision. Internal helpers stay unexported.
 
 export type { ZmcpErrorCode, ZmcpErrorOptions, ZulipApiErrorInit } from './errors.js';
-export { isZmcpError, ZmcpError, ZulipApiError } from './errors.js';
+export { CodedError, errorCode, isCodedError, isZmcpError, ZmcpError, ZulipApiError } from './errors.js';
 
 // --- client, credentials, API, event queue, history, access gates ---
 
@@ -129,7 +129,15 @@ export type {
 } from './policy/policy.js';
 export { AccessPolicy, parseReadOnlyFlag } from './policy/policy.js';
 export type { StreamInfo, StreamInfoLookup } from './policy/streams.js';
-export { createStreamLookup } from './policy/streams.js';
+export { createStreamLookup, foldStreamName, sameStreamName } from './policy/streams.js';
+export type { Conversation } from './text/conversation.js';
+export {
+  conversationKey,
+  dmOthers,
+  foldTopic,
+  messageConversation,
+  sameTopic,
+} from './text/conversation.js';
 export { checkEmojiName, MAX_EMOJI_NAME_LENGTH } from './text/emoji.js';
 export type { NameField } from './text/escape.js';
 export {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
-import { errnoCode, ioError } from './errors.js';
+import { errorCode } from '@zmcp/core';
+import { ioError } from './errors.js';
 import type { DeliveryFileHandle, DeliveryFileSystem } from './file-system.js';
 
 // `.<target name>.<pid>.<random>.tmp`: hidden, never ending in `.json`, and carrying the
@@ -23,13 +24,13 @@ export async function syncDirectory(fs: DeliveryFileSystem, dir: string): Promis
   try {
     handle = await fs.open(dir, 'r');
   } catch (err) {
-    if (DIRECTORY_SYNC_UNSUPPORTED.has(errnoCode(err) ?? '')) return;
+    if (DIRECTORY_SYNC_UNSUPPORTED.has(errorCode(err) ?? '')) return;
     throw ioError('open directory', dir, err);
   }
   try {
     await handle.sync();
   } catch (err) {
-    if (!DIRECTORY_SYNC_UNSUPPORTED.has(errnoCode(err) ?? '')) throw ioError('fsync directory', dir, err);
+    if (!DIRECTORY_SYNC_UNSUPPORTED.has(errorCode(err) ?? '')) throw ioError('fsync directory', dir, err);
   } finally {
     await handle.close().catch(() => undefined);
   }
@@ -81,7 +82,7 @@ export function processIsAlive(pid: number): boolean {
     return true;
   } catch (err) {
     // EPERM: it exists but belongs to someone else.
-    return errnoCode(err) !== 'ESRCH';
+    return errorCode(err) !== 'ESRCH';
   }
 }
 

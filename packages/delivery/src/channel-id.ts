@@ -1,3 +1,4 @@
+import { conversationKey } from '@zmcp/core';
 import { DeliveryError } from './errors.js';
 
 /** What a channel id names: a stream by name, or a DM conversation by its other participants' ids. */
@@ -27,7 +28,7 @@ export function streamChannelId(name: string): string {
  * ascending and comma-separated (`zulip:dm:8,21`). A DM with itself is the bot's own id.
  */
 export function dmChannelId(userIds: readonly number[]): string {
-  return `${DM_PREFIX}${normalizeUserIds(userIds).join(',')}`;
+  return `${PREFIX}${conversationKey({ kind: 'dm', userIds })}`;
 }
 
 function normalizeUserIds(userIds: readonly number[]): number[] {
@@ -93,13 +94,4 @@ export function streamKey(streamId: number): ChannelKey {
 /** The key of a DM channel (participants other than the bot). */
 export function dmKey(userIds: readonly number[]): ChannelKey {
   return `d${normalizeUserIds(userIds).join(',')}`;
-}
-
-/** The other participants of a DM, as its channel names them: everyone but the bot, or the bot alone. */
-export function dmParticipants(
-  recipients: ReadonlyArray<{ readonly id: number }>,
-  selfUserId: number,
-): number[] {
-  const others = recipients.map((r) => r.id).filter((id) => id !== selfUserId);
-  return normalizeUserIds(others.length === 0 ? [selfUserId] : others);
 }

@@ -1,4 +1,4 @@
-import { type Logger, noopLogger } from '@zmcp/core';
+import { errorCode, type Logger, noopLogger } from '@zmcp/core';
 import { z } from 'zod';
 import type { StateKey } from './state-key.js';
 import type { StateStore } from './state-store.js';
@@ -133,7 +133,7 @@ export class StateWriter {
           this.#failures += 1;
           this.#lastError = err;
           this.#logger.error('could not write the delivery state; retrying', {
-            code: (err as { code?: unknown }).code,
+            code: errorCode(err),
             failures: this.#failures,
           });
           // Try again later even if nothing else changes (a full disk may be cleared).

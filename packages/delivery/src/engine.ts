@@ -7,6 +7,7 @@ import {
   createMessageLineFormatter,
   createStreamLookup,
   type DeleteMessageEvent,
+  dmOthers,
   EventQueue,
   escapeMsgName,
   type FormattableMessage,
@@ -28,6 +29,7 @@ import {
   type StreamInfo,
   type StreamInfoLookup,
   type SubscriptionEvent,
+  sameStreamName,
   type TimeStyle,
   type UpdateMessageEvent,
   type ZulipClient,
@@ -40,7 +42,6 @@ import {
   type ChannelKey,
   dmChannelId,
   dmKey,
-  dmParticipants,
   parseChannelId,
   streamChannelId,
   streamKey,
@@ -752,9 +753,7 @@ export class DeliveryEngine {
     const ref = this.#streamRef(c);
     const current = this.#filters.filters.document.mutedStreams ?? [];
     const kept = current.filter((e) =>
-      typeof e === 'number'
-        ? e !== ref.streamId
-        : e.normalize('NFC').trim().toLowerCase() !== ref.name.normalize('NFC').trim().toLowerCase(),
+      typeof e === 'number' ? e !== ref.streamId : !sameStreamName(e, ref.name),
     );
     if (kept.length === current.length) return this.#filters.view();
     return this.#filters.update({ mutedStreams: kept.length === 0 ? null : kept });
@@ -985,7 +984,7 @@ export class DeliveryEngine {
       if (!Array.isArray(m.display_recipient)) continue;
       if (m.sender_id !== this.#self && !this.#filters.filters.allowsDmSender(m.sender_id, m.sender_email))
         continue;
-      this.#dmChannel(dmParticipants(m.display_recipient, this.#self), watermark).registered = true;
+      this.#dmChannel(dmOthers(m.display_recipient, this.#self), watermark).registered = true;
     }
   }
 
@@ -1148,10 +1147,7 @@ export class DeliveryEngine {
       const parsed = parseChannelId(id);
       if (parsed.kind === 'dm') return c.key === dmKey(parsed.userIds);
       const facts = this.#streamOf(c);
-      return (
-        facts !== undefined &&
-        parsed.name.normalize('NFC').trim().toLowerCase() === facts.name.normalize('NFC').trim().toLowerCase()
-      );
+      return facts !== undefined && sameStreamName(parsed.name, facts.name);
     } catch {
       return false;
     }
@@ -1251,7 +1247,7 @@ export class DeliveryEngine {
       if (m.sender_id !== this.#self && !this.#filters.filters.allowsDmSender(m.sender_id, m.sender_email)) {
         return undefined;
       }
-      const users = dmParticipants(m.display_recipient, this.#self);
+      const users = dmOthers(m.display_recipient, this.#self);
       const existing = this.#channels.get(dmKey(users));
       if (existing?.registered === true) return existing;
       for (const r of m.display_recipient) {

@@ -1,3 +1,5 @@
+import { CodedError, errorCode, isCodedError, type ZmcpErrorOptions } from '@zmcp/core';
+
 /**
  * Every failure `@zmcp/delivery` reports, as a stable string code. Callers switch on
  * `err.code`, never on `instanceof` or the message: two copies of the package can
@@ -28,49 +30,25 @@ export type DeliveryErrorCode =
   | 'DELIVERY_STATE_LOCKED';
 
 /** Options accepted by every `DeliveryError`. */
-export interface DeliveryErrorOptions {
-  cause?: unknown;
-  details?: Readonly<Record<string, unknown>> | undefined;
-}
-
-const BRAND = Symbol.for('@zmcp/delivery.DeliveryError');
+export type DeliveryErrorOptions = ZmcpErrorOptions;
 
 /**
  * The one error class of `@zmcp/delivery`: a stable `code`, optional `details` and the original
  * `cause`. `instanceof` holds for an error from any copy of the package (a brand).
  */
-export class DeliveryError extends Error {
+export class DeliveryError extends CodedError<DeliveryErrorCode> {
+  static override readonly brand: string = '@zmcp/delivery.DeliveryError';
   override readonly name: string = 'DeliveryError';
-  readonly code: DeliveryErrorCode;
-  readonly details: Readonly<Record<string, unknown>> | undefined;
-
-  constructor(code: DeliveryErrorCode, message: string, options: DeliveryErrorOptions = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.code = code;
-    this.details = options.details;
-    Object.defineProperty(this, BRAND, { value: true });
-  }
-
-  static override [Symbol.hasInstance](value: unknown): boolean {
-    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
-  }
 }
 
 /** True when `err` is a `DeliveryError` (from any copy of this package) with one of `codes`, or any code when none are given. */
 export function isDeliveryError(err: unknown, ...codes: DeliveryErrorCode[]): err is DeliveryError {
-  return err instanceof DeliveryError && (codes.length === 0 || codes.includes(err.code));
-}
-
-/** The errno code of a Node.js system error, if it has one. */
-export function errnoCode(err: unknown): string | undefined {
-  if (typeof err !== 'object' || err === null) return undefined;
-  const code = (err as { code?: unknown }).code;
-  return typeof code === 'string' ? code : undefined;
+  return isCodedError(DeliveryError, err, codes);
 }
 
 /** Wraps a file-system failure as `DELIVERY_IO_FAILED`, naming the operation and file but never the contents. */
 export function ioError(operation: string, file: string, cause: unknown): DeliveryError {
-  const errno = errnoCode(cause);
+  const errno = errorCode(cause);
   const reason = errno ?? (cause instanceof Error ? cause.message : String(cause));
   return new DeliveryError('DELIVERY_IO_FAILED', `could not ${operation} ${file}: ${reason}`, {
     cause,

@@ -1,7 +1,8 @@
 import { dirname, join, resolve } from 'node:path';
+import { errorCode } from '@zmcp/core';
 import type { ZodType } from 'zod';
 import { removeStaleTempFiles, syncDirectory, writeFileAtomic } from './atomic-write.js';
-import { DeliveryError, errnoCode, ioError } from './errors.js';
+import { DeliveryError, ioError } from './errors.js';
 import { type DeliveryFileSystem, resolveFileSystem } from './file-system.js';
 import { KeyedMutex } from './keyed-mutex.js';
 import { type StateKey, stateFileName } from './state-key.js';
@@ -134,7 +135,7 @@ export class FileStateStore implements StateStore {
       try {
         await this.#fs.unlink(file);
       } catch (err) {
-        if (errnoCode(err) === 'ENOENT') return;
+        if (errorCode(err) === 'ENOENT') return;
         throw ioError('delete', file, err);
       }
       await syncDirectory(this.#fs, dirname(file));
@@ -146,7 +147,7 @@ export class FileStateStore implements StateStore {
     try {
       bytes = await this.#fs.readFile(file, MAX_STATE_BYTES);
     } catch (err) {
-      if (errnoCode(err) === 'ENOENT') return undefined;
+      if (errorCode(err) === 'ENOENT') return undefined;
       throw ioError('read', file, err);
     }
     let text: string;

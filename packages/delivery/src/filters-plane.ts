@@ -1,8 +1,9 @@
 import { type FSWatcher, watch } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
+import { errorCode } from '@zmcp/core';
 import { writeFileAtomic } from './atomic-write.js';
-import { DeliveryError, errnoCode, ioError } from './errors.js';
+import { DeliveryError, ioError } from './errors.js';
 import { type DeliveryFileSystem, FileRefusedError, resolveFileSystem } from './file-system.js';
 import {
   applyFiltersPatch,
@@ -431,7 +432,7 @@ async function statSignature(path: string): Promise<string> {
     const s = await stat(path);
     return s.isDirectory() ? `dir:${s.ino}` : `${s.ino}:${s.size}:${s.mtimeMs}`;
   } catch (err) {
-    return errnoCode(err) ?? 'error';
+    return errorCode(err) ?? 'error';
   }
 }
 
@@ -447,7 +448,7 @@ async function load(fs: DeliveryFileSystem, file: string, maxBytes: number): Pro
     // Not a regular file, or too large: the file is invalid, as one that does not parse.
     if (err instanceof FileRefusedError)
       return { ok: false, missing: false, reason: err.message, cause: err };
-    const code = errnoCode(err);
+    const code = errorCode(err);
     if (code === 'ENOENT') return { ok: false, missing: true, reason: 'the file is missing' };
     const io = ioError('read', file, err);
     return { ok: false, missing: false, reason: `it cannot be read (${code ?? 'error'})`, io };

@@ -88,6 +88,20 @@ describe('CompiledFilters', () => {
     expect(new CompiledFilters({ streams: [] }).allowsStream(general)).toBe(false);
   });
 
+  it('matches a stream name as Zulip does, up to case only: a look-alike spelled otherwise is another stream', () => {
+    // Zulip keeps stream names unique only up to case, so anyone may create `cafe\u0301` beside
+    // `café`; an entry naming one must not let the other through, nor mute it, nor show its reactions.
+    const decomposed = { streamId: 21, name: 'cafe\u0301' };
+    const spaced = { streamId: 22, name: ' café ' };
+    const f = new CompiledFilters({ streams: ['Café'], reactionChannels: ['zulip:café'] });
+    expect(f.allowsStream({ streamId: 20, name: 'café' })).toBe(true);
+    expect(f.allowsStream(decomposed)).toBe(false);
+    expect(f.allowsStream(spaced)).toBe(false);
+    expect(f.showsReactions({ streamName: 'CAFÉ' })).toBe(true);
+    expect(f.showsReactions({ streamName: decomposed.name })).toBe(false);
+    expect(new CompiledFilters({ mutedStreams: ['café'] }).isMuted(decomposed)).toBe(false);
+  });
+
   it('muted streams never pass; dmUsers matches ids and emails, and empty means anyone', () => {
     const f = new CompiledFilters({ mutedStreams: [12], dmUsers: ['42', 'Ann@Example.com'] });
     expect(f.isMuted(general)).toBe(true);

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { parseStreamAllowlist } from '@zmcp/core';
+import { foldStreamName, parseStreamAllowlist } from '@zmcp/core';
 import { z } from 'zod';
 import { type ChannelKey, dmKey, parseChannelId } from './channel-id.js';
 import { DeliveryError } from './errors.js';
@@ -157,19 +157,6 @@ export function digestList(entries: readonly string[]): ListDigest {
   return { count: unique.length, digest };
 }
 
-const folded = new Map<string, string>();
-
-// Every delivered message asks about its stream's name: fold each name once.
-function foldName(name: string): string {
-  let f = folded.get(name);
-  if (f === undefined) {
-    f = name.normalize('NFC').trim().toLowerCase();
-    if (folded.size > 10_000) folded.clear();
-    folded.set(name, f);
-  }
-  return f;
-}
-
 // An emoji entry is a glyph when it has anything beyond printable ASCII; names may carry colons.
 function emojiKey(entry: string): { kind: 'name' | 'code'; value: string } {
   if (/[^\u0020-\u007e]/.test(entry)) {
@@ -216,7 +203,7 @@ export class CompiledFilters {
       const names = new Set<string>();
       for (const e of entries) {
         if (typeof e === 'number') ids.add(e);
-        else names.add(foldName(e));
+        else names.add(foldStreamName(e));
       }
       return { ids, names };
     };
@@ -249,7 +236,7 @@ export class CompiledFilters {
     const reactionDms = new Set<ChannelKey>();
     for (const id of document.reactionChannels ?? []) {
       const parsed = parseChannelId(id);
-      if (parsed.kind === 'stream') reactionStreams.add(foldName(parsed.name));
+      if (parsed.kind === 'stream') reactionStreams.add(foldStreamName(parsed.name));
       else reactionDms.add(dmKey(parsed.userIds));
     }
     this.#reactionStreams = reactionStreams;
@@ -267,12 +254,12 @@ export class CompiledFilters {
   /** Whether the stream allowlist lets the stream through (by id, or by its current name). */
   allowsStream(stream: FilterStream): boolean {
     if (this.#streamIds === undefined || this.#streamNames === undefined) return true;
-    return this.#streamIds.has(stream.streamId) || this.#streamNames.has(foldName(stream.name));
+    return this.#streamIds.has(stream.streamId) || this.#streamNames.has(foldStreamName(stream.name));
   }
 
   /** Whether the stream is muted. */
   isMuted(stream: FilterStream): boolean {
-    return this.#mutedIds.has(stream.streamId) || this.#mutedNames.has(foldName(stream.name));
+    return this.#mutedIds.has(stream.streamId) || this.#mutedNames.has(foldStreamName(stream.name));
   }
 
   /** Whether a stream reaches the agent at all: allowed and not muted. */
@@ -289,7 +276,7 @@ export class CompiledFilters {
   /** Whether a stream channel (by its current name) or a DM channel (by key) shows reactions. */
   showsReactions(target: { readonly streamName: string } | { readonly key: ChannelKey }): boolean {
     return 'streamName' in target
-      ? this.#reactionStreams.has(foldName(target.streamName))
+      ? this.#reactionStreams.has(foldStreamName(target.streamName))
       : this.#reactionDms.has(target.key);
   }
 

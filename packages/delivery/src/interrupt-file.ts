@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { type FSWatcher, watch } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
+import { errorCode } from '@zmcp/core';
 import { writeFileAtomic } from './atomic-write.js';
-import { DeliveryError, errnoCode, ioError } from './errors.js';
+import { DeliveryError, ioError } from './errors.js';
 import { type DeliveryFileSystem, FileRefusedError, resolveFileSystem } from './file-system.js';
 
 /** The largest interrupt file read: many notes of the longest messages Zulip allows. */
@@ -159,7 +160,7 @@ export async function consumeInterruptFile(
   try {
     await fs.rename(target, claimed);
   } catch (err) {
-    if (errnoCode(err) === 'ENOENT') return undefined;
+    if (errorCode(err) === 'ENOENT') return undefined;
     throw ioError('claim interrupt file', target, err);
   }
   let bytes: Uint8Array;

@@ -1,3 +1,4 @@
+import { foldStreamName } from '@zmcp/core';
 import { z } from 'zod';
 import { DeliveryError } from './errors.js';
 import { parseSessionId, parseStateAccount, type StateKey } from './state-key.js';
@@ -38,7 +39,7 @@ const MonitorStateSchema = z
     const names = new Set<string>();
     const ids = new Set<number>();
     state.streams.forEach((stream, index) => {
-      const folded = foldName(stream.name);
+      const folded = foldStreamName(stream.name);
       if (names.has(folded)) {
         ctx.addIssue({ code: 'custom', path: ['streams', index, 'name'], message: 'duplicate stream name' });
       }
@@ -60,11 +61,6 @@ const MonitorStateSchema = z
 type MonitorState = z.infer<typeof MonitorStateSchema>;
 
 type Entry = z.infer<typeof MonitoredStreamSchema>;
-
-// Zulip stream names are unique regardless of case.
-function foldName(name: string): string {
-  return name.toLowerCase();
-}
 
 // Any name the realm holds is kept as it is: names are data here, printed only through the tools.
 function checkStreamName(name: unknown): string {
@@ -115,8 +111,8 @@ function findIndex(entries: readonly Entry[], ref: { name: string; streamId: num
     const byId = entries.findIndex((e) => e.streamId === ref.streamId);
     if (byId !== -1) return byId;
   }
-  const folded = foldName(ref.name);
-  return entries.findIndex((e) => foldName(e.name) === folded);
+  const folded = foldStreamName(ref.name);
+  return entries.findIndex((e) => foldStreamName(e.name) === folded);
 }
 
 function publicView(entries: readonly Entry[]): MonitoredStream[] {
@@ -181,8 +177,8 @@ export class MonitorStore {
           ...(ref.streamId === undefined ? {} : { streamId: ref.streamId }),
         };
         // A rename onto a name another entry holds: the id is authoritative, drop the stale one.
-        const folded = foldName(ref.name);
-        const clash = entries.findIndex((e, i) => i !== index && foldName(e.name) === folded);
+        const folded = foldStreamName(ref.name);
+        const clash = entries.findIndex((e, i) => i !== index && foldStreamName(e.name) === folded);
         if (clash !== -1) entries.splice(clash, 1);
       }
       return { version: 1 as const, streams: entries };

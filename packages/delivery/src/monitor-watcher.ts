@@ -2,11 +2,13 @@ import { setTimeout as delay } from 'node:timers/promises';
 import {
   type Clock,
   EventQueue,
+  errorCode,
   isNoBotsMessage,
   isZmcpError,
   type Logger,
   noopLogger,
   type QueueItem,
+  sameStreamName,
   type ZulipClient,
 } from '@zmcp/core';
 import type { MonitoredStream, MonitorStore } from './monitor-store.js';
@@ -83,14 +85,15 @@ const realClock: Clock = {
   sleep: (ms, signal) => delay(ms, undefined, signal === undefined ? undefined : { signal }),
 };
 
+/** A failure's code for status and logs: core's code, else `UNKNOWN`. */
+function zmcpCode(err: unknown): string {
+  return isZmcpError(err) ? err.code : 'UNKNOWN';
+}
+
 interface Run {
   readonly stop: AbortController;
   queue: EventQueue | undefined;
   done: Promise<void>;
-}
-
-function errorCode(err: unknown): string {
-  return isZmcpError(err) ? err.code : 'UNKNOWN';
 }
 
 /**
@@ -176,7 +179,7 @@ export class MonitorWatcher {
       try {
         listener(event);
       } catch (err) {
-        this.#logger.warn('a monitor watcher listener threw', { code: errorCode(err) });
+        this.#logger.warn('a monitor watcher listener threw', { code: zmcpCode(err) });
       }
     }
   }
@@ -189,7 +192,7 @@ export class MonitorWatcher {
     const run: Run = { stop: new AbortController(), queue: undefined, done: Promise.resolve() };
     this.#run = run;
     run.done = this.#loop(run).catch((err: unknown) => {
-      this.#logger.error('the monitor watcher stopped unexpectedly', { code: errorCode(err) });
+      this.#logger.error('the monitor watcher stopped unexpectedly', { code: zmcpCode(err) });
     });
   }
 
@@ -237,7 +240,7 @@ export class MonitorWatcher {
         return queue;
       } catch (err) {
         if (run.stop.signal.aborted) return undefined;
-        const code = errorCode(err);
+        const code = zmcpCode(err);
         if (code === 'CORE_READ_ONLY') {
           this.#setStatus({ state: 'unavailable', detail: READ_ONLY_DETAIL });
           return undefined;
@@ -271,7 +274,7 @@ export class MonitorWatcher {
       }
     } catch (err) {
       if (!run.stop.signal.aborted) {
-        const code = errorCode(err);
+        const code = zmcpCode(err);
         this.#logger.error('the monitor event queue failed', { code });
         this.#setStatus({ state: 'failed', code, detail: `The event queue failed (${code}).` });
       }
@@ -312,11 +315,10 @@ export class MonitorWatcher {
       return;
     }
     const monitored = await this.#monitored();
-    const folded = name?.toLowerCase();
     const changed = monitored.filter((s) =>
       s.streamId !== undefined
         ? ids.includes(s.streamId)
-        : (folded !== undefined && s.name.toLowerCase() === folded) || (name === undefined && ids.length > 0),
+        : (name !== undefined && sameStreamName(s.name, name)) || (name === undefined && ids.length > 0),
     );
     if (changed.length > 0) this.#emit({ kind: 'streams', streams: changed, cause });
   }
@@ -325,7 +327,7 @@ export class MonitorWatcher {
     try {
       return await this.#monitor.list();
     } catch (err) {
-      this.#logger.warn('could not read the monitored streams', { code: (err as { code?: unknown }).code });
+      this.#logger.warn('could not read the monitored streams', { code: errorCode(err) });
       return [];
     }
   }

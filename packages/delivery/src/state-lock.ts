@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname } from 'node:path';
+import { errorCode } from '@zmcp/core';
 import { processIsAlive } from './atomic-write.js';
-import { DeliveryError, errnoCode, ioError } from './errors.js';
+import { DeliveryError, ioError } from './errors.js';
 import { FileRefusedError, readBoundedFile } from './file-system.js';
 
 /** Exclusive use of one piece of state, held until released. */
@@ -55,7 +56,7 @@ async function readHolder(file: string): Promise<Holder | 'unreadable' | undefin
   try {
     bytes = await readBoundedFile(file, MAX_LOCK_BYTES);
   } catch (err) {
-    if (errnoCode(err) === 'ENOENT') return undefined;
+    if (errorCode(err) === 'ENOENT') return undefined;
     // A FIFO, a device or a huge file is no lock this library wrote: held, as any unreadable one.
     if (err instanceof FileRefusedError) return 'unreadable';
     throw ioError('read', file, err);
@@ -102,12 +103,12 @@ async function create(file: string, holder: Holder): Promise<boolean> {
     try {
       await fsp.link(temp, file);
     } catch (err) {
-      if (!NO_HARD_LINKS.has(errnoCode(err) ?? '')) throw err;
+      if (!NO_HARD_LINKS.has(errorCode(err) ?? '')) throw err;
       await fsp.writeFile(file, text, { mode: FILE_MODE, flag: 'wx' });
     }
     return true;
   } catch (err) {
-    if (errnoCode(err) === 'EEXIST') return false;
+    if (errorCode(err) === 'EEXIST') return false;
     throw ioError('create the lock', file, err);
   } finally {
     await fsp.unlink(temp).catch(() => undefined);
@@ -133,7 +134,7 @@ async function takeOver(file: string, stale: Holder): Promise<{ path: string; no
     await fsp.writeFile(marker, JSON.stringify(mine), { mode: FILE_MODE, flag: 'wx' });
   } catch (err) {
     ours.delete(mine.nonce);
-    if (errnoCode(err) !== 'EEXIST') throw ioError('take over the lock', file, err);
+    if (errorCode(err) !== 'EEXIST') throw ioError('take over the lock', file, err);
     // A taker that died before finishing leaves its marker: clear it for the next attempt.
     const taker = await readHolder(marker).catch(() => undefined);
     if (taker !== undefined && taker !== 'unreadable' && !isLive(taker)) {
@@ -144,7 +145,7 @@ async function takeOver(file: string, stale: Holder): Promise<{ path: string; no
   const now = await readHolder(file);
   if (now !== undefined && now !== 'unreadable' && now.nonce === stale.nonce) {
     await fsp.unlink(file).catch((err: unknown) => {
-      if (errnoCode(err) !== 'ENOENT') throw ioError('take over the lock', file, err);
+      if (errorCode(err) !== 'ENOENT') throw ioError('take over the lock', file, err);
     });
   }
   return { path: marker, nonce: mine.nonce };
@@ -214,7 +215,7 @@ function lockOf(file: string, nonce: string): StateLock {
       try {
         await fsp.unlink(file);
       } catch (err) {
-        if (errnoCode(err) !== 'ENOENT') throw ioError('release the lock', file, err);
+        if (errorCode(err) !== 'ENOENT') throw ioError('release the lock', file, err);
       }
     },
   };

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { attentionTools } from './attention/index.js';
+import { channelTools } from './channels/index.js';
 import { ToolError } from './errors.js';
 import { monitorTools } from './monitor/index.js';
 import { readTools } from './read/index.js';
@@ -37,10 +38,10 @@ export const realmTools: readonly ToolDefinition<z.ZodObject, z.ZodObject, ToolS
 
 /**
  * Every tool of the product as a static definition, listable without building services: the realm
- * tools, the monitor tools, the session tools and the attention tools.
+ * tools, the monitor tools, the session tools, the attention tools and the Claude Code channel tools.
  */
 export function toolDefinitions(): AnyToolDefinition[] {
-  return [...realmTools, ...monitorTools, ...sessionTools, ...attentionTools];
+  return [...realmTools, ...monitorTools, ...sessionTools, ...attentionTools, ...channelTools];
 }
 
 /** The realm tools bound to one server's services; the monitor and session tools are bound by their catalogs. */

@@ -1,6 +1,7 @@
 import {
   type CallOptions,
   createStreamLookup,
+  errorCode,
   escapeMsgName,
   PersonNames,
   type ResolvedUser,
@@ -180,7 +181,7 @@ export class RealmDirectory {
         try {
           return resolveUser(users, q, options);
         } catch (err) {
-          if ((err as { code?: unknown }).code !== 'CORE_USER_NOT_FOUND') throw err;
+          if (errorCode(err) !== 'CORE_USER_NOT_FOUND') throw err;
           first ??= err;
         }
       }
@@ -189,7 +190,7 @@ export class RealmDirectory {
     try {
       return attempt(await this.users(call));
     } catch (err) {
-      if ((err as { code?: unknown }).code !== 'CORE_USER_NOT_FOUND') throw err;
+      if (errorCode(err) !== 'CORE_USER_NOT_FOUND') throw err;
       this.invalidate('users');
       return attempt(await this.users(call));
     }

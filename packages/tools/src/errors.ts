@@ -1,3 +1,5 @@
+import { CodedError, isCodedError, isZmcpError } from '@zmcp/core';
+
 /**
  * Codes of the failures the tools layer itself reports (core, upload and delivery codes pass
  * through the call contract as they are). Callers switch on `err.code`.
@@ -32,17 +34,14 @@ export type ToolErrorCode =
   /** The tool failed unexpectedly, or produced a result that does not match its output schema. */
   | 'TOOLS_INTERNAL';
 
-const BRAND = Symbol.for('@zmcp/tools.ToolError');
-
 /**
  * The one error class of `@zmcp/tools`. Handlers throw it for refusals on their own terms; the
  * call contract turns it into an `isError` result carrying `code`. `instanceof` holds across
  * copies of the package (a brand, as undici does), but callers should switch on `code`.
  */
-export class ToolError extends Error {
+export class ToolError extends CodedError<ToolErrorCode> {
+  static override readonly brand: string = '@zmcp/tools.ToolError';
   override readonly name = 'ToolError';
-  readonly code: ToolErrorCode;
-  readonly details: Readonly<Record<string, unknown>> | undefined;
 
   constructor(
     code: ToolErrorCode,
@@ -50,20 +49,13 @@ export class ToolError extends Error {
     details?: Readonly<Record<string, unknown>>,
     options: { cause?: unknown } = {},
   ) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.code = code;
-    this.details = details;
-    Object.defineProperty(this, BRAND, { value: true });
-  }
-
-  static override [Symbol.hasInstance](value: unknown): boolean {
-    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
+    super(code, message, { cause: options.cause, details });
   }
 }
 
 /** True when `err` is a {@link ToolError} (from any copy of this package) with one of `codes`, or any code when none are given. */
 export function isToolError(err: unknown, ...codes: ToolErrorCode[]): err is ToolError {
-  return err instanceof ToolError && (codes.length === 0 || codes.includes(err.code));
+  return isCodedError(ToolError, err, codes);
 }
 
 /** Core's refusal of a malformed argument, as a refusal of the tool's own input. */
@@ -71,8 +63,7 @@ export function asToolInput<T>(check: () => T): T {
   try {
     return check();
   } catch (err) {
-    const refusal = err as { code?: unknown; message: string; details?: Readonly<Record<string, unknown>> };
-    if (refusal.code !== 'CORE_INVALID_ARGUMENT') throw err;
-    throw new ToolError('TOOLS_INVALID_INPUT', refusal.message, refusal.details);
+    if (!isZmcpError(err, 'CORE_INVALID_ARGUMENT')) throw err;
+    throw new ToolError('TOOLS_INVALID_INPUT', err.message, err.details);
   }
 }

@@ -1,4 +1,4 @@
-import { escapeMsgName } from '@zmcp/core';
+import { errorCode, escapeMsgName } from '@zmcp/core';
 import { z } from 'zod';
 import type { ToolFailure } from './tool.js';
 
@@ -84,18 +84,9 @@ const HOST_DETAIL: Readonly<Record<string, string>> = {
   CORE_CONFIG_INVALID: 'The server’s configuration is invalid; an operator must fix it.',
 };
 
-interface CodedError {
-  code: string;
-  message: string;
-}
-
-function isCoded(err: unknown): err is CodedError {
-  return (
-    typeof err === 'object' &&
-    err !== null &&
-    typeof (err as { code?: unknown }).code === 'string' &&
-    typeof (err as { message?: unknown }).message === 'string'
-  );
+/** A thrown value with a string code and message, from whichever package (or copy) threw it. */
+function isCoded(err: unknown): err is { code: string; message: string } {
+  return errorCode(err) !== undefined && typeof (err as { message?: unknown }).message === 'string';
 }
 
 function abortKind(signal: AbortSignal | undefined): 'deadline' | 'cancel' | undefined {

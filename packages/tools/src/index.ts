@@ -15,6 +15,9 @@ export {
   TOOLSETS,
   toolDefinitions,
 } from './catalog.js';
+export { channelCatalog, channelTools } from './channels/index.js';
+export type { ChannelEvent, ChannelToolsContext } from './channels/shared.js';
+export { channelChatId } from './channels/shared.js';
 // --- services, catalogs of the monitor and the teammate session ---
 export type { RealmDirectoryOptions } from './directory.js';
 export { RealmDirectory } from './directory.js';
@@ -70,3 +73,5 @@ export type {
   Toolset,
 } from './tool.js';
 export { bindTool, bindTools, defineTool } from './tool.js';
+export type { OverLength, Posted, PostOptions } from './write/post.js';
+export { postMessage } from './write/post.js';

@@ -1,3 +1,5 @@
+import { CodedError, isCodedError, type ZmcpErrorOptions } from '@zmcp/core';
+
 /**
  * Every failure `@zmcp/uploads` reports, as a stable string code. Callers switch on
  * `err.code`, never on `instanceof` or the message.
@@ -55,37 +57,20 @@ export type UploadErrorCode =
   | 'UPLOAD_ABORTED';
 
 /** Options accepted by {@link UploadError}. */
-export interface UploadErrorOptions {
-  cause?: unknown;
-  details?: Readonly<Record<string, unknown>>;
-}
-
-const BRAND = Symbol.for('@zmcp/uploads.UploadError');
+export type UploadErrorOptions = ZmcpErrorOptions;
 
 /**
  * The one error class of `@zmcp/uploads`: a stable `code`, optional `details`, and the `cause`.
  * `instanceof` holds for an error from any copy of the package (a brand).
  */
-export class UploadError extends Error {
+export class UploadError extends CodedError<UploadErrorCode> {
+  static override readonly brand: string = '@zmcp/uploads.UploadError';
   override readonly name: string = 'UploadError';
-  readonly code: UploadErrorCode;
-  readonly details: Readonly<Record<string, unknown>> | undefined;
-
-  constructor(code: UploadErrorCode, message: string, options: UploadErrorOptions = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.code = code;
-    this.details = options.details;
-    Object.defineProperty(this, BRAND, { value: true });
-  }
-
-  static override [Symbol.hasInstance](value: unknown): boolean {
-    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
-  }
 }
 
 /** True when `err` is an `UploadError` (from any copy of this package) with one of `codes`. */
 export function isUploadError(err: unknown, ...codes: UploadErrorCode[]): err is UploadError {
-  return err instanceof UploadError && (codes.length === 0 || codes.includes(err.code));
+  return isCodedError(UploadError, err, codes);
 }
 
 /** The error for a fired AbortSignal, carrying its reason as `cause`. */

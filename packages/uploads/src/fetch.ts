@@ -1,3 +1,4 @@
+import { errorCode } from '@zmcp/core';
 import { isUploadError, UploadError } from './errors.js';
 import { sniffImage, toModelImage } from './image.js';
 import { checkMaxBytes } from './limits.js';
@@ -215,7 +216,7 @@ export async function fetchAttachment(
     if (signal?.aborted) {
       throw new UploadError('UPLOAD_ABORTED', 'the download was aborted', { cause: err, details: { path } });
     }
-    const causeCode = (err as { code?: unknown } | null)?.code;
+    const causeCode = errorCode(err);
     const causeDetails = (err as { details?: { declared?: unknown } } | null)?.details;
     if (causeCode === 'CORE_TOO_LARGE') {
       // The transport stopped reading at the cap.

@@ -1,6 +1,7 @@
 import { constants } from 'node:fs';
 import { access, type FileHandle, lstat, open, readlink, realpath, stat } from 'node:fs/promises';
 import { basename, isAbsolute, resolve, sep } from 'node:path';
+import { errorCode } from '@zmcp/core';
 import { abortedError, UploadError } from './errors.js';
 import { checkFileName } from './names.js';
 
@@ -64,11 +65,6 @@ const PROC_FD = '/proc/self/fd';
 // the previous one), and V8 collects them only after ~32 MiB of garbage; with 16 KiB chunks the
 // allocator also reuses freed chunks tightly. Measured by the bench: about 0.4 x a 100 MiB file.
 const CHUNK_BYTES = 16 * 1024;
-
-function errnoCode(err: unknown): string | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : undefined;
-}
 
 function isInside(child: string, parent: string): boolean {
   const prefix = parent.endsWith(sep) ? parent : parent + sep;
@@ -202,7 +198,7 @@ class OpenedFile implements ConfinedFile {
 }
 
 function fileError(err: unknown, ref: string): UploadError {
-  const code = errnoCode(err);
+  const code = errorCode(err);
   if (code === 'ENOENT' || code === 'ENOTDIR') {
     return new UploadError('UPLOAD_FILE_NOT_FOUND', `${ref} does not exist`, {
       cause: err,
@@ -314,7 +310,7 @@ export async function openConfined(
           target = await readlink(at(dir, name));
         } catch (err) {
           // No longer a symlink (swapped back since the lstat): look at it again.
-          if (errnoCode(err) === 'EINVAL' && links <= MAX_SYMLINKS) {
+          if (errorCode(err) === 'EINVAL' && links <= MAX_SYMLINKS) {
             names.unshift(name);
             continue;
           }
@@ -343,7 +339,7 @@ export async function openConfined(
       try {
         handle = await open(at(dir, name), last ? FILE_FLAGS : DIRECTORY_FLAGS);
       } catch (err) {
-        const code = errnoCode(err);
+        const code = errorCode(err);
         // Swapped for a symlink (or something else) since the lstat: look at it again.
         if (code === 'ELOOP' || (code === 'ENOTDIR' && !last)) {
           if (++links > MAX_SYMLINKS) throw fileError(err, ref);
@@ -424,7 +420,7 @@ export class UploadRoots {
       try {
         realPath = await realpath(spec.path);
       } catch (err) {
-        throw missing(errnoCode(err) === 'ENOENT' ? 'does not exist' : 'cannot be resolved', err);
+        throw missing(errorCode(err) === 'ENOENT' ? 'does not exist' : 'cannot be resolved', err);
       }
       if (!(await stat(realPath)).isDirectory()) throw missing('is not a directory');
       roots.set(spec.name, { name: spec.name, path: spec.path, realPath });

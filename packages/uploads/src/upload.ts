@@ -1,3 +1,4 @@
+import { errorCode } from '@zmcp/core';
 import { type Base64Measure, decodeBase64, measureBase64 } from './base64.js';
 import { abortedError, isUploadError, UploadError } from './errors.js';
 import { checkMaxBytes, MAX_FILES_PER_MESSAGE, TOTAL_BYTES_FACTOR } from './limits.js';
@@ -185,14 +186,14 @@ function atIndex(
       details: base,
     });
   }
-  const causeCode = (err as { code?: unknown } | null)?.code;
+  const causeCode = errorCode(err);
   const reason = err instanceof Error ? err.message : String(err);
   return new UploadError(
     'UPLOAD_FAILED',
     `${where} could not be uploaded: ${reason}${earlierNote(uploaded)}`,
     {
       cause: err,
-      details: typeof causeCode === 'string' ? { ...base, causeCode } : base,
+      details: causeCode !== undefined ? { ...base, causeCode } : base,
     },
   );
 }

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { type Dispatcher, Pool } from 'undici';
 import type { z } from 'zod';
-import { ZmcpError, type ZmcpErrorCode, ZulipApiError } from '../errors.js';
+import { errorCode, ZmcpError, type ZmcpErrorCode, ZulipApiError } from '../errors.js';
 import type { Clock } from './clock.js';
 import { Deadline } from './deadline.js';
 import { encodeParams, type RequestParams } from './encode.js';
@@ -106,8 +106,8 @@ function errorCodes(err: unknown): string[] {
   const codes: string[] = [];
   let cur: unknown = err;
   for (let depth = 0; depth < 5 && typeof cur === 'object' && cur !== null; depth++) {
-    const code = (cur as { code?: unknown }).code;
-    if (typeof code === 'string') codes.push(code);
+    const code = errorCode(cur);
+    if (code !== undefined) codes.push(code);
     cur = (cur as { cause?: unknown }).cause;
   }
   return codes;

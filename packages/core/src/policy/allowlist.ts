@@ -1,5 +1,5 @@
 import { ZmcpError } from '../errors.js';
-import type { StreamInfo } from './streams.js';
+import { type StreamInfo, sameStreamName } from './streams.js';
 
 /** The all-value of a stream allowlist: every stream (and, for reads, every DM). */
 export const ALL_STREAMS = '__ALL__';
@@ -111,8 +111,7 @@ export function resolveStreamAllowlist(
       matches = streams.filter((s) => s.stream_id === entry || s.name === String(entry));
     } else {
       const exact = streams.filter((s) => s.name === entry);
-      matches =
-        exact.length > 0 ? exact : streams.filter((s) => s.name.toLowerCase() === entry.toLowerCase());
+      matches = exact.length > 0 ? exact : streams.filter((s) => sameStreamName(s.name, entry));
     }
     if (matches.length === 0) {
       throw new ZmcpError(

@@ -1,4 +1,12 @@
-import { type CallOptions, escapeMsgName, isNoBotsMessage, type Message, ZmcpError } from '@zmcp/core';
+import {
+  type CallOptions,
+  escapeMsgName,
+  foldStreamName,
+  isNoBotsMessage,
+  type Message,
+  sameStreamName,
+  ZmcpError,
+} from '@zmcp/core';
 import { isDeliveryError } from '@zmcp/delivery';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
@@ -95,8 +103,7 @@ export const getUnreadMessagesTool = defineTool({
       );
     }
     const query = {
-      streams:
-        input.streams === undefined ? null : [...new Set(input.streams.map((s) => s.toLowerCase()))].sort(),
+      streams: input.streams === undefined ? null : [...new Set(input.streams.map(foldStreamName))].sort(),
     };
     let after = 0;
     if (input.cursor !== undefined) {
@@ -116,12 +123,11 @@ export const getUnreadMessagesTool = defineTool({
     if (input.streams !== undefined) {
       selected = [];
       for (const name of input.streams) {
-        const folded = name.toLowerCase();
         const id = lookup(name)?.stream_id;
         const hit = all.find(
           (s) =>
-            s.name.toLowerCase() === folded ||
-            s.entry.name.toLowerCase() === folded ||
+            sameStreamName(s.name, name) ||
+            sameStreamName(s.entry.name, name) ||
             (id !== undefined && s.streamId === id),
         );
         if (hit === undefined) {

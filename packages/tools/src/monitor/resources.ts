@@ -1,5 +1,5 @@
 import type { CallOptions } from '@zmcp/core';
-import { escapeMsgName } from '@zmcp/core';
+import { escapeMsgName, sameStreamName } from '@zmcp/core';
 import { ToolError } from '../errors.js';
 import { fitToBudget } from '../page.js';
 import type { ResourceContents, ResourceDefinition, ResourceTemplateDefinition } from '../tool.js';
@@ -109,10 +109,9 @@ export function channelUnreadTemplate(context: MonitorContext): ResourceTemplate
     async read(_uri, variables, { signal }): Promise<ResourceContents> {
       const call: CallOptions = { signal };
       const wanted = variables.stream ?? '';
-      const folded = wanted.toLowerCase();
       const lookup = await services.directory.streamLookup(call);
       const stream = resolveMonitored(await monitor.list(), lookup).find(
-        (s) => s.entry.name.toLowerCase() === folded || s.name.toLowerCase() === folded,
+        (s) => sameStreamName(s.entry.name, wanted) || sameStreamName(s.name, wanted),
       );
       if (stream === undefined) {
         throw new ToolError(

@@ -1,4 +1,13 @@
-import { type CallOptions, readNarrow, type Stream, type StreamInfoLookup, ZmcpError } from '@zmcp/core';
+import {
+  type CallOptions,
+  errorCode,
+  foldStreamName,
+  readNarrow,
+  type Stream,
+  type StreamInfoLookup,
+  sameStreamName,
+  ZmcpError,
+} from '@zmcp/core';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
 import type { ToolServices } from '../services.js';
@@ -110,7 +119,7 @@ export const startMonitoringTool = defineTool({
     const monitoredIds = new Map<number, number | undefined>();
     for (const m of before) if (m.streamId !== undefined) monitoredIds.set(m.streamId, m.lastReadId);
     const isMonitored = (s: Stream) =>
-      monitoredIds.has(s.stream_id) || before.some((m) => m.name.toLowerCase() === s.name.toLowerCase());
+      monitoredIds.has(s.stream_id) || before.some((m) => sameStreamName(m.name, s.name));
 
     const results: Entry[] = [];
     for (const stream of picked) {
@@ -161,9 +170,9 @@ export const startMonitoringTool = defineTool({
           { subscriptions: toJoin.map((r) => ({ name: r.stream })), authorizationErrorsFatal: false },
           call,
         );
-        const refused = new Set((res.unauthorized ?? []).map((n) => n.toLowerCase()));
+        const refused = new Set((res.unauthorized ?? []).map(foldStreamName));
         for (const r of toJoin) {
-          if (refused.has(r.stream.toLowerCase())) {
+          if (refused.has(foldStreamName(r.stream))) {
             r.note = 'Zulip refused to subscribe the bot, so no live updates come from this stream';
           } else {
             r.subscribed = true;
@@ -171,9 +180,9 @@ export const startMonitoringTool = defineTool({
         }
       } catch (err) {
         if (signal.aborted) throw err;
-        const code = (err as { code?: unknown }).code;
+        const code = errorCode(err);
         for (const r of toJoin) {
-          r.note = `subscribing the bot failed (${typeof code === 'string' ? code : 'error'}), so no live updates come from this stream yet; call start_monitoring again to retry`;
+          r.note = `subscribing the bot failed (${code ?? 'error'}), so no live updates come from this stream yet; call start_monitoring again to retry`;
         }
       } finally {
         services.directory.invalidate('subscriptions');

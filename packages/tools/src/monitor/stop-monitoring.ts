@@ -1,4 +1,5 @@
 import type { CallOptions } from '@zmcp/core';
+import { sameStreamName } from '@zmcp/core';
 import type { StreamRef } from '@zmcp/delivery';
 import { z } from 'zod';
 import { defineTool } from '../tool.js';
@@ -38,9 +39,8 @@ export const stopMonitoringTool = defineTool({
     const notMonitored: string[] = [];
     for (const name of input.streams) {
       const streamId = lookup(name)?.stream_id;
-      const folded = name.toLowerCase();
       const hit = before.find(
-        (m) => (streamId !== undefined && m.streamId === streamId) || m.name.toLowerCase() === folded,
+        (m) => (streamId !== undefined && m.streamId === streamId) || sameStreamName(m.name, name),
       );
       if (hit === undefined) {
         if (!notMonitored.includes(name)) notMonitored.push(name);

@@ -1,5 +1,6 @@
 import {
   type CallOptions,
+  dmOthers,
   isNoBotsTopic,
   type NarrowTerm,
   type PersonNames,
@@ -34,8 +35,13 @@ export async function resolveDmUsers(
     const { user } = await services.directory.user(ref, call);
     if (user.user_id !== self && !users.some((u) => u.user_id === user.user_id)) users.push(user);
   }
-  if (users.length === 0) return { ids: [self], users: [] };
-  return { ids: users.map((u) => u.user_id).sort((a, b) => a - b), users };
+  return {
+    ids: dmOthers(
+      users.map((u) => ({ id: u.user_id })),
+      self,
+    ),
+    users,
+  };
 }
 
 /**

@@ -1,5 +1,6 @@
 import {
   type CallOptions,
+  errorCode,
   escapeIndented,
   escapeMsgName,
   isNoBotsMessage,
@@ -80,7 +81,7 @@ async function checkLinked(
     try {
       message = await readVisibleMessage(services, messageId, call);
     } catch (err) {
-      if ((err as { code?: unknown }).code === 'TOOLS_NOT_FOUND') throw notLinked();
+      if (errorCode(err) === 'TOOLS_NOT_FOUND') throw notLinked();
       throw err;
     }
     if (!links(message.content)) throw notLinked();

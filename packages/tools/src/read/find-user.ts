@@ -1,4 +1,4 @@
-import { escapeMsgName, type User } from '@zmcp/core';
+import { errorCode, escapeMsgName, type User } from '@zmcp/core';
 import { z } from 'zod';
 import { fitToBudget } from '../page.js';
 import type { ToolServices } from '../services.js';
@@ -57,7 +57,7 @@ export const findUserTool = defineTool({
       matchedBy = resolved.matchedBy;
       total = 1;
     } catch (err) {
-      const code = (err as { code?: unknown }).code;
+      const code = errorCode(err);
       if (code === 'CORE_USER_NOT_FOUND') {
         const text = `No user matches ${JSON.stringify(escapeMsgName(String(input.query)))}. Try part of the name, an email, or browse with list_users (include_bots / include_deactivated to widen it).`;
         return {

@@ -1,4 +1,4 @@
-import { formatTimestamp, parseDateRange, type ReadRange } from '@zmcp/core';
+import { errorCode, formatTimestamp, parseDateRange, type ReadRange } from '@zmcp/core';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
 import type { ToolServices } from '../services.js';
@@ -58,7 +58,7 @@ export function dateSpan(
   try {
     span = parseDateRange(when, { timeZone: services.timeZone, now: services.now() });
   } catch (err) {
-    if ((err as { code?: unknown }).code !== 'CORE_INVALID_ARGUMENT') throw err;
+    if (errorCode(err) !== 'CORE_INVALID_ARGUMENT') throw err;
     throw new ToolError('TOOLS_INVALID_INPUT', `Invalid arguments: when: ${(err as Error).message}`);
   }
   const fmt = (d: Date) => formatTimestamp(Math.floor(d.getTime() / 1000), { timeZone: services.timeZone });

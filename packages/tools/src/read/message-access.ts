@@ -1,5 +1,7 @@
 import {
   type CallOptions,
+  dmOthers,
+  errorCode,
   isNoBotsMessage,
   type Message,
   type NarrowTerm,
@@ -37,7 +39,7 @@ export async function readVisibleMessage(
       call,
     });
   } catch (err) {
-    const code = (err as { code?: unknown }).code;
+    const code = errorCode(err);
     // Zulip answers an unknown or inaccessible id with a 400 ("Invalid message(s)"); a message the
     // policy keeps closed gets the same answer, so a refusal tells nothing of what it refused.
     if (code === 'CORE_BAD_REQUEST' || code === 'CORE_NOT_FOUND' || code === 'CORE_ACCESS_DENIED') {
@@ -47,15 +49,6 @@ export async function readVisibleMessage(
   }
   if (isNoBotsMessage(message)) throw notFound(id);
   return message;
-}
-
-/** The user ids of a DM's participants other than the bot (the bot alone for its DMs with itself). */
-export function dmOthers(services: ToolServices, message: Message): number[] {
-  const self = services.identity.user_id;
-  const ids = Array.isArray(message.display_recipient)
-    ? message.display_recipient.map((r) => r.id).filter((id) => id !== self)
-    : [];
-  return ids.length === 0 ? [self] : ids.sort((a, b) => a - b);
 }
 
 /**
@@ -75,8 +68,8 @@ export function conversationOf(
     ];
     return { narrow, label: `${streamLabel(stream)} > ${topicLabel(message.subject)}` };
   }
-  const others = dmOthers(services, message);
   const self = services.identity.user_id;
+  const others = dmOthers(message.display_recipient, self);
   const people: User[] = Array.isArray(message.display_recipient)
     ? message.display_recipient
         .filter((r) => r.id !== self)

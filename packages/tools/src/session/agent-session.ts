@@ -1,6 +1,7 @@
 import {
   type CallOptions,
   checkEmojiName,
+  errorCode,
   isNoBotsMessage,
   isNoBotsTopic,
   type Logger,
@@ -10,6 +11,7 @@ import {
   quoteName,
   quotePerson,
   readNarrow,
+  sameTopic,
 } from '@zmcp/core';
 import {
   type InterruptNote,
@@ -160,10 +162,6 @@ export interface Presented {
   text: string;
   /** Messages remain for a later call (cut by the budget, or more than one read returns). */
   moreWaiting: boolean;
-}
-
-function lower(s: string): string {
-  return s.toLowerCase();
 }
 
 function isTimeoutAbort(signal: AbortSignal): boolean {
@@ -338,7 +336,7 @@ export class SessionCore implements AgentSession {
         await this.#bindLaunch(launch, call);
       } catch (err) {
         // A launch that names something the bot cannot use stays broken: let the model choose.
-        const code = (err as { code?: unknown }).code;
+        const code = errorCode(err);
         if (code === 'TOOLS_NOT_FOUND' || code === 'TOOLS_INVALID_INPUT' || code === 'CORE_ACCESS_DENIED') {
           if (this.#launch === launch) this.#launch = undefined;
         }
@@ -417,7 +415,7 @@ export class SessionCore implements AgentSession {
       if (
         trigger.type !== 'stream' ||
         trigger.stream_id !== stream.stream_id ||
-        lower(trigger.subject) !== lower(topic)
+        !sameTopic(trigger.subject, topic)
       ) {
         throw new ToolError(
           'TOOLS_INVALID_INPUT',
@@ -441,7 +439,7 @@ export class SessionCore implements AgentSession {
 
   /** Whether a message belongs to the bound conversation. */
   inConversation(b: Binding, m: Message): boolean {
-    return m.type === 'stream' && m.stream_id === b.streamId && lower(m.subject) === lower(b.topic);
+    return m.type === 'stream' && m.stream_id === b.streamId && sameTopic(m.subject, b.topic);
   }
 
   // ---------------------------------------------------------------- what arrived
@@ -691,7 +689,7 @@ export class SessionCore implements AgentSession {
     if (target === undefined || bound === undefined) return;
     if (!(await this.mayWriteIn(bound.streamId, call))) return;
     const giveUp = (err: unknown): void => {
-      if ((err as { code?: unknown }).code === 'CORE_ABORTED') throw err;
+      if (errorCode(err) === 'CORE_ABORTED') throw err;
       this.logger.debug('could not add the listening indicator', { err: codeOf(err) });
     };
     let emoji: { name: string; type: ListenReactionType; code: string | undefined };
@@ -845,7 +843,7 @@ export class SessionCore implements AgentSession {
 }
 
 function codeOf(err: unknown): unknown {
-  return (err as { code?: unknown } | null)?.code ?? (err instanceof Error ? err.name : 'unknown');
+  return errorCode(err) ?? (err instanceof Error ? err.name : 'unknown');
 }
 
 function checkLaunch(launch: AgentSessionLaunch | undefined): AgentSessionLaunch | undefined {

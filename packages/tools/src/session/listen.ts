@@ -1,6 +1,7 @@
 import {
   type CallOptions,
   EventQueue,
+  errorCode,
   escapeIndented,
   isNoBotsMessage,
   isNoBotsTopic,
@@ -8,6 +9,7 @@ import {
   type QueueItem,
   readMessage,
   type StreamInfoLookup,
+  sameTopic,
 } from '@zmcp/core';
 import { z } from 'zod';
 import { truncateToBytes } from '../page.js';
@@ -176,7 +178,7 @@ class Listening {
           call: this.call,
         });
       } catch (err) {
-        const code = (err as { code?: unknown }).code;
+        const code = errorCode(err);
         if (code === 'CORE_ACCESS_DENIED' || code === 'CORE_BAD_REQUEST' || code === 'CORE_NOT_FOUND')
           return false;
         throw err;
@@ -192,7 +194,7 @@ class Listening {
         event.propagate_mode === 'change_all' &&
         event.stream_id === b.streamId &&
         (event.new_stream_id === undefined || event.new_stream_id === b.streamId) &&
-        event.orig_subject.toLowerCase() === b.topic.toLowerCase();
+        sameTopic(event.orig_subject, b.topic);
       if (!renamed) return false;
       const topic = event.subject as string;
       if (isNoBotsTopic(topic)) {

@@ -9,9 +9,9 @@ import {
   attachmentsNote,
   ContentArgSchema,
   callOf,
-  prepareBody,
-  sendPrepared,
+  sendAndShow,
 } from '../write/common.js';
+import { preparePost } from '../write/post.js';
 import type { SessionCore } from './agent-session.js';
 
 const encoder = new TextEncoder();
@@ -49,10 +49,12 @@ export const replyTool = defineTool({
     assertWritable(services);
     await session.settled();
     const b = await session.requireBinding(call);
-    const lookup = await services.directory.streamLookup(call);
-    services.policy.checkWrite({ stream: b.streamId }, lookup);
-    const attachments = input.attachments ?? [];
-    const prepared = prepareBody(services, input.content, attachments);
+    const prepared = await preparePost(
+      services,
+      { kind: 'stream', streamId: b.streamId, topic: b.topic },
+      input.content,
+      { overLength: 'refuse', attachments: input.attachments, signal },
+    );
 
     // Dismissed while not listening: only the reactions themselves can tell.
     const dismissal = await session.findDismissal(b, call);
@@ -66,13 +68,7 @@ export const replyTool = defineTool({
       return toolFailure('TOOLS_SESSION_ENDED', `Nothing was sent. ${session.endedMessage(ended)}`);
     }
 
-    const sent = await sendPrepared(
-      services,
-      { type: 'stream', stream: { name: b.stream, stream_id: b.streamId }, topic: b.topic },
-      prepared,
-      attachments,
-      signal,
-    );
+    const sent = await sendAndShow(services, prepared, signal);
     if ('isError' in sent) return sent;
     // A stop in place of a start: the indicator from before the reply must not linger under it.
     session.typing(b, 'stop');

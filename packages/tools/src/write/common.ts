@@ -1,12 +1,11 @@
 import {
   type CallOptions,
-  checkMessageLength,
   checkTopicName,
   decodePrintedName,
+  dmOthers,
   escapeMsgName,
   type Message,
   messagePermalink,
-  normalizeMarkdown,
   type PersonNames,
   quotePerson,
   readMessage,
@@ -14,21 +13,14 @@ import {
   type StreamInfoLookup,
   ZmcpError,
 } from '@zmcp/core';
-import {
-  type Attachment,
-  appendAttachmentMarkdown,
-  isUploadError,
-  UploadError,
-  type UploadedAttachment,
-  uploadAttachments,
-} from '@zmcp/uploads';
+import type { UploadedAttachment } from '@zmcp/uploads';
 import { z } from 'zod';
-import { asToolInput, ToolError } from '../errors.js';
-import { mayHaveTakenEffect, toolFailure } from '../failure.js';
+import { asToolInput } from '../errors.js';
 import { fitToBudget } from '../page.js';
 import { streamLabel, topicLabel } from '../read/shared.js';
 import type { ToolServices } from '../services.js';
 import type { ToolFailure } from '../tool.js';
+import { type Posted, type PreparedPost, sendPost } from './post.js';
 
 // Helpers shared by the write tools. Internal to the package: nothing here is exported from
 // the package entry.
@@ -97,154 +89,13 @@ export function callOf(signal: AbortSignal): CallOptions {
   return { signal };
 }
 
-/** Markdown as it will be sent: normalized when the operator left the fixes on. */
-export function prepareMarkdown(services: ToolServices, content: string): string {
-  return services.markdownAutofix ? normalizeMarkdown(content) : content;
-}
-
-/** The base name of a `<root>/<path>` reference, as the upload will be named. */
-function attachmentName(a: Attachment): string {
-  if ('file' in a) {
-    const parts = a.file.split('/').filter((p) => p !== '');
-    return parts[parts.length - 1] ?? a.file;
-  }
-  return a.name;
-}
-
-/**
- * The shortest link Zulip can produce for an attachment: realm id, a two-level directory and a
- * 24-character token come before the file name. Used to refuse clearly over-long messages before
- * anything is uploaded; the exact links are measured again before the send.
- */
-function minimalLink(a: Attachment): { markdown: string } {
-  const text = attachmentName(a).replace(/[[\]]/g, '');
-  return { markdown: `[${text}](/user_uploads/1/a/${'x'.repeat(24)}/x)` };
-}
-
-/**
- * The length guard: measures the body plus the attachment links it will carry, in code points,
- * against the realm's limit, and refuses (never truncates).
- * @throws ZmcpError `CORE_MESSAGE_TOO_LONG` with `details: { length, limit }`.
- */
-export function guardLength(
-  services: ToolServices,
-  body: string,
-  links: readonly { markdown: string }[],
-  estimated: boolean,
-): { content: string; length: number } {
-  const full = appendAttachmentMarkdown(body, links);
-  try {
-    const checked = checkMessageLength(full, { limit: services.maxMessageLength, normalize: false });
-    return { content: checked.content, length: checked.length };
-  } catch (err) {
-    if (links.length === 0 || !(err instanceof ZmcpError) || err.code !== 'CORE_MESSAGE_TOO_LONG') throw err;
-    const length = Number(err.details?.length);
-    const limit = services.maxMessageLength;
-    throw new ZmcpError(
-      'CORE_MESSAGE_TOO_LONG',
-      `Message is ${estimated ? 'at least ' : ''}${length} characters long with the links to its ${links.length} attachment(s) (Unicode code points, after formatting fixes) but the realm accepts at most ${limit}; nothing was sent.${estimated ? ' Nothing was uploaded either.' : ' The uploaded files stay unreferenced and Zulip removes them later.'} Shorten the text, or attach fewer files.`,
-      { cause: err, details: { length, limit, attachments: links.length } },
-    );
-  }
-}
-
-/** What {@link prepareBody} returns: the text to send before uploads, and its measures. */
-export interface PreparedBody {
-  /** Normalized body, without attachment links. */
-  body: string;
-  /** Whether normalization changed the text. */
-  normalized: boolean;
-}
-
-/**
- * Normalizes the body and refuses an over-long message before any upload: the body plus the
- * shortest links its attachments can have must fit.
- * @throws ToolError `TOOLS_INVALID_INPUT` when there is neither content nor an attachment.
- * @throws ZmcpError `CORE_MESSAGE_TOO_LONG`.
- */
-export function prepareBody(
-  services: ToolServices,
-  content: string | undefined,
-  attachments: readonly Attachment[],
-): PreparedBody {
-  const raw = content ?? '';
-  if (raw.trim() === '' && attachments.length === 0) {
-    throw new ToolError(
-      'TOOLS_INVALID_INPUT',
-      'content is empty and there are no attachments; write a message, or attach a file.',
-      { field: 'content' },
-    );
-  }
-  const body = prepareMarkdown(services, raw);
-  guardLength(services, body, attachments.map(minimalLink), true);
-  return { body, normalized: body !== raw };
-}
-
-const PATH_CODES: ReadonlySet<string> = new Set([
-  'UPLOAD_NO_ROOTS',
-  'UPLOAD_LOCAL_FILES_UNSUPPORTED',
-  'UPLOAD_ABSOLUTE_PATH',
-  'UPLOAD_UNKNOWN_ROOT',
-  'UPLOAD_INVALID_PATH',
-  'UPLOAD_PATH_ESCAPE',
-  'UPLOAD_FILE_NOT_FOUND',
-  'UPLOAD_NOT_REGULAR_FILE',
-]);
-
-/** What a model can do about an upload failure, by code. */
-function uploadHint(services: ToolServices, code: string): string | undefined {
-  if (PATH_CODES.has(code)) {
-    const names = services.uploadRoots?.names ?? [];
-    return names.length === 0
-      ? 'No upload roots are configured: attach inline data as { data: <base64>, name }.'
-      : `A local file is <root>/<path> inside one of the upload roots: ${names.join(', ')}. Or attach inline data as { data: <base64>, name }.`;
-  }
-  if (code === 'UPLOAD_TOO_LARGE' || code === 'UPLOAD_TOTAL_TOO_LARGE' || code === 'UPLOAD_TOO_MANY_FILES') {
-    return `Attach fewer or smaller files: at most 10 per message, ${services.maxFileBytes} bytes each.`;
-  }
-  if (code === 'UPLOAD_BAD_BASE64') return 'data must be standard base64 (A-Z, a-z, 0-9, +, /, = padding).';
-  return undefined;
-}
-
-/**
- * Uploads attachments one at a time (streamed) and returns them in input order. Upload errors
- * are rethrown with a hint (the available upload roots, the size limits).
- * @throws UploadError (`UPLOAD_*`) with the hint appended to its message.
- */
-export async function uploadAll(
-  services: ToolServices,
-  attachments: readonly Attachment[],
-  signal: AbortSignal,
-): Promise<UploadedAttachment[]> {
-  if (attachments.length === 0) return [];
-  try {
-    return await uploadAttachments(services.client, services.uploadRoots, attachments, {
-      site: services.site,
-      maxFileBytes: services.maxFileBytes,
-      signal,
-    });
-  } catch (err) {
-    const hint = isUploadError(err) ? uploadHint(services, err.code) : undefined;
-    if (isUploadError(err) && hint !== undefined) {
-      throw new UploadError(err.code, `${err.message}.\nHint: ${hint}`, {
-        cause: err,
-        ...(err.details === undefined ? {} : { details: err.details }),
-      });
-    }
-    throw err;
-  }
-}
-
 /** The write target of an existing message: its stream, or its DM participants other than the bot. */
 export function writeTargetOf(
   services: ToolServices,
   message: Message,
 ): { stream: number | string } | { dm: number[] } {
   if (message.type === 'stream') return { stream: message.stream_id ?? String(message.display_recipient) };
-  const others = Array.isArray(message.display_recipient)
-    ? message.display_recipient.map((r) => r.id).filter((id) => id !== services.identity.user_id)
-    : [];
-  return { dm: others.length > 0 ? others : [services.identity.user_id] };
+  return { dm: dmOthers(message.display_recipient, services.identity.user_id) };
 }
 
 /** `#stream > topic` or `DM with ...`, for summaries; people named as message lines name them. */
@@ -350,93 +201,45 @@ export function attachmentsNote(n: number): string {
   return n === 0 ? '' : ` with ${n} attachment${n === 1 ? '' : 's'}`;
 }
 
-/**
- * Turns a failed send into a result that does not invite a blind retry: when the outcome is
- * unknown the model is told to look before sending again (a second send would post twice).
- * Definite refusals are rethrown as they are.
- */
-export function sendFailure(err: unknown): ToolFailure {
-  const code = (err as { code?: unknown } | null)?.code;
-  const message = (err as { message?: unknown } | null)?.message;
-  if (typeof code === 'string' && typeof message === 'string' && mayHaveTakenEffect(code)) {
-    return toolFailure(
-      code,
-      `${message}. The message may or may not have been posted.`,
-      'Read the conversation (fetch_history) before sending again: a second send could post it twice.',
-    );
-  }
-  throw err;
-}
-
-/** Where one message goes: a stream topic, or the people of a DM. */
-export type Destination =
-  | { readonly type: 'stream'; readonly stream: Pick<Stream, 'name' | 'stream_id'>; readonly topic: string }
-  | {
-      readonly type: 'direct';
-      readonly users: readonly { user_id: number; email: string; full_name: string }[];
-    };
-
-/** A message that went out: its id, how it now reads, and what was uploaded with it. */
-export interface Sent {
+/** A message a send tool posted: what {@link sendPost} returns, with the first message read back. */
+export interface Sent extends Posted {
+  /** The first message's id. */
   readonly id: number;
+  /** The first message as it now reads (as sent, when it cannot be read back). */
   readonly message: Message;
-  readonly permalink: string | null;
   /** Its message line, cut to the page budget. */
   readonly line: string;
-  readonly uploaded: readonly UploadedAttachment[];
-  /** Its length in code points, attachment links included. */
-  readonly length: number;
 }
 
 /**
- * The one send pipeline of send_message, send_dm and reply, after the caller checked the target
- * and prepared the body ({@link prepareBody}): uploads the attachments one at a time, measures the
- * whole message against the realm's limit, posts it once (never retried here: the client does not
- * retry a send that may have arrived), and reads it back through the read gate. A failure whose
- * outcome is unknown comes back as a failure that says to look before sending again.
- * @throws the uploads' and the length guard's refusals, and definite refusals of the send.
+ * The send of send_message, send_dm and reply: {@link sendPost}, then the message read back
+ * through the read gate for its line. `people` are the DM's recipients as the tool resolved them,
+ * for the message as sent when it cannot be read back.
  */
-export async function sendPrepared(
+export async function sendAndShow(
   services: ToolServices,
-  destination: Destination,
-  prepared: PreparedBody,
-  attachments: readonly Attachment[],
+  prepared: PreparedPost,
   signal: AbortSignal,
+  people: readonly { user_id: number; email: string; full_name: string }[] = [],
 ): Promise<Sent | ToolFailure> {
-  const uploaded = await uploadAll(services, attachments, signal);
-  const { content, length } = guardLength(services, prepared.body, uploaded, false);
-  let id: number;
-  try {
-    // readBySender: the bot wrote it, so it is not unread for the bot.
-    ({ id } = await services.client.sendMessage(
-      destination.type === 'stream'
-        ? {
-            type: 'stream',
-            to: destination.stream.stream_id,
-            topic: destination.topic,
-            content,
-            readBySender: true,
-          }
-        : { type: 'direct', to: destination.users.map((u) => u.user_id), content, readBySender: true },
-      callOf(signal),
-    ));
-  } catch (err) {
-    return sendFailure(err);
-  }
+  const posted = await sendPost(services, prepared, signal);
+  if ('isError' in posted) return posted;
+  const id = posted.ids[0] as number;
+  const content = posted.contents[0] as string;
+  const { to } = prepared;
   const fallback =
-    destination.type === 'stream'
-      ? sentStreamMessage(services, id, destination.stream, destination.topic, content)
-      : sentDirectMessage(services, id, destination.users, content);
+    to.kind === 'stream'
+      ? sentStreamMessage(
+          services,
+          id,
+          { name: prepared.streamName ?? String(to.streamId), stream_id: to.streamId },
+          to.topic,
+          content,
+        )
+      : sentDirectMessage(services, id, people, content);
   // A DM's read gate needs no stream facts.
   const lookup =
-    destination.type === 'stream' ? await services.directory.streamLookup(callOf(signal)) : () => undefined;
+    to.kind === 'stream' ? await services.directory.streamLookup(callOf(signal)) : () => undefined;
   const message = await readBack(services, fallback, lookup, signal);
-  return {
-    id,
-    message,
-    permalink: permalinkOf(services, message),
-    line: await lineOf(services, message, callOf(signal)),
-    uploaded,
-    length,
-  };
+  return { ...posted, id, message, line: await lineOf(services, message, callOf(signal)) };
 }

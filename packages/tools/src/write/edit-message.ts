@@ -9,17 +9,16 @@ import {
   ContentArgSchema,
   callOf,
   checkTopic,
-  guardLength,
   lineOf,
   MessageIdSchema,
   permalinkOf,
-  prepareMarkdown,
   readBack,
   StreamRefSchema,
   TopicArgSchema,
   whereOf,
   writeTargetOf,
 } from './common.js';
+import { guardLength, prepareMarkdown } from './post.js';
 
 const inputSchema = z.object({
   message_id: MessageIdSchema,

@@ -10,9 +10,9 @@ import {
   attachmentsNote,
   ContentArgSchema,
   callOf,
-  prepareBody,
-  sendPrepared,
+  sendAndShow,
 } from './common.js';
+import { preparePost } from './post.js';
 
 /** Zulip's group DMs are capped well below this; it bounds the lookups of one call. */
 const MAX_RECIPIENTS = 20;
@@ -97,11 +97,13 @@ export const sendDmTool = defineTool({
     assertWritable(services);
     const attachments = input.attachments ?? [];
     const users = await resolveRecipients(services, input.to, signal);
-    const ids = users.map((u) => u.user_id);
-    // A DM target names no stream: the lookup is not consulted.
-    services.policy.checkWrite({ dm: ids }, () => undefined);
-    const prepared = prepareBody(services, input.content, attachments);
-    const sent = await sendPrepared(services, { type: 'direct', users }, prepared, attachments, signal);
+    const prepared = await preparePost(
+      services,
+      { kind: 'dm', userIds: users.map((u) => u.user_id) },
+      input.content,
+      { overLength: 'refuse', attachments, signal },
+    );
+    const sent = await sendAndShow(services, prepared, signal, users);
     if ('isError' in sent) return sent;
     const permalink = sent.permalink;
     const names = users
@@ -117,7 +119,7 @@ export const sendDmTool = defineTool({
         permalink,
         recipient_ids: users.map((u) => u.user_id),
         attachments: sent.uploaded.length,
-        normalized: prepared.normalized,
+        normalized: sent.normalized,
         length: sent.length,
         limit: services.maxMessageLength,
       },

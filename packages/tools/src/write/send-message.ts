@@ -11,12 +11,12 @@ import {
   ContentArgSchema,
   callOf,
   checkTopic,
-  prepareBody,
   StreamRefSchema,
-  sendPrepared,
+  sendAndShow,
   streamTopic,
   TopicArgSchema,
 } from './common.js';
+import { preparePost } from './post.js';
 
 const inputSchema = z.object({
   stream: StreamRefSchema,
@@ -58,16 +58,13 @@ export const sendMessageTool = defineTool({
     }
     const attachments = input.attachments ?? [];
     const stream = await services.directory.stream(input.stream, call);
-    const lookup = await services.directory.streamLookup(call);
-    services.policy.checkWrite({ stream: stream.stream_id }, lookup);
-    const prepared = prepareBody(services, input.content, attachments);
-    const sent = await sendPrepared(
+    const prepared = await preparePost(
       services,
-      { type: 'stream', stream, topic },
-      prepared,
-      attachments,
-      signal,
+      { kind: 'stream', streamId: stream.stream_id, topic },
+      input.content,
+      { overLength: 'refuse', attachments, signal },
     );
+    const sent = await sendAndShow(services, prepared, signal);
     if ('isError' in sent) return sent;
     const permalink = sent.permalink;
     return {
@@ -80,7 +77,7 @@ export const sendMessageTool = defineTool({
         permalink,
         stream_id: stream.stream_id,
         attachments: sent.uploaded.length,
-        normalized: prepared.normalized,
+        normalized: sent.normalized,
         length: sent.length,
         limit: services.maxMessageLength,
       },

@@ -1,3 +1,4 @@
+import { foldStreamName } from '@zmcp/core';
 import type { ToolServices } from '../services.js';
 import { defineTool } from '../tool.js';
 import { assertWritable, callOf } from './common.js';
@@ -42,18 +43,14 @@ export const subscribeTool = defineTool({
           { subscriptions: toJoin.map((name) => ({ name })), authorizationErrorsFatal: false },
           callOf(signal),
         );
-        const refused = new Set((res.unauthorized ?? []).map((n) => n.toLowerCase()));
-        const already = new Set(
-          Object.values(res.already_subscribed)
-            .flat()
-            .map((n) => n.toLowerCase()),
-        );
+        const refused = new Set((res.unauthorized ?? []).map(foldStreamName));
+        const already = new Set(Object.values(res.already_subscribed).flat().map(foldStreamName));
         for (const r of results) {
           if (r.status !== 'subscribed') continue;
-          if (refused.has(r.stream.toLowerCase())) {
+          if (refused.has(foldStreamName(r.stream))) {
             r.status = 'unauthorized';
             r.reason = 'Zulip refused access';
-          } else if (already.has(r.stream.toLowerCase())) {
+          } else if (already.has(foldStreamName(r.stream))) {
             r.status = 'already_subscribed';
           }
         }

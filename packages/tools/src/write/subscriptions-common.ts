@@ -1,4 +1,4 @@
-import { createStreamLookup, type Stream } from '@zmcp/core';
+import { createStreamLookup, foldStreamName, type Stream } from '@zmcp/core';
 import { z } from 'zod';
 import type { ToolServices } from '../services.js';
 import { callOf, streamTopic } from './common.js';
@@ -32,9 +32,9 @@ export async function subscriptionState(
     services.directory.subscriptions(call),
   ]);
   const byName = new Map<string, Stream>();
-  for (const s of [...streams, ...subscriptions]) byName.set(s.name.trim().toLowerCase(), s);
+  for (const s of [...streams, ...subscriptions]) byName.set(foldStreamName(s.name), s);
   return {
-    find: (name) => byName.get(name.trim().toLowerCase()),
+    find: (name) => byName.get(foldStreamName(name.trim())),
     subscribed: new Set(subscriptions.map((s) => s.stream_id)),
   };
 }

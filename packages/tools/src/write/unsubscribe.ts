@@ -1,3 +1,4 @@
+import { foldStreamName } from '@zmcp/core';
 import type { ToolServices } from '../services.js';
 import { defineTool } from '../tool.js';
 import { assertWritable, callOf } from './common.js';
@@ -39,9 +40,9 @@ export const unsubscribeTool = defineTool({
     if (toLeave.length > 0) {
       try {
         const res = await services.client.unsubscribe({ subscriptions: toLeave }, callOf(signal));
-        const notRemoved = new Set(res.not_removed.map((n) => n.toLowerCase()));
+        const notRemoved = new Set(res.not_removed.map(foldStreamName));
         for (const r of results) {
-          if (r.status === 'removed' && notRemoved.has(r.stream.toLowerCase())) r.status = 'not_subscribed';
+          if (r.status === 'removed' && notRemoved.has(foldStreamName(r.stream))) r.status = 'not_subscribed';
         }
       } finally {
         services.directory.invalidate('streams');

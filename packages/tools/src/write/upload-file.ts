@@ -3,13 +3,8 @@ import { AttachmentSchema } from '@zmcp/uploads';
 import { z } from 'zod';
 import type { ToolServices } from '../services.js';
 import { defineTool } from '../tool.js';
-import {
-  ATTACHMENT_HELP,
-  assertWritable,
-  toUploadedOutput,
-  UploadedOutputSchema,
-  uploadAll,
-} from './common.js';
+import { ATTACHMENT_HELP, assertWritable, toUploadedOutput, UploadedOutputSchema } from './common.js';
+import { uploadAll } from './post.js';
 
 const inputSchema = z.object({
   attachment: AttachmentSchema.describe(ATTACHMENT_HELP),
