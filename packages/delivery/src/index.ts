@@ -61,5 +61,5 @@ export type { StateKey, StateKind } from './state-key.js';
 export { parseSessionId, parseStateAccount, stateAccount, stateFileName } from './state-key.js';
 export type { StateLock } from './state-lock.js';
 export type { StateStore } from './state-store.js';
-export { MemoryStateStore } from './state-store.js';
+export { checkNewState, decodeState, encodeState, MemoryStateStore } from './state-store.js';
 export { CORE_TAGS, TAGS } from './tags.js';
