@@ -55,7 +55,7 @@ CREATE TABLE locks (
 -- that serve the session reload it at once (an operator's UPDATE included).
 CREATE FUNCTION notify_filters() RETURNS trigger LANGUAGE plpgsql AS $fn$
 DECLARE
-  changed state;
+  changed record;
 BEGIN
   IF TG_OP = 'DELETE' THEN changed := OLD; ELSE changed := NEW; END IF;
   PERFORM pg_notify('zmcp_filters', json_build_object(
