@@ -12,6 +12,7 @@ const allowed: Record<string, readonly string[]> = {
   '@zmcp/mcpl': [],
   '@zmcp/tools': ['@zmcp/core', '@zmcp/delivery', '@zmcp/uploads'],
   '@zmcp/cli': ['@zmcp/core'],
+  '@zmcp/fleet': ['@zmcp/core', '@zmcp/delivery'],
 };
 // Libraries that must stay protocol-agnostic, and the packages they must never import.
 const forbiddenExternal: Record<string, readonly RegExp[]> = {
@@ -21,6 +22,7 @@ const forbiddenExternal: Record<string, readonly RegExp[]> = {
   '@zmcp/tools': [/^@modelcontextprotocol\//],
   '@zmcp/zulip-sim': [/^@modelcontextprotocol\//],
   '@zmcp/cli': [/^@modelcontextprotocol\//],
+  '@zmcp/fleet': [/^@modelcontextprotocol\//],
 };
 
 const root = join(import.meta.dirname, '..');

@@ -52,6 +52,11 @@ const families: Record<string, ErrorFamily> = {
     union: 'DeliveryErrorCode',
     classes: [{ name: 'DeliveryError', make: plain, is: 'isDeliveryError' }],
   },
+  '@zmcp/fleet': {
+    prefix: 'FLEET_',
+    union: 'FleetErrorCode',
+    classes: [{ name: 'FleetError', make: plain, is: 'isFleetError' }],
+  },
   '@zmcp/mcpl': { prefix: 'MCPL_', union: 'McplErrorCode', classes: [{ name: 'McplError', make: plain }] },
   '@zmcp/tools': {
     prefix: 'TOOLS_',

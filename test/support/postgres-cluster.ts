@@ -57,14 +57,16 @@ function executable(path: string): boolean {
  *
  * @throws Error naming what is missing and how to install it.
  */
-export function findPostgresBin(env: NodeJS.ProcessEnv = process.env): string {
+export function findPostgresBin(
+  env: NodeJS.ProcessEnv = process.env,
+  debian = '/usr/lib/postgresql',
+): string {
   const has = (dir: string) => executable(join(dir, 'initdb')) && executable(join(dir, 'postgres'));
   const configured = env.ZMCP_PG_BIN;
   if (configured !== undefined && configured !== '') {
     if (has(configured)) return configured;
     throw new Error(`ZMCP_PG_BIN=${configured} holds no executable initdb and postgres; ${INSTALL_HINT}`);
   }
-  const debian = '/usr/lib/postgresql';
   if (existsSync(debian)) {
     const versions = readdirSync(debian)
       .filter((v) => /^\d+$/.test(v))
