@@ -134,7 +134,7 @@ export class PostgresFiltersPlane implements FiltersPlane {
     return plane;
   }
 
-  get filters() {
+  get filters(): FiltersPlane['filters'] {
     return this.#memory.filters;
   }
 
