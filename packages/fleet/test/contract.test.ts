@@ -2,10 +2,12 @@ import { fileURLToPath } from 'node:url';
 import { describeFiltersPlaneContract } from '../../../test/support/filters-plane-contract.js';
 import { describeStateLockContract } from '../../../test/support/state-lock-contract.js';
 import { describeStateStoreContract } from '../../../test/support/state-store-contract.js';
-import { openTestBackend, postgresUrl, sql } from './helpers/postgres.js';
+import { dropAfterAll, openTestBackend, postgresUrl, sql } from './helpers/postgres.js';
 
 // The contracts the file store keeps (test/support/*-contract.ts), against PostgreSQL: each test
 // on a schema of its own.
+
+dropAfterAll();
 
 const packageDir = fileURLToPath(new URL('..', import.meta.url));
 const holderScript = fileURLToPath(new URL('./fixtures/lock-holder.ts', import.meta.url));

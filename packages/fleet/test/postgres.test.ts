@@ -7,7 +7,9 @@ import { openStateBackend, type PostgresStateLock, SCHEMA_VERSION } from '@zmcp/
 import { startZulipSim } from '@zmcp/zulip-sim';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { openTestBackend, postgresUrl, sql, uniqueSchema } from './helpers/postgres.js';
+import { dropAfterAll, openTestBackend, postgresUrl, sql, uniqueSchema } from './helpers/postgres.js';
+
+dropAfterAll();
 
 const Counter = z.object({ count: z.number().int() });
 const KEY = { session: 'agent', kind: 'delivery' } as const;

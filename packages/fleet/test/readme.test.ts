@@ -2,14 +2,10 @@
 // database of its own on the tests' PostgreSQL server.
 import { join } from 'node:path';
 import { testReadmeExamples } from '../../../test/support/readme.js';
-import { postgresUrl, sql, uniqueSchema } from './helpers/postgres.js';
+import { dropAfterAll, freshDatabase } from './helpers/postgres.js';
+
+dropAfterAll();
 
 testReadmeExamples(join(import.meta.dirname, '..'), {
-  env: async () => {
-    const database = uniqueSchema('readme');
-    await sql(`CREATE DATABASE ${database}`);
-    const url = new URL(postgresUrl());
-    url.pathname = `/${database}`;
-    return { ZULIP_STATE_URL: url.href };
-  },
+  env: async () => ({ ZULIP_STATE_URL: await freshDatabase() }),
 });

@@ -52,7 +52,28 @@ export async function openTestBackend(
   return Object.assign(backend, { schema });
 }
 
-afterAll(async () => {
-  for (const schema of made) await sql(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  made.clear();
-});
+const databases = new Set<string>();
+
+/** A database of its own on the test server (dropped after the file's tests), as a URL. */
+export async function freshDatabase(): Promise<string> {
+  const database = uniqueSchema('db');
+  await sql(`CREATE DATABASE ${database}`);
+  databases.add(database);
+  const url = new URL(postgresUrl());
+  url.pathname = `/${database}`;
+  return url.href;
+}
+
+/**
+ * Drops, after the calling file's tests, the schemas and databases they made (the server is
+ * thrown away at the end of the run, but ZMCP_TEST_PG_URL may name one that is not). Call it at
+ * the top of every test file that uses this helper: files share the module (isolate: false).
+ */
+export function dropAfterAll(): void {
+  afterAll(async () => {
+    for (const schema of made) await sql(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    made.clear();
+    for (const database of databases) await sql(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    databases.clear();
+  });
+}
