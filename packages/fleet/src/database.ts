@@ -2,7 +2,7 @@ import { type Logger, noopLogger } from '@zmcp/core';
 import { DeliveryError, isDeliveryError, type StateKey, stateFileName } from '@zmcp/delivery';
 import pg from 'pg';
 import { FleetError, isFleetError } from './errors.js';
-import { migrate, quoteIdentifier } from './migrations.js';
+import { MIGRATIONS, type Migration } from './migrations.js';
 import { DEFAULT_SCHEMA, describeStateUrl, parseSchemaName } from './settings.js';
 
 /** The errno of a socket failure or the SQLSTATE of a server error. */
@@ -282,5 +282,81 @@ export class Database {
     this.#listener = undefined;
     await listener?.end().catch(() => undefined);
     await this.pool.end();
+  }
+}
+
+/** `"name"`: a validated schema name as an SQL identifier. */
+export function quoteIdentifier(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+/**
+ * Brings `schema` up to date, creating it when missing: one transaction under an advisory lock
+ * (so processes starting together migrate once), every missing step in order, each recorded in
+ * `schema_version`. Returns the version the database is at.
+ *
+ * @throws FleetError `FLEET_SCHEMA_TOO_NEW` when a newer release wrote a schema this one cannot
+ *   work with; the database's own error for anything else (the caller wraps it).
+ */
+export async function migrate(
+  client: pg.ClientBase,
+  schema: string,
+  logger: Logger,
+  migrations: readonly Migration[] = MIGRATIONS,
+): Promise<number> {
+  const latest = (migrations.at(-1) as Migration).version;
+  await client.query('BEGIN');
+  try {
+    // The one-key form: it never meets the two-key locks the delivery lock takes.
+    await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
+      `zmcp migrations ${schema}`,
+    ]);
+    const exists = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema]);
+    // Created only when missing: an existing schema needs no CREATE right on the database.
+    if (exists.rowCount === 0) await client.query(`CREATE SCHEMA ${quoteIdentifier(schema)}`);
+    await client.query(`SET LOCAL search_path TO ${quoteIdentifier(schema)}`);
+    await client.query(`
+      CREATE TABLE IF NOT EXISTS schema_version (
+        version         integer     PRIMARY KEY,
+        compatible_from integer     NOT NULL,
+        description     text        NOT NULL,
+        applied_at      timestamptz NOT NULL DEFAULT now()
+      )`);
+    const top = await client.query<{ version: number; compatible_from: number }>(
+      'SELECT version, compatible_from FROM schema_version ORDER BY version DESC LIMIT 1',
+    );
+    const current = top.rows[0]?.version ?? 0;
+    if (current > latest) {
+      const from = top.rows[0]?.compatible_from ?? current;
+      if (from > latest) {
+        throw new FleetError(
+          'FLEET_SCHEMA_TOO_NEW',
+          `the state schema ${JSON.stringify(schema)} is at version ${current}, written by a newer release; this one knows versions up to ${latest} and works only with schemas from version ${from} on: upgrade this process`,
+          { details: { schema, version: current, compatibleFrom: from, known: latest } },
+        );
+      }
+      logger.warn(
+        'the state schema is newer than this release; it is compatible, so this process runs on it',
+        {
+          schema,
+          version: current,
+          known: latest,
+        },
+      );
+    }
+    for (const step of migrations) {
+      if (step.version <= current) continue;
+      await client.query(step.sql);
+      await client.query(
+        'INSERT INTO schema_version (version, compatible_from, description) VALUES ($1, $2, $3)',
+        [step.version, step.compatibleFrom, step.description],
+      );
+      logger.info('state schema migrated', { schema, version: step.version, description: step.description });
+    }
+    await client.query('COMMIT');
+    return Math.max(current, latest);
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
   }
 }

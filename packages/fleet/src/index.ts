@@ -6,6 +6,11 @@ export { openStateBackend } from './backend.js';
 export type { FleetErrorCode, FleetErrorOptions } from './errors.js';
 export { FleetError, isFleetError } from './errors.js';
 export { SCHEMA_VERSION } from './migrations.js';
-export type { PostgresFiltersPlane, PostgresFiltersPlaneOptions } from './postgres-filters-plane.js';
-export type { PostgresLockOptions, PostgresStateLock, PostgresStateStore } from './postgres-state-store.js';
+export type {
+  PostgresFiltersPlane,
+  PostgresFiltersPlaneOptions,
+  PostgresLockOptions,
+  PostgresStateLock,
+  PostgresStateStore,
+} from './postgres-types.js';
 export { DEFAULT_SCHEMA, describeStateUrl, parseSchemaName } from './settings.js';

@@ -2,8 +2,8 @@ import type { FiltersPlane } from '@zmcp/delivery';
 import { type OpenStateBackendOptions, type StateBackend, tracked } from './backend.js';
 import { Database } from './database.js';
 import { FleetError } from './errors.js';
-import { PostgresFiltersPlane } from './postgres-filters-plane.js';
-import { PostgresStateStore } from './postgres-state-store.js';
+import { PgFiltersPlane } from './postgres-filters-plane.js';
+import { PgStateStore } from './postgres-state-store.js';
 
 /**
  * The PostgreSQL backend: connects, migrates the schema, and serves the store, its locks and
@@ -18,7 +18,7 @@ export async function openPostgresBackend(
     logger: options.logger,
     maxConnections: options.maxConnections,
   });
-  const store = new PostgresStateStore(db, {
+  const store = new PgStateStore(db, {
     heartbeatMs: options.lockHeartbeatMs,
     heartbeatTimeoutMs: options.lockHeartbeatTimeoutMs,
   });
@@ -37,7 +37,7 @@ export async function openPostgresBackend(
           { details: { option: 'file' } },
         );
       }
-      const plane = await PostgresFiltersPlane.open(db, {
+      const plane = await PgFiltersPlane.open(db, {
         account: filters.account,
         session: filters.session,
         seed: filters.seed,

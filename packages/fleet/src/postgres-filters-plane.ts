@@ -13,20 +13,7 @@ import {
 } from '@zmcp/delivery';
 import type pg from 'pg';
 import { type Database, storeFailure } from './database.js';
-
-/** Options of a filters plane in PostgreSQL (`StateBackend.openFilters`). */
-export interface PostgresFiltersPlaneOptions {
-  /** The account (realm and bot) the session belongs to, from `stateAccount`; none for an unscoped key. */
-  account?: string | undefined;
-  /** The session id. */
-  session: string;
-  /** What a missing row is created with (from the environment); default `{}`, unrestricted. */
-  seed?: FiltersDocument | undefined;
-  /** The host's suppressed reactions, added at every start and never written. */
-  baseline?: readonly string[] | undefined;
-  /** How often the row is also read without a notification, in ms. Default 2000. */
-  pollIntervalMs?: number | undefined;
-}
+import type { PostgresFiltersPlane, PostgresFiltersPlaneOptions } from './postgres-types.js';
 
 type Loaded =
   | { ok: true; document: FiltersDocument; text: string }
@@ -43,20 +30,8 @@ function judge(text: string | null | undefined): Loaded {
   }
 }
 
-/**
- * The filters plane in PostgreSQL: the same document, validation, last-known-good and
- * fail-closed rules as `FileFiltersPlane`, kept in the `filters` row of the session in
- * `<schema>.state`. The row always exists once `open` has returned (created from the seed when
- * missing). A change to it, by a tool or by an operator's `UPDATE`, comes into force in every
- * process serving the session as soon as its `NOTIFY` arrives, and within `pollIntervalMs` even
- * if one was missed. An invalid or deleted row keeps the last-known-good in force and marks the
- * plane stale; a valid one clears it. Updates from the tools re-read the row under its row lock,
- * are refused while it is invalid or missing, and are written in the same transaction.
- *
- * The rules themselves are `@zmcp/delivery`'s: the filters in force live in a
- * `MemoryFiltersPlane`, which this plane feeds.
- */
-export class PostgresFiltersPlane implements FiltersPlane {
+/** The filters plane of a PostgreSQL backend (see {@link PostgresFiltersPlane}). */
+export class PgFiltersPlane implements PostgresFiltersPlane {
   /** Where the filters are kept: `postgres://…/db#<schema>/<account>/<session>.filters.json`. */
   readonly location: string;
   readonly #db: Database;
@@ -85,7 +60,7 @@ export class PostgresFiltersPlane implements FiltersPlane {
    *   baseline is invalid; `DELIVERY_IO_FAILED` when the database refuses;
    *   `DELIVERY_INVALID_SESSION_ID`; `DELIVERY_INVALID_ARGUMENT` for a bad account.
    */
-  static async open(db: Database, options: PostgresFiltersPlaneOptions): Promise<PostgresFiltersPlane> {
+  static async open(db: Database, options: PostgresFiltersPlaneOptions): Promise<PgFiltersPlane> {
     const key: StateKey =
       options.account === undefined
         ? { session: parseSessionId(options.session), kind: 'filters' }
@@ -117,12 +92,7 @@ export class PostgresFiltersPlane implements FiltersPlane {
         { cause: loaded.cause, details: { file: where, reason: loaded.reason } },
       );
     }
-    const plane = new PostgresFiltersPlane(
-      db,
-      key,
-      new MemoryFiltersPlane(loaded.document, baseline),
-      loaded.text,
-    );
+    const plane = new PgFiltersPlane(db, key, new MemoryFiltersPlane(loaded.document, baseline), loaded.text);
     plane.#unlisten = db.onFiltersChange(key.account ?? '', key.session, () => {
       void plane.reload();
     });

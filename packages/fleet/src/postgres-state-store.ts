@@ -6,13 +6,12 @@ import {
   decodeState,
   encodeState,
   type StateKey,
-  type StateLock,
-  type StateStore,
   stateFileName,
 } from '@zmcp/delivery';
 import type pg from 'pg';
 import type { ZodType } from 'zod';
 import { type Database, storeFailure } from './database.js';
+import type { PostgresLockOptions, PostgresStateLock, PostgresStateStore } from './postgres-types.js';
 
 /** Runs async tasks one at a time per key, in the order they were submitted. */
 class KeyedQueue {
@@ -34,27 +33,6 @@ class KeyedQueue {
       if (this.#tails.get(key) === tail) this.#tails.delete(key);
     }
   }
-}
-
-/** Options of a store's locks. */
-export interface PostgresLockOptions {
-  /** How often a held lock's connection is checked, in ms. Default 2000. */
-  heartbeatMs?: number | undefined;
-  /** How long a check may take before the lock counts as lost, in ms. Default 5000. */
-  heartbeatTimeoutMs?: number | undefined;
-}
-
-/**
- * A delivery lock held in PostgreSQL: a session-level advisory lock on a connection of its own.
- * The server lets it go when that connection ends, so a holder that dies (kill -9, a crash)
- * frees it at once; one cut off by the network frees it once the server's TCP keepalive gives
- * up on the connection (about 20 s). The holder checks its connection every `heartbeatMs`, and
- * a failure (or a check slower than `heartbeatTimeoutMs`, well inside those 20 s) aborts
- * `signal`: from then on the store refuses this process's writes of the key.
- */
-export interface PostgresStateLock extends StateLock {
-  /** Aborted, with a `DELIVERY_STATE_LOCKED` reason, when the lock was lost before `release`. */
-  readonly signal: AbortSignal;
 }
 
 /** Who holds a lock, as far as the lock table can tell (nothing when its row does not name the holder's connection). */
@@ -90,16 +68,8 @@ const SERVER_KEEPALIVE = [
   'SET tcp_keepalives_count = 3',
 ];
 
-/**
- * A `StateStore` in PostgreSQL: one row per key in `<schema>.state` (`account`, `session`,
- * `kind`, `value jsonb`). Values are validated exactly as the file store validates them, with
- * the same errors. `update` runs `fn` inside a transaction that holds the key's row lock, so
- * updates of one key are serialized across every process sharing the database; `lock` is a
- * {@link PostgresStateLock}. Writes of a key this store holds the lock of go through the lock's
- * own connection: they fail once the lock is lost, so a holder cut off from the database can
- * never write over the state of the process that took its place.
- */
-export class PostgresStateStore implements StateStore {
+/** The `StateStore` of a PostgreSQL backend (see {@link PostgresStateStore}). */
+export class PgStateStore implements PostgresStateStore {
   readonly #db: Database;
   readonly #queue = new KeyedQueue();
   readonly #held = new Map<string, Held>();
