@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { configDefaults, defineProject, type UserWorkspaceConfig } from 'vitest/config';
 
 const setupFile = fileURLToPath(new URL('./test/setup/fail-on-console.ts', import.meta.url));
+const postgresSetup = fileURLToPath(new URL('./test/setup/postgres.ts', import.meta.url));
 
 /**
  * The slow end-to-end tests that run real agent CLIs (`pnpm test:e2e`, vitest.e2e.config.ts):
@@ -13,7 +14,13 @@ export const REAL_E2E_TESTS = '**/*.e2e-real.test.ts';
 /** Vitest settings shared by every package: tests run on sources via the `@zmcp/source` condition. */
 export function packageProject(
   dir: string,
-  options: { name?: string; include?: string[]; exclude?: string[] } = {},
+  options: {
+    name?: string;
+    include?: string[];
+    exclude?: string[];
+    /** The tests need PostgreSQL: a throwaway cluster is started once per run (test/setup/postgres.ts). */
+    postgres?: boolean;
+  } = {},
 ): UserWorkspaceConfig {
   return defineProject({
     resolve: { conditions: ['@zmcp/source'] },
@@ -29,6 +36,7 @@ export function packageProject(
       // console and mocks are restored (restoreMocks below, afterEach in the files that need it).
       isolate: false,
       setupFiles: [setupFile],
+      ...(options.postgres ? { globalSetup: [postgresSetup] } : {}),
       clearMocks: true,
       restoreMocks: true,
       testTimeout: 20_000,

@@ -21,6 +21,7 @@ const allowed: Record<string, readonly string[]> = {
     '@zmcp/cli',
     '@zmcp/zulip-sim',
   ],
+  '@zmcp/fleet': ['@zmcp/core', '@zmcp/delivery'],
 };
 // Packages each workspace must never import: the protocol-agnostic libraries no MCP SDK at all.
 const forbiddenExternal: Record<string, readonly RegExp[]> = {
@@ -33,6 +34,7 @@ const forbiddenExternal: Record<string, readonly RegExp[]> = {
   // On the MCP SDK v2 (@modelcontextprotocol/server, client): never the v1 package beside it.
   '@zmcp/mcpl': [/^@modelcontextprotocol\/sdk(\/|$)/],
   '@zmcp/mcpl-server': [/^@modelcontextprotocol\/sdk(\/|$)/],
+  '@zmcp/fleet': [/^@modelcontextprotocol\//],
 };
 
 const root = join(import.meta.dirname, '..');

@@ -56,6 +56,11 @@ const families: Record<string, ErrorFamily> = {
     union: 'DeliveryErrorCode',
     classes: [{ name: 'DeliveryError', make: plain, is: 'isDeliveryError' }],
   },
+  '@zmcp/fleet': {
+    prefix: 'FLEET_',
+    union: 'FleetErrorCode',
+    classes: [{ name: 'FleetError', make: plain, is: 'isFleetError' }],
+  },
   '@zmcp/mcpl': {
     prefix: 'MCPL_',
     union: 'McplErrorCode',

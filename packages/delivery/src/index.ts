@@ -43,6 +43,7 @@ export {
   parseInterruptNotes,
   watchInterruptFile,
 } from './interrupt-file.js';
+export { KeyedMutex } from './keyed-mutex.js';
 export type { MonitoredStream, StreamRef } from './monitor-store.js';
 export { MonitorStore } from './monitor-store.js';
 export type {
@@ -70,5 +71,5 @@ export type { StateKey, StateKind } from './state-key.js';
 export { parseSessionId, parseStateAccount, stateAccount, stateFileName } from './state-key.js';
 export type { StateLock } from './state-lock.js';
 export type { StateStore } from './state-store.js';
-export { MemoryStateStore } from './state-store.js';
+export { checkNewState, decodeState, encodeState, MemoryStateStore } from './state-store.js';
 export { CORE_TAGS, TAGS } from './tags.js';

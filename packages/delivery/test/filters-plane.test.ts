@@ -15,8 +15,13 @@ import {
 } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FileFiltersPlane, type FiltersEvent, type FiltersPlane } from '@zmcp/delivery';
+import { FileFiltersPlane, type FiltersPlane } from '@zmcp/delivery';
 import { afterEach, describe, expect, it } from 'vitest';
+import {
+  describeFiltersPlaneContract,
+  reloadedTo,
+  when,
+} from '../../../test/support/filters-plane-contract.js';
 
 const dirs: string[] = [];
 const planes: FiltersPlane[] = [];
@@ -52,24 +57,35 @@ function mkfifo(path: string): void {
   fifos.push(path);
 }
 
-/** Resolves with the first event for which `match` is true. */
-function when(plane: FiltersPlane, match: (event: FiltersEvent) => boolean): Promise<FiltersEvent> {
-  return new Promise((resolve) => {
-    const off = plane.subscribe((event) => {
-      if (match(event)) {
-        off();
-        resolve(event);
+describeFiltersPlaneContract('FileFiltersPlane', async () => {
+  const file = await tempFile();
+  return {
+    open: ({ seed, baseline, quiet } = {}) =>
+      FileFiltersPlane.open({
+        file,
+        seed,
+        baseline,
+        pollIntervalMs: 600_000,
+        ...(quiet ? { settleMs: 60_000 } : {}),
+      }),
+    // The way an editor that saves atomically writes it.
+    write: async (document) => {
+      await writeFile(`${file}.tmp`, JSON.stringify(document));
+      await rename(`${file}.tmp`, file);
+    },
+    remove: () => unlink(file),
+    read: async () => {
+      try {
+        return JSON.parse(await readFile(file, 'utf8'));
+      } catch (err) {
+        if ((err as { code?: string }).code === 'ENOENT') return undefined;
+        throw err;
       }
-    });
-  });
-}
-
-const reloadedTo = (plane: FiltersPlane, streams: unknown) =>
-  when(
-    plane,
-    (e) =>
-      e.kind === 'reloaded' && JSON.stringify(plane.filters.document.streams) === JSON.stringify(streams),
-  );
+    },
+    location: file,
+    done: async () => undefined,
+  };
+});
 
 describe('FileFiltersPlane', () => {
   it('creates the file from the seed on first start, mode 0600, and reads it on the next', async () => {
@@ -160,38 +176,6 @@ describe('FileFiltersPlane', () => {
     expect(plane.stale).toBe(false);
   });
 
-  it('keeps the last-known-good while the file is deleted, and takes the recreated one', async () => {
-    const file = await tempFile();
-    const plane = await open(file, { seed: { mutedStreams: ['x'] } });
-    const stale = when(plane, (e) => e.kind === 'stale');
-    await unlink(file);
-    expect(await stale).toEqual({ kind: 'stale', reason: 'the file is missing' });
-    expect(plane.filters.document).toEqual({ mutedStreams: ['x'] });
-    await expect(plane.update({ mutedStreams: [] })).rejects.toMatchObject({
-      code: 'DELIVERY_FILTERS_STALE',
-    });
-    const back = reloadedTo(plane, ['d']);
-    await writeFile(file, '{"streams": ["d"]}');
-    await back;
-    expect(plane.view().stale).toBe(false);
-  });
-
-  it('an invalid file while running marks the plane stale and refuses updates until repaired', async () => {
-    const file = await tempFile();
-    const plane = await open(file, { seed: { streams: ['a'] } });
-    const stale = when(plane, (e) => e.kind === 'stale');
-    await writeFile(file, '{"streams": 7}');
-    expect(await stale).toMatchObject({ reason: expect.stringContaining('streams') });
-    expect(plane.filters.document).toEqual({ streams: ['a'] });
-    expect(plane.view()).toMatchObject({ stale: true, staleReason: expect.stringContaining('streams') });
-    await expect(plane.update({ streams: ['b'] })).rejects.toMatchObject({ code: 'DELIVERY_FILTERS_STALE' });
-    expect(await readFile(file, 'utf8')).toBe('{"streams": 7}');
-    const repaired = reloadedTo(plane, ['e']);
-    await writeFile(file, '{"streams": ["e"]}');
-    await repaired;
-    await expect(plane.update({ streams: ['f'] })).resolves.toMatchObject({ stale: false });
-  });
-
   it('a FIFO, a link to /dev/zero or an oversized file while running marks the plane stale, never hangs or grows', async () => {
     const file = await tempFile();
     const plane = await open(file, { seed: { streams: ['a'] }, maxBytes: 4096 });
@@ -218,34 +202,6 @@ describe('FileFiltersPlane', () => {
       await writeFile(path, '');
       await truncate(path, 64 * 1024 * 1024);
     }, 'it is larger than 4096 bytes');
-  });
-
-  it('updates write atomically, keep the operator-owned key, and report it only as count and digest', async () => {
-    const file = await tempFile();
-    await writeFile(file, JSON.stringify({ suppressedReactionEmojis: ['biohazard', 'skull'] }));
-    const plane = await open(file);
-    const view = await plane.update({ mutedStreams: ['random'] });
-    expect(view.filters).toEqual({ mutedStreams: ['random'] });
-    expect(JSON.stringify(view)).not.toContain('biohazard');
-    expect(view.suppressedReactionEmojis).toMatchObject({
-      count: 2,
-      digest: expect.stringMatching(/^[0-9a-f]{16}$/),
-    });
-    expect(JSON.parse(await readFile(file, 'utf8'))).toEqual({
-      suppressedReactionEmojis: ['biohazard', 'skull'],
-      mutedStreams: ['random'],
-    });
-    await expect(plane.update({ suppressedReactionEmojis: [] } as never)).rejects.toMatchObject({
-      code: 'DELIVERY_FILTERS_OPERATOR_ONLY',
-    });
-  });
-
-  it('an update re-reads the file, so an operator edit not yet reloaded survives it', async () => {
-    const file = await tempFile();
-    const plane = await open(file, { settleMs: 60_000 });
-    await writeFile(file, '{"streams": ["operator"]}');
-    await plane.update({ mutedStreams: ['m'] });
-    expect(JSON.parse(await readFile(file, 'utf8'))).toEqual({ streams: ['operator'], mutedStreams: ['m'] });
   });
 
   it('finds the file again when its whole directory is replaced (the poll re-watches)', async () => {

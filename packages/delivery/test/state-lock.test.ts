@@ -1,24 +1,21 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { constants, promises } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { FileStateStore } from '@zmcp/delivery';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describeStateLockContract } from '../../../test/support/state-lock-contract.js';
 import { closeFixtures, startFixture } from './helpers/engine-fixture.js';
 
 const packageDir = fileURLToPath(new URL('..', import.meta.url));
 const holderScript = fileURLToPath(new URL('./fixtures/lock-holder.ts', import.meta.url));
 const KEY = { session: 'agent', kind: 'delivery' } as const;
 
-const running = new Set<ChildProcess>();
 const dirs: string[] = [];
 
 afterEach(async () => {
-  for (const child of running) child.kill('SIGKILL');
-  running.clear();
   await closeFixtures();
   await Promise.all(dirs.splice(0).map((dir) => rm(dir, { recursive: true, force: true })));
 });
@@ -29,27 +26,23 @@ async function stateDir(): Promise<string> {
   return dir;
 }
 
-/** A child that tries the lock: resolves with its first line (`held <pid>` or `locked <pid>`). */
-function holder(dir: string): { child: ChildProcess; said: Promise<string>; exited: Promise<void> } {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', '--conditions', '@zmcp/source', holderScript, dir, KEY.session],
-    { cwd: packageDir, stdio: ['pipe', 'pipe', 'inherit'] },
-  );
-  running.add(child);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const lines = createInterface({ input: child.stdout as NonNullable<typeof child.stdout> });
-  const said = new Promise<string>((resolve, reject) => {
-    lines.once('line', resolve);
-    child.once('exit', (code) =>
-      reject(new Error(`the lock holder exited (${code}) before saying anything`)),
-    );
-  });
-  return { child, said, exited };
-}
+describeStateLockContract('FileStateStore', async () => {
+  const dir = await stateDir();
+  return {
+    store: new FileStateStore({ dir }),
+    holder: (session) => ({
+      command: process.execPath,
+      args: ['--import', 'tsx', '--conditions', '@zmcp/source', holderScript, dir, session],
+      cwd: packageDir,
+    }),
+    // The lock file, takeover markers and temp files are all gone.
+    leftNothing: async () => expect(await readdir(dir)).toEqual([]),
+    done: async () => undefined,
+  };
+});
 
 describe('FileStateStore.lock', () => {
-  it('holds a session against a second taker until released, then lets it go', async () => {
+  it('writes the lock file beside the state with its pid and host, and removes it on release', async () => {
     const store = new FileStateStore({ dir: await stateDir() });
     const lock = await store.lock(KEY);
     expect(lock.file).toBe(join(store.dir, 'agent.delivery.lock'));
@@ -58,64 +51,11 @@ describe('FileStateStore.lock', () => {
       host: hostname(),
     });
     await expect(store.lock(KEY)).rejects.toMatchObject({
-      name: 'DeliveryError',
       code: 'DELIVERY_STATE_LOCKED',
       details: { file: lock.file, pid: process.pid, host: hostname() },
     });
-    // Another session, or another kind, is another lock.
-    const other = await store.lock({ session: 'other', kind: 'delivery' });
-    await other.release();
     await lock.release();
-    await lock.release();
-    const again = await store.lock(KEY);
-    await again.release();
-  });
-
-  it('gives one of many simultaneous takers the lock', async () => {
-    const store = new FileStateStore({ dir: await stateDir() });
-    const results = await Promise.allSettled(Array.from({ length: 8 }, () => store.lock(KEY)));
-    const held = results.filter((r) => r.status === 'fulfilled');
-    expect(held).toHaveLength(1);
-    for (const r of results) {
-      if (r.status === 'rejected') expect(r.reason).toMatchObject({ code: 'DELIVERY_STATE_LOCKED' });
-    }
-    await (held[0] as PromiseFulfilledResult<{ release(): Promise<void> }>).value.release();
-  });
-
-  it('refuses while another process holds it, and takes it over once that process is killed', async () => {
-    const dir = await stateDir();
-    const store = new FileStateStore({ dir });
-    const first = holder(dir);
-    expect(await first.said).toBe(`held ${first.child.pid}`);
-    await expect(store.lock(KEY)).rejects.toMatchObject({
-      code: 'DELIVERY_STATE_LOCKED',
-      details: { pid: first.child.pid },
-    });
-    first.child.kill('SIGKILL');
-    await first.exited;
-    const lock = await store.lock(KEY);
-    expect(JSON.parse(await readFile(lock.file, 'utf8'))).toMatchObject({ pid: process.pid });
-    await lock.release();
-  });
-
-  it('lets exactly one of several processes take over a dead holder’s lock', async () => {
-    const dir = await stateDir();
-    const dead = holder(dir);
-    await dead.said;
-    dead.child.kill('SIGKILL');
-    await dead.exited;
-    const takers = Array.from({ length: 4 }, () => holder(dir));
-    const said = await Promise.all(takers.map((t) => t.said));
-    const winners = takers.filter((t, i) => said[i] === `held ${t.child.pid}`);
-    expect(winners).toHaveLength(1);
-    const winner = winners[0]?.child.pid;
-    for (const line of said) expect([`held ${winner}`, `locked ${winner}`]).toContain(line);
-    // The winner lets go when its stdin closes; the lock is free again, and nothing is left over.
-    winners[0]?.child.stdin?.end();
-    await Promise.all(takers.map((t) => t.exited));
-    const store = new FileStateStore({ dir });
-    await (await store.lock(KEY)).release();
-    expect(await readdir(dir)).toEqual([]);
+    expect(await readdir(store.dir)).toEqual([]);
   });
 
   it('works where the file system has no hard links, creating the lock exclusively instead', async () => {

@@ -1,0 +1,73 @@
+/** One step of the schema: plain SQL, run once, in order, inside the migration transaction. */
+export interface Migration {
+  readonly version: number;
+  /**
+   * The oldest schema version whose code still works once this step is applied: a process of an
+   * older release refuses to start on a schema it cannot work with, and works on one it can.
+   */
+  readonly compatibleFrom: number;
+  readonly description: string;
+  /** Statements with unqualified names: they run with `search_path` set to the schema alone. */
+  readonly sql: string;
+}
+
+/**
+ * The schema, oldest first. A released step is never edited: a change is a new step. Names are
+ * unqualified (the runner sets `search_path` to the configured schema).
+ */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    compatibleFrom: 1,
+    description: 'state by key, delivery locks, filters change notifications',
+    sql: `
+-- One row per StateKey: account ('' when the key has none), session, kind.
+CREATE TABLE state (
+  account    text        NOT NULL,
+  session    text        NOT NULL,
+  kind       text        NOT NULL CHECK (kind IN ('monitor', 'delivery', 'filters')),
+  -- NULL only inside the transaction of an update that is creating the row.
+  value      jsonb,
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (account, session, kind)
+);
+
+-- One row per key ever locked: its id names the key's advisory lock; the holder columns say
+-- who holds it (written by the holder once it has the lock, for the DELIVERY_STATE_LOCKED report).
+CREATE TABLE locks (
+  id             integer     GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  account        text        NOT NULL,
+  session        text        NOT NULL,
+  kind           text        NOT NULL,
+  holder_backend integer,
+  holder_pid     integer,
+  holder_host    text,
+  holder_nonce   text,
+  holder_since   timestamptz,
+  UNIQUE (account, session, kind)
+);
+
+-- Every change of a filters row is announced on the channel zmcp_filters, so the processes
+-- that serve the session reload it at once (an operator's UPDATE included).
+CREATE FUNCTION notify_filters() RETURNS trigger LANGUAGE plpgsql AS $fn$
+DECLARE
+  changed record;
+BEGIN
+  IF TG_OP = 'DELETE' THEN changed := OLD; ELSE changed := NEW; END IF;
+  PERFORM pg_notify('zmcp_filters', json_build_object(
+    'schema', TG_TABLE_SCHEMA, 'account', changed.account, 'session', changed.session)::text);
+  RETURN NULL;
+END
+$fn$;
+CREATE TRIGGER filters_inserted AFTER INSERT ON state
+  FOR EACH ROW WHEN (NEW.kind = 'filters') EXECUTE FUNCTION notify_filters();
+CREATE TRIGGER filters_updated AFTER UPDATE ON state
+  FOR EACH ROW WHEN (NEW.kind = 'filters' OR OLD.kind = 'filters') EXECUTE FUNCTION notify_filters();
+CREATE TRIGGER filters_deleted AFTER DELETE ON state
+  FOR EACH ROW WHEN (OLD.kind = 'filters') EXECUTE FUNCTION notify_filters();
+`,
+  },
+];
+
+/** The schema version this release writes. */
+export const SCHEMA_VERSION = (MIGRATIONS.at(-1) as Migration).version;
