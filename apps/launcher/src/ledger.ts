@@ -51,13 +51,21 @@ export class TriggerLedger {
   #state: LedgerState;
   readonly #byId = new Map<number, TriggerRecord>();
   #writing: Promise<void> = Promise.resolve();
+  /** The record is on disk (read, or written once): a later open is not fresh. */
+  #stored: boolean;
 
-  private constructor(store: StateStore, key: StateKey, state: LedgerState, now: () => number) {
+  private constructor(
+    store: StateStore,
+    key: StateKey,
+    state: LedgerState | undefined,
+    now: () => number,
+  ) {
     this.#store = store;
     this.#key = key;
-    this.#state = state;
+    this.#state = state ?? { version: 1, lastMessageId: 0, triggers: [] };
+    this.#stored = state !== undefined;
     this.#now = now;
-    for (const r of state.triggers) this.#byId.set(r.trigger.messageId, r);
+    for (const r of this.#state.triggers) this.#byId.set(r.trigger.messageId, r);
   }
 
   /**
@@ -73,7 +81,7 @@ export class TriggerLedger {
     const key: StateKey = { session: id, kind: 'monitor' };
     const state = await store.read(key, LedgerSchema);
     return {
-      ledger: new TriggerLedger(store, key, state ?? { version: 1, lastMessageId: 0, triggers: [] }, now),
+      ledger: new TriggerLedger(store, key, state, now),
       fresh: state === undefined,
     };
   }
@@ -115,10 +123,14 @@ export class TriggerLedger {
     await this.#save();
   }
 
-  /** Moves the catch-up point forward (never back); durable when it resolves. */
+  /**
+   * Moves the catch-up point forward (never back); durable when it resolves. A fresh record is
+   * written even when the point stays where it is (a bot that has received nothing yet: Zulip's
+   * `max_message_id` is -1), so the next start catches up instead of starting fresh again.
+   */
   async advance(messageId: number): Promise<void> {
-    if (messageId <= this.#state.lastMessageId) return;
-    this.#state.lastMessageId = messageId;
+    if (messageId <= this.#state.lastMessageId && this.#stored) return;
+    this.#state.lastMessageId = Math.max(this.#state.lastMessageId, messageId);
     await this.#save();
   }
 
@@ -126,7 +138,9 @@ export class TriggerLedger {
   #save(): Promise<void> {
     const write = this.#writing.then(() => {
       this.#prune();
-      return this.#store.write(this.#key, this.#state);
+      return this.#store.write(this.#key, this.#state).then(() => {
+        this.#stored = true;
+      });
     });
     // A failed write must not wedge the ones after it; its caller still sees the failure.
     this.#writing = write.catch(() => undefined);

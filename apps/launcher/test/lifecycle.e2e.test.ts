@@ -198,6 +198,17 @@ describe('a running agent', () => {
   });
 });
 
+describe('after a restart', () => {
+  it('catches up on a bot that had received no message before it first stopped', async () => {
+    // Zulip's max_message_id is -1 for a bot that has received nothing yet.
+    const before = await w.launch();
+    await before.close();
+    const missed = w.mention(w.ann, 'while down', '[stub:quick]');
+    await w.launch();
+    expect((await w.ended(missed)).outcome).toBe('done');
+  });
+});
+
 describe('limits and failures', () => {
   it('stops an agent at the time limit, with everything it started, and says so', async () => {
     const launcher = await w.launch({ timeLimitMs: 2000, stopGraceMs: 2000 });
