@@ -9,12 +9,16 @@ export { loadConfiguredCredentials, openZulipRuntime } from './runtime.js';
 export type { DemoRealm, RunServerOptions, ServerStart } from './serve.js';
 export { runServer, startDemoRealm } from './serve.js';
 export type {
+  BinReadOnly,
+  BinToolsets,
+  DeclaredServerSettings,
   ResolveContext,
   ServerSettings,
   ServerSettingsKit,
   ServerSettingsOptions,
   ServerSettingsShape,
   ServerSettingValues,
+  SharedSettingName,
   ZulipCredentialSettings,
 } from './settings.js';
 export { serverSettings } from './settings.js';
