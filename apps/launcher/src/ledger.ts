@@ -54,12 +54,7 @@ export class TriggerLedger {
   /** The record is on disk (read, or written once): a later open is not fresh. */
   #stored: boolean;
 
-  private constructor(
-    store: StateStore,
-    key: StateKey,
-    state: LedgerState | undefined,
-    now: () => number,
-  ) {
+  private constructor(store: StateStore, key: StateKey, state: LedgerState | undefined, now: () => number) {
     this.#store = store;
     this.#key = key;
     this.#state = state ?? { version: 1, lastMessageId: 0, triggers: [] };
