@@ -6,7 +6,7 @@ export { isServerKitError, ServerKitError } from './errors.js';
 export { instructionLines } from './instructions.js';
 export type { OpenZulipRuntimeOptions, ZulipRuntime } from './runtime.js';
 export { loadConfiguredCredentials, openZulipRuntime } from './runtime.js';
-export type { DemoRealm, RunServerOptions, ServerStart } from './serve.js';
+export type { DemoPost, DemoRealm, RunServerOptions, ServerStart } from './serve.js';
 export { runServer, startDemoRealm } from './serve.js';
 export type {
   BinReadOnly,
