@@ -3,6 +3,7 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { createRedactor } from '@zmcp/cli';
 import {
+  type CredentialSource,
   EventQueue,
   type Logger,
   type Message,
@@ -11,9 +12,10 @@ import {
   noopLogger,
   type QueueItem,
   type RealmEmoji,
-  ZulipClient,
+  type ZulipClient,
 } from '@zmcp/core';
-import { FileStateStore, parseSessionId, type StateStore } from '@zmcp/delivery';
+import { parseSessionId, type StateStore } from '@zmcp/delivery';
+import { openZulipRuntime, type ZulipRuntime } from '@zmcp/server-kit';
 import { type AgentExit, type AgentProcess, reapProcessGroup, startAgentProcess } from './agent-process.js';
 import {
   type BackendName,
@@ -23,7 +25,12 @@ import {
   codexApprovalProblem,
   codexToolApprovals,
 } from './backends.js';
-import type { AllowedUsers, StatusEmoji, StreamBackendRule } from './config.js';
+import {
+  type AllowedUsers,
+  launcherServerSettings,
+  type StatusEmoji,
+  type StreamBackendRule,
+} from './config.js';
 import { LauncherError } from './errors.js';
 import { TriggerLedger } from './ledger.js';
 import { InterruptMailbox } from './mailbox.js';
@@ -92,8 +99,20 @@ export interface LauncherStatus {
 
 /** Options of {@link createLauncher}. */
 export interface LauncherOptions {
-  /** The bot account the launcher listens as (it must be subscribed to the streams it serves). */
-  zulip: { site: string; email: string; apiKey: string; allowInsecureHttp?: boolean | undefined };
+  /**
+   * The bot account the launcher listens as (it must be subscribed to the streams it serves): its
+   * credentials, as `@zmcp/core`'s `loadCredentials` (or a zuliprc) gives them. The launcher opens
+   * its Zulip runtime with them (`@zmcp/server-kit`'s `openZulipRuntime`) on `start()`.
+   */
+  zulip: {
+    site: string;
+    email: string;
+    apiKey: string;
+    allowInsecureHttp?: boolean | undefined;
+    source?: CredentialSource | undefined;
+  };
+  /** Deadline of each Zulip call, in milliseconds (`ZULIP_REQUEST_TIMEOUT_MS`). Default 15 s. */
+  requestTimeoutMs?: number | undefined;
   /**
    * The zulip server every agent gets: a server entry as a `.mcp.json` holds it (`command`,
    * `args`, `env`, `cwd`, or `url`, `headers`), or one returned by `loadServerEntry`.
@@ -123,7 +142,10 @@ export interface LauncherOptions {
   launcherId?: string | undefined;
   /** One output log per conversation. Default `<stateDir>/logs`. */
   logDir?: string | undefined;
-  /** Where the trigger record is kept. Default a `FileStateStore` on `stateDir`. */
+  /**
+   * Where the trigger record is kept, under the realm and bot's account key. Default: the runtime's
+   * `FileStateStore` on `stateDir` (`<stateDir>/<account>/<launcherId>.json`).
+   */
   store?: StateStore | undefined;
   /** Start agents for DMs to the bot. Default true. */
   directMessages?: boolean | undefined;
@@ -247,6 +269,7 @@ class ZulipLauncher implements Launcher {
   readonly #logger: Logger;
   readonly #systemPrompt: string;
   readonly #redact: (text: string) => string;
+  #runtime: ZulipRuntime | undefined;
   #client: ZulipClient | undefined;
   #selfId = 0;
   #ledger: TriggerLedger | undefined;
@@ -366,7 +389,7 @@ class ZulipLauncher implements Launcher {
       this.#state = 'closed';
       this.#stop.abort();
       await this.#queue?.close();
-      await this.#client?.close();
+      await this.#runtime?.close();
       throw err;
     }
   }
@@ -374,24 +397,38 @@ class ZulipLauncher implements Launcher {
   async #start(): Promise<void> {
     for (const dir of [this.#stateDir, this.#logDir, this.#runsDir])
       await mkdir(dir, { recursive: true, mode: 0o700 });
-    const client = new ZulipClient({
-      site: this.#o.zulip.site,
-      email: this.#o.zulip.email,
-      apiKey: this.#o.zulip.apiKey,
-      allowInsecureHttp: this.#o.zulip.allowInsecureHttp,
+    // The one client, the account and its state key, as every zmcp bin opens them.
+    const { zulip } = this.#o;
+    const runtime = await openZulipRuntime({
+      settings: launcherServerSettings({
+        zulip: {
+          site: zulip.site,
+          email: zulip.email,
+          apiKey: zulip.apiKey,
+          rcPath: undefined,
+          allowInsecureHttp: zulip.allowInsecureHttp ?? false,
+        },
+        stateDir: this.#stateDir,
+        launcherId: this.#id,
+        requestTimeoutMs: this.#o.requestTimeoutMs,
+      }),
+      credentials: {
+        site: zulip.site,
+        email: zulip.email,
+        apiKey: zulip.apiKey,
+        source: zulip.source ?? { kind: 'env' },
+      },
       logger: this.#logger,
     });
+    this.#runtime = runtime;
+    const client = runtime.client;
     this.#client = client;
-    const [me, emoji] = await Promise.all([
-      client.getOwnUser(),
-      client.getRealmEmoji().catch(() => [] as RealmEmoji[]),
-    ]);
-    this.#selfId = me.user_id;
+    this.#selfId = runtime.identity.user_id;
+    const emoji = await client.getRealmEmoji().catch(() => [] as RealmEmoji[]);
     this.#realmEmoji = new Map(emoji.filter((e) => e.deactivated !== true).map((e) => [e.name, e]));
-    const { ledger, fresh } = await TriggerLedger.open(
-      this.#o.store ?? new FileStateStore({ dir: this.#stateDir }),
-      this.#id,
-    );
+    const { ledger, fresh } = await TriggerLedger.open(this.#o.store ?? runtime.store, this.#id, {
+      account: runtime.account,
+    });
     this.#ledger = ledger;
     // Registered before catching up: nothing posted from here on can fall between the two.
     const queue = await EventQueue.open(client, {
@@ -401,7 +438,7 @@ class ZulipLauncher implements Launcher {
       logger: this.#logger,
     });
     this.#queue = queue;
-    const upTo = queue.registration.max_message_id ?? me.max_message_id ?? 0;
+    const upTo = queue.registration.max_message_id ?? 0;
     await this.#recover();
     if (fresh) {
       this.#seen = upTo;
@@ -421,7 +458,7 @@ class ZulipLauncher implements Launcher {
       );
     }
     this.#logger.info('listening for mentions and direct messages', {
-      account: me.email,
+      account: runtime.identity.email,
       backend: this.#o.backend ?? 'claude',
       maxRunning: this.#maxRunning,
     });
@@ -441,7 +478,9 @@ class ZulipLauncher implements Launcher {
     this.#stop.abort();
     await this.#queue?.close();
     await this.#loop?.catch(() => undefined);
-    if (was !== 'new') {
+    // A launcher whose start failed has nothing to stop and no catch-up point to save (it would
+    // write a record that never saw the realm).
+    if (was !== 'new' && was !== 'closed') {
       const runs = [...this.#runs.values()];
       await Promise.all(runs.map((r) => r.agent.stop('shutdown')));
       // Each run's end is recorded in the chain; wait for all of it.
@@ -451,7 +490,7 @@ class ZulipLauncher implements Launcher {
         .catch((err: unknown) => this.#logger.warn('could not save the catch-up point', { err }));
       while (this.#background.size > 0) await Promise.all([...this.#background]);
     }
-    await this.#client?.close();
+    await this.#runtime?.close();
     this.#state = 'closed';
   }
 
@@ -582,7 +621,8 @@ class ZulipLauncher implements Launcher {
       await ledger.add(storeTrigger(trigger), 'followup', { into: run.trigger.messageId });
       run.followUps.push(trigger.messageId);
       // The note names the message: the agent gets it once, through listen or in the note.
-      await run.mailbox.post(trigger.messageId, followUpNote(message, this.#selfId)).catch((err: unknown) => {
+      const note = followUpNote(message, this.#selfId);
+      await run.mailbox.post(trigger.messageId, note).catch((err: unknown) => {
         this.#logger.warn('could not write the interrupt file', { runId: run.runId, err });
       });
       this.#logger.info('follow-up handed to the running agent', {

@@ -64,17 +64,31 @@ export class TriggerLedger {
   }
 
   /**
-   * Opens the record of launcher `id`; `fresh` is true when there was none yet.
+   * Opens the record of launcher `id`, kept per realm and bot under `account` (`@zmcp/delivery`'s
+   * `stateAccount`: message ids mean something on one realm only); `fresh` is true when there was
+   * none yet. A record an earlier version kept without an account (`<id>.json` at the top of the
+   * state directory) is taken over by the first account that opens it: moved under the account,
+   * so no other realm or bot ever reads it.
    * @throws DeliveryError `DELIVERY_STATE_CORRUPT` (the file is left as is), `DELIVERY_IO_FAILED`.
    */
   static async open(
     store: StateStore,
     id: string,
-    now: () => number = Date.now,
+    options: { account?: string | undefined; now?: (() => number) | undefined } = {},
   ): Promise<{ ledger: TriggerLedger; fresh: boolean }> {
     // The launcher's record takes the slot named by its id; keep its state directory to itself.
-    const key: StateKey = { session: id, kind: 'monitor' };
+    const key: StateKey = { account: options.account, session: id, kind: 'monitor' };
+    const now = options.now ?? Date.now;
     const state = await store.read(key, LedgerSchema);
+    if (state === undefined && options.account !== undefined) {
+      const earlier: StateKey = { session: id, kind: 'monitor' };
+      const adopted = await store.read(earlier, LedgerSchema);
+      if (adopted !== undefined) {
+        await store.write(key, adopted);
+        await store.delete(earlier);
+        return { ledger: new TriggerLedger(store, key, adopted, now), fresh: false };
+      }
+    }
     return {
       ledger: new TriggerLedger(store, key, state, now),
       fresh: state === undefined,
