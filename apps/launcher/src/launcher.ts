@@ -12,6 +12,7 @@ import {
   noopLogger,
   type QueueItem,
   type RealmEmoji,
+  readNarrow,
   type ZulipClient,
 } from '@zmcp/core';
 import { parseSessionId, type StateStore } from '@zmcp/delivery';
@@ -430,9 +431,12 @@ class ZulipLauncher implements Launcher {
       account: runtime.account,
     });
     this.#ledger = ledger;
-    // Registered before catching up: nothing posted from here on can fall between the two.
+    // Registered before catching up: nothing posted from here on can fall between the two. The
+    // empty topic is named "" here as in every history read, so a conversation has one key, live
+    // or caught up.
     const queue = await EventQueue.open(client, {
       eventTypes: ['message'],
+      clientCapabilities: { empty_topic_name: true },
       applyMarkdown: false,
       signal: this.#stop.signal,
       logger: this.#logger,
@@ -545,28 +549,33 @@ class ZulipLauncher implements Launcher {
     if (item.kind === 'event' && item.event.type === 'message') await this.#onMessage(item.event.message);
   }
 
-  /** Reads mentions and DMs after the catch-up point up to `upTo` from history, as if they had just arrived. */
+  /**
+   * Reads mentions and DMs after the catch-up point up to `upTo` from history, as if they had just
+   * arrived: through core's read gate (the policy's scope check before fetching, strays dropped
+   * after) and its history pager (anchors, Zulip's per-request cap), as every tool reads.
+   */
   async #catchUp(upTo: number, inChain = false): Promise<void> {
-    const client = this.#client as ZulipClient;
+    const runtime = this.#runtime as ZulipRuntime;
     const from = this.#seen;
     if (upTo <= from) return;
     const found = new Map<number, Message>();
     if (this.#catchUpMs > 0) {
+      const call = { signal: this.#stop.signal };
+      const streams = await runtime.services.directory.streamLookup(call);
       for (const terms of [narrow().is('mentioned').build(), narrow().is('dm').build()]) {
-        let anchor = from;
+        let after = from;
         for (;;) {
-          const page = await client.getMessages({
-            anchor,
-            includeAnchor: false,
-            numBefore: 0,
-            numAfter: CATCH_UP_PAGE,
+          const page = await readNarrow(runtime.client, runtime.policy, {
             narrow: terms,
-            applyMarkdown: false,
+            range: { kind: 'since', afterId: after, limit: CATCH_UP_PAGE },
+            streams,
+            pageSize: CATCH_UP_PAGE,
+            call,
           });
           for (const m of page.messages) if (m.id <= upTo) found.set(m.id, m);
           const last = page.messages[page.messages.length - 1];
-          if (page.found_newest === true || last === undefined || last.id >= upTo) break;
-          anchor = last.id;
+          if (!page.hasMore || last === undefined || last.id >= upTo) break;
+          after = last.id;
         }
       }
     }

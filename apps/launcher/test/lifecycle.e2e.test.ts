@@ -207,6 +207,24 @@ describe('after a restart', () => {
     await w.launch();
     expect((await w.ended(missed)).outcome).toBe('done');
   });
+
+  it('reads the triggers it missed from history, each conversation named as the live queue names it', async () => {
+    w.post(w.bo, 'earlier', 'before the launcher first started');
+    const before = await w.launch();
+    await before.close();
+    // Missed while down: a mention in the empty topic, which Zulip names "general chat" to a
+    // client that does not ask for the empty name.
+    const missed = w.mention(w.ann, '', '[stub:hang]');
+    await w.launch();
+    const started = await w.event('started', (e) => e.trigger.messageId === missed);
+    expect(started.trigger).toMatchObject({ kind: 'stream', stream: 'general', topic: '' });
+    // A live mention in the same topic reaches that agent: one conversation, not a second agent.
+    const live = w.mention(w.ann, '', 'and one more thing');
+    const handed = await w.event('trigger', (e) => e.trigger.messageId === live);
+    expect(handed.action).toBe('followup');
+    expect(handed.trigger.conversation).toBe(started.trigger.conversation);
+    expect(w.events.filter((e) => e.type === 'started')).toHaveLength(1);
+  });
 });
 
 describe('limits and failures', () => {
