@@ -10,8 +10,11 @@ import {
   mentionSyntax,
   narrow,
   noopLogger,
+  PersonNames,
   type QueueItem,
   type RealmEmoji,
+  type RealmUserEvent,
+  type RegisterResponse,
   readNarrow,
   type ZulipClient,
 } from '@zmcp/core';
@@ -209,6 +212,11 @@ const DEFAULT_EMOJI: StatusEmoji = {
 /** Mentions and DMs read back per request while catching up. */
 const CATCH_UP_PAGE = 1000;
 
+/** The realm's people as a registration lists them (`realm_users`), for telling them apart by name. */
+function peopleOf(registration: RegisterResponse): { user_id: number; full_name: string }[] {
+  return (registration.realm_users ?? []).map((u) => ({ user_id: u.user_id, full_name: u.full_name }));
+}
+
 function normalizeAllowedUsers(value: LauncherOptions['allowedUsers']): AllowedUsers {
   if (!Array.isArray(value)) {
     const users = value as AllowedUsers;
@@ -273,6 +281,8 @@ class ZulipLauncher implements Launcher {
   #runtime: ZulipRuntime | undefined;
   #client: ZulipClient | undefined;
   #selfId = 0;
+  /** The realm's display names: a follow-up note names a person as every surface does. */
+  readonly #people = new PersonNames();
   #ledger: TriggerLedger | undefined;
   #queue: EventQueue | undefined;
   readonly #stop = new AbortController();
@@ -432,16 +442,17 @@ class ZulipLauncher implements Launcher {
     });
     this.#ledger = ledger;
     // Registered before catching up: nothing posted from here on can fall between the two. The
-    // empty topic is named "" here as in every history read, so a conversation has one key, live
-    // or caught up.
+    // realm's people come with it and stay current from its events; the empty topic is named ""
+    // here as in every history read, so a conversation has one key, live or caught up.
     const queue = await EventQueue.open(client, {
-      eventTypes: ['message'],
+      eventTypes: ['message', 'realm_user'],
       clientCapabilities: { empty_topic_name: true },
       applyMarkdown: false,
       signal: this.#stop.signal,
       logger: this.#logger,
     });
     this.#queue = queue;
+    this.#people.replace(peopleOf(queue.registration));
     const upTo = queue.registration.max_message_id ?? 0;
     await this.#recover();
     if (fresh) {
@@ -543,10 +554,19 @@ class ZulipLauncher implements Launcher {
   async #onItem(item: QueueItem): Promise<void> {
     if (item.kind === 'gap') {
       this.#logger.warn('the event queue was replaced; reading missed triggers from history');
+      this.#people.replace(peopleOf(item.registration));
       await this.#catchUp(item.newMaxMessageId ?? this.#seen, true);
       return;
     }
-    if (item.kind === 'event' && item.event.type === 'message') await this.#onMessage(item.event.message);
+    if (item.kind !== 'event') return;
+    if (item.event.type === 'message') await this.#onMessage(item.event.message);
+    else if (item.event.type === 'realm_user') this.#onRealmUser(item.event);
+  }
+
+  /** A person joined or was renamed: later lines tell them apart from whoever shares the name. */
+  #onRealmUser(event: RealmUserEvent): void {
+    const person = event.person as { user_id: number; full_name?: unknown };
+    if (typeof person.full_name === 'string') this.#people.set(person.user_id, person.full_name);
   }
 
   /**
@@ -630,7 +650,7 @@ class ZulipLauncher implements Launcher {
       await ledger.add(storeTrigger(trigger), 'followup', { into: run.trigger.messageId });
       run.followUps.push(trigger.messageId);
       // The note names the message: the agent gets it once, through listen or in the note.
-      const note = followUpNote(message, this.#selfId);
+      const note = followUpNote(message, { selfUserId: this.#selfId, people: this.#people });
       await run.mailbox.post(trigger.messageId, note).catch((err: unknown) => {
         this.#logger.warn('could not write the interrupt file', { runId: run.runId, err });
       });

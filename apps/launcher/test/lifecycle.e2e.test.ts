@@ -128,6 +128,46 @@ describe('a running agent', () => {
     expect((await w.ended(first)).outcome).toBe('stopped');
   });
 
+  it('tells apart two people sharing a display name in a follow-up note, as every surface does', async () => {
+    // Known at start (the user list): a second "Ann Lee".
+    w.sim.realm.addUser({ fullName: 'Ann Lee', email: 'ann.twin@example.test' });
+    const launcher = await w.launch();
+    const topic = 'twins';
+    const joined = w.nextRequest(
+      (r) =>
+        r.method === 'GET' &&
+        r.userId === w.bot.userId &&
+        String(r.params.narrow ?? '').includes(JSON.stringify(topic)),
+    );
+    // An agent that never listens: the notes stay in its interrupt file.
+    const first = w.mention(w.ann, topic, '[stub:hang]');
+    await joined;
+    // Learnt while running (a realm_user event on the launcher's queue): a second "Cy Park".
+    w.sim.realm.addUser({ fullName: 'Cy Park', email: 'cy.twin@example.test' });
+    const fromCy = w.mention(w.cy, topic, 'from Cy');
+    const fromAnn = w.mention(w.ann, topic, 'from Ann');
+    await w.event('trigger', (e) => e.trigger.messageId === fromAnn && e.action === 'followup');
+    await w.event('trigger', (e) => e.trigger.messageId === fromCy && e.action === 'followup');
+    const [record] = w.records() as [StubRecord];
+    const config = record.config as { mcpServers: { zulip: { env: Record<string, string> } } };
+    const notes = parseInterruptNotes(
+      readFileSync(String(config.mcpServers.zulip.env.ZULIP_INTERRUPT_FILE), 'utf8'),
+    );
+    const head = (id: number) => notes.find((n) => n.messageId === id)?.text.split('\n')[1];
+    expect(head(fromAnn)).toMatch(
+      new RegExp(
+        `^\\[\\S+ id=${fromAnn}\\] \\[#general > twins\\] Ann Lee \\(user ${w.ann.userId}\\) \\(mention\\): `,
+      ),
+    );
+    expect(head(fromCy)).toMatch(
+      new RegExp(
+        `^\\[\\S+ id=${fromCy}\\] \\[#general > twins\\] Cy Park \\(user ${w.cy.userId}\\) \\(mention\\): `,
+      ),
+    );
+    await launcher.close();
+    expect((await w.ended(first)).outcome).toBe('stopped');
+  });
+
   it('starts only for people on the allowlist, never for /nobots, and answers DMs by DM', async () => {
     // zulip-mcp reads DMs only when told to: the agent must read the one it is called by.
     const env = { ...(w.server.env as Record<string, string>), ZULIP_PRIVATE_STREAMS: '__ALL__' };
