@@ -5,7 +5,6 @@ import {
   flagSwitch,
   homeDirectory,
   integer,
-  type LogLevel,
   matching,
   oneOf,
   parsedBy,
@@ -113,7 +112,6 @@ export interface LauncherRuntimeInput {
   /** Names the trigger record. */
   launcherId: string;
   requestTimeoutMs?: number | undefined;
-  logLevel?: LogLevel | undefined;
 }
 
 /**
@@ -133,7 +131,8 @@ export function launcherServerSettings(input: LauncherRuntimeInput): ServerSetti
       ZULIP_RC_PATH: zulip.rcPath,
       ZULIP_ALLOW_INSECURE_HTTP: zulip.allowInsecureHttp,
       ZULIP_REQUEST_TIMEOUT_MS: input.requestTimeoutMs ?? ZULIP_REQUEST_TIMEOUT_MS.parse(undefined),
-      ZMCP_LOG_LEVEL: input.logLevel ?? ZMCP_LOG_LEVEL.parse(undefined),
+      // The launcher's logger is given to it; the level only matters to the bin that made it.
+      ZMCP_LOG_LEVEL: ZMCP_LOG_LEVEL.parse(undefined),
     },
     // Nothing here is read from a file or a variable: the state directory is the launcher's own.
     { env: {}, exists: () => false },
