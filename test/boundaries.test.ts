@@ -152,10 +152,9 @@ describe('package boundaries (DESIGN.md arrows point down)', () => {
   }
 });
 
-// What @zmcp/server-kit opens once, a server does not open beside it: the one Zulip client (where
+// What @zmcp/server-kit opens once, a bin does not open beside it: the one Zulip client (where
 // read-only mode is enforced), the credentials, the realm facts and the access policy.
-// (zulip-agent moves onto the runtime in a later step.)
-const spineServers = ['@zmcp/mcp-server', '@zmcp/mcpl-server'];
+const spineServers = ['@zmcp/mcp-server', '@zmcp/mcpl-server', '@zmcp/launcher'];
 const openedBySpine: readonly [RegExp, string][] = [
   [/\bnew ZulipClient\(/, 'a second Zulip client'],
   [/\bloadCredentials\(/, 'credentials read beside loadConfiguredCredentials'],
@@ -163,7 +162,7 @@ const openedBySpine: readonly [RegExp, string][] = [
   [/\bAccessPolicy\.resolve\(/, 'an access policy resolved beside the runtime'],
 ];
 
-describe('servers stand on @zmcp/server-kit', () => {
+describe('bins stand on @zmcp/server-kit', () => {
   it.each(spineServers)('%s opens the Zulip runtime only through it', (name) => {
     const ws = all.find((w) => w.name === name);
     expect(ws, `${name} is in the workspace`).toBeDefined();

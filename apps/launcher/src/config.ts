@@ -1,13 +1,10 @@
 import { join, resolve } from 'node:path';
 import {
-  checkZulipSite,
   defineSettings,
   expandHome,
   flagSwitch,
   homeDirectory,
   integer,
-  type LogLevel,
-  logLevels,
   matching,
   oneOf,
   parsedBy,
@@ -18,10 +15,10 @@ import {
   setting,
   strictBoolean,
   text,
-  zulipAccountSettings,
 } from '@zmcp/cli';
-import { checkEmojiName } from '@zmcp/core';
+import { ALL_STREAMS, checkEmojiName } from '@zmcp/core';
 import { parseSessionId } from '@zmcp/delivery';
+import { type ServerSettings, serverSettings, type ZulipCredentialSettings } from '@zmcp/server-kit';
 import {
   type BackendName,
   backendNames,
@@ -47,15 +44,11 @@ export interface StreamBackendRule {
   backend: BackendName;
 }
 
-/** The Zulip account the launcher listens as; resolving it against a zuliprc is `@zmcp/core`'s job. */
-export interface LauncherZulipSettings {
-  site: string | undefined;
-  email: string | undefined;
-  /** Secret: never logged, never echoed in an error. */
-  apiKey: string | undefined;
-  rcPath: string | undefined;
-  allowInsecureHttp: boolean;
-}
+/**
+ * The Zulip account the launcher listens as, as configured (`@zmcp/server-kit`'s declaration,
+ * shared with every zmcp server); resolving it against a zuliprc is `@zmcp/core`'s job.
+ */
+export type LauncherZulipSettings = ZulipCredentialSettings;
 
 /** The reactions that show a trigger's state on the message that made it. */
 export interface StatusEmoji {
@@ -65,11 +58,15 @@ export interface StatusEmoji {
   failed: string;
 }
 
-/** The whole configuration of one `zulip-agent` process, from environment variables and flags. */
-export interface LauncherConfig {
+/**
+ * The whole configuration of one `zulip-agent` process, from environment variables and flags: the
+ * settings it shares with every zmcp server (`@zmcp/server-kit`: the Zulip account, the request
+ * deadline, the log level; `stateDir` is the launcher's own `ZULIP_AGENT_STATE_DIR`, `sessionId`
+ * its `ZULIP_AGENT_ID`, and it reads every conversation the bot is in), and its own.
+ */
+export interface LauncherConfig extends ServerSettings {
   command: 'run' | 'help' | 'version';
   demo: boolean;
-  zulip: LauncherZulipSettings;
   backend: BackendName;
   streamBackends: readonly StreamBackendRule[];
   /** Absolute path of the `.mcp.json` holding the zulip server. */
@@ -91,10 +88,67 @@ export interface LauncherConfig {
   stopGraceMs: number;
   catchUpMs: number;
   emoji: StatusEmoji;
-  stateDir: string;
+  /** Names the trigger record (the same as `sessionId`). */
   launcherId: string;
   logDir: string;
-  logLevel: LogLevel;
+}
+
+/** The bin name, as the help and error messages call it. */
+export const binName = 'zulip-agent';
+
+/**
+ * The settings the launcher shares with every zmcp server, declared once in `@zmcp/server-kit`:
+ * the Zulip account, the deadline of each Zulip call, the log level. The rest (toolsets,
+ * allowlists, uploads…) belong to the zulip server each agent gets, not to the launcher.
+ */
+const shared = serverSettings({ bin: binName, only: ['ZULIP_REQUEST_TIMEOUT_MS', 'ZMCP_LOG_LEVEL'] });
+const { ZULIP_REQUEST_TIMEOUT_MS, ZMCP_LOG_LEVEL, ...zulipAccount } = shared.shape;
+
+/** What the launcher's Zulip runtime is opened with, beyond the shared settings. */
+export interface LauncherRuntimeInput {
+  zulip: LauncherZulipSettings;
+  /** The launcher's state directory: its state store, one folder per realm and bot. */
+  stateDir: string;
+  /** Names the trigger record. */
+  launcherId: string;
+  requestTimeoutMs?: number | undefined;
+}
+
+/**
+ * The server settings the launcher opens its Zulip runtime with (`@zmcp/server-kit`'s
+ * `openZulipRuntime`): the shared ones as given (or at their declared defaults), the launcher's
+ * state directory and record name, and every conversation the bot is in readable, since a trigger
+ * may come from any of them (a private stream the bot was added to, a DM).
+ */
+export function launcherServerSettings(input: LauncherRuntimeInput): ServerSettings {
+  const { zulip } = input;
+  const settings = shared.resolve(
+    {
+      ZULIP_REALM: undefined,
+      ZULIP_SITE: zulip.site,
+      ZULIP_EMAIL: zulip.email,
+      ZULIP_API_KEY: zulip.apiKey,
+      ZULIP_RC_PATH: zulip.rcPath,
+      ZULIP_ALLOW_INSECURE_HTTP: zulip.allowInsecureHttp,
+      ZULIP_REQUEST_TIMEOUT_MS: input.requestTimeoutMs ?? ZULIP_REQUEST_TIMEOUT_MS.parse(undefined),
+      // The launcher's logger is given to it; the level only matters to the bin that made it.
+      ZMCP_LOG_LEVEL: ZMCP_LOG_LEVEL.parse(undefined),
+    },
+    // Nothing here is read from a file or a variable: the state directory is the launcher's own.
+    { env: {}, exists: () => false },
+  );
+  return asLauncher(settings, input.stateDir, input.launcherId);
+}
+
+/** The shared settings as the launcher uses them: its own state directory and record, every conversation readable. */
+function asLauncher(settings: ServerSettings, stateDir: string, launcherId: string): ServerSettings {
+  return {
+    ...settings,
+    stateDir,
+    stateDirSource: 'setting',
+    sessionId: launcherId,
+    privateStreams: ALL_STREAMS,
+  };
 }
 
 /** A status reaction, by core's one rule for an emoji name (colons and case aside). */
@@ -185,7 +239,7 @@ function parseStreamBackends(raw: string): StreamBackendRule[] | SettingProblem 
  * flag-only switches, the flag), every value the raw string as given.
  */
 const configShape = {
-  ...zulipAccountSettings(),
+  ...zulipAccount,
   ZULIP_AGENT_BACKEND: oneOf(
     {
       group: 'Agents',
@@ -334,13 +388,13 @@ const configShape = {
     flag: '--state-dir',
     flagArg: '<dir>',
     defaultText: '~/.zmcp/launcher',
-    help: 'Directory of the trigger record, run files and interrupt files; keep it across restarts.',
+    help: 'Directory of the trigger record (one folder per realm and bot), run files and interrupt files; keep it across restarts.',
   }),
   ZULIP_AGENT_ID: parsedBy(
     {
       group: 'State and logs',
       defaultText: 'zulip-agent',
-      help: 'Names this launcher’s trigger record (<id>.json in the state directory); 1-128 of A-Z a-z 0-9 . _ -.',
+      help: 'Names this launcher’s trigger record (<id>.json in the realm and bot’s folder of the state directory); 1-128 of A-Z a-z 0-9 . _ -.',
     },
     (raw) => parseSessionId(raw.trim()),
     (err) => (err as Error).message.replace(/^invalid session id: /, ''),
@@ -353,16 +407,8 @@ const configShape = {
     defaultText: '<state dir>/logs',
     help: 'Directory of the agents’ output, one log file per conversation.',
   }),
-  ZMCP_LOG_LEVEL: oneOf(
-    {
-      group: 'State and logs',
-      flag: '--log-level',
-      flagArg: '<level>',
-      help: 'Log level on stderr: debug, info, warn, error or silent. Message bodies only at debug.',
-    },
-    logLevels,
-    'info',
-  ),
+  ZULIP_REQUEST_TIMEOUT_MS,
+  ZMCP_LOG_LEVEL,
   '--demo': flagSwitch({
     group: 'Other',
     flag: '--demo',
@@ -371,14 +417,11 @@ const configShape = {
   }),
 };
 
-/** The bin name, as the help and error messages call it. */
-export const binName = 'zulip-agent';
-
 const settings = defineSettings(configShape, {
   bin: binName,
   // One rule with the other bins: URLs core accepts, plain http only to loopback unless allowed.
   refine: (raw, report) => {
-    checkZulipSite(raw, report);
+    shared.check(raw, report);
     const codex =
       raw.ZULIP_AGENT_BACKEND === 'codex' ||
       raw.ZULIP_AGENT_STREAM_BACKENDS.some((r) => r.backend === 'codex');
@@ -429,16 +472,18 @@ export function parseConfig(
   const workdir = path(raw.ZULIP_AGENT_WORKDIR ?? '.');
   const stateDir = path(raw.ZULIP_AGENT_STATE_DIR ?? '~/.zmcp/launcher');
   const mcpConfig = raw.ZULIP_AGENT_MCP_CONFIG;
+  const base = asLauncher(
+    shared.resolve(raw, { env, cwd, exists: () => false }),
+    stateDir,
+    raw.ZULIP_AGENT_ID,
+  );
   return {
+    ...base,
+    // A relative zuliprc path starts from the working directory, as every path here does.
+    zulip: { ...base.zulip, rcPath: raw.ZULIP_RC_PATH === undefined ? undefined : path(raw.ZULIP_RC_PATH) },
+    stateDirSource: raw.ZULIP_AGENT_STATE_DIR === undefined ? 'default' : 'setting',
     command: raw['--help'] ? 'help' : raw['--version'] ? 'version' : 'run',
     demo: raw['--demo'],
-    zulip: {
-      site: raw.ZULIP_REALM ?? raw.ZULIP_SITE,
-      email: raw.ZULIP_EMAIL,
-      apiKey: raw.ZULIP_API_KEY,
-      rcPath: raw.ZULIP_RC_PATH === undefined ? undefined : path(raw.ZULIP_RC_PATH),
-      allowInsecureHttp: raw.ZULIP_ALLOW_INSECURE_HTTP,
-    },
     backend: raw.ZULIP_AGENT_BACKEND,
     streamBackends: raw.ZULIP_AGENT_STREAM_BACKENDS,
     mcpConfigPath: mcpConfig === undefined ? join(workdir, '.mcp.json') : path(mcpConfig),
@@ -466,10 +511,8 @@ export function parseConfig(
       done: raw.ZULIP_AGENT_DONE_EMOJI,
       failed: raw.ZULIP_AGENT_FAILED_EMOJI,
     },
-    stateDir,
     launcherId: raw.ZULIP_AGENT_ID,
     logDir: raw.ZULIP_AGENT_LOG_DIR === undefined ? join(stateDir, 'logs') : path(raw.ZULIP_AGENT_LOG_DIR),
-    logLevel: raw.ZMCP_LOG_LEVEL,
   };
 }
 

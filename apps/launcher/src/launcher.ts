@@ -3,18 +3,24 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { createRedactor } from '@zmcp/cli';
 import {
+  type CredentialSource,
   EventQueue,
   type Logger,
   type Message,
   mentionSyntax,
   narrow,
   noopLogger,
+  PersonNames,
   type QueueItem,
   type RealmEmoji,
+  type RealmUserEvent,
+  type RegisterResponse,
+  readNarrow,
   sameStreamName,
-  ZulipClient,
+  type ZulipClient,
 } from '@zmcp/core';
-import { FileStateStore, parseSessionId, type StateStore } from '@zmcp/delivery';
+import { parseSessionId, type StateStore } from '@zmcp/delivery';
+import { openZulipRuntime, type ZulipRuntime } from '@zmcp/server-kit';
 import { type AgentExit, type AgentProcess, reapProcessGroup, startAgentProcess } from './agent-process.js';
 import {
   type BackendName,
@@ -24,7 +30,12 @@ import {
   codexApprovalProblem,
   codexToolApprovals,
 } from './backends.js';
-import type { AllowedUsers, StatusEmoji, StreamBackendRule } from './config.js';
+import {
+  type AllowedUsers,
+  launcherServerSettings,
+  type StatusEmoji,
+  type StreamBackendRule,
+} from './config.js';
 import { LauncherError } from './errors.js';
 import { TriggerLedger } from './ledger.js';
 import { InterruptMailbox } from './mailbox.js';
@@ -93,8 +104,20 @@ export interface LauncherStatus {
 
 /** Options of {@link createLauncher}. */
 export interface LauncherOptions {
-  /** The bot account the launcher listens as (it must be subscribed to the streams it serves). */
-  zulip: { site: string; email: string; apiKey: string; allowInsecureHttp?: boolean | undefined };
+  /**
+   * The bot account the launcher listens as (it must be subscribed to the streams it serves): its
+   * credentials, as `@zmcp/core`'s `loadCredentials` (or a zuliprc) gives them. The launcher opens
+   * its Zulip runtime with them (`@zmcp/server-kit`'s `openZulipRuntime`) on `start()`.
+   */
+  zulip: {
+    site: string;
+    email: string;
+    apiKey: string;
+    allowInsecureHttp?: boolean | undefined;
+    source?: CredentialSource | undefined;
+  };
+  /** Deadline of each Zulip call, in milliseconds (`ZULIP_REQUEST_TIMEOUT_MS`). Default 15 s. */
+  requestTimeoutMs?: number | undefined;
   /**
    * The zulip server every agent gets: a server entry as a `.mcp.json` holds it (`command`,
    * `args`, `env`, `cwd`, or `url`, `headers`), or one returned by `loadServerEntry`.
@@ -124,7 +147,10 @@ export interface LauncherOptions {
   launcherId?: string | undefined;
   /** One output log per conversation. Default `<stateDir>/logs`. */
   logDir?: string | undefined;
-  /** Where the trigger record is kept. Default a `FileStateStore` on `stateDir`. */
+  /**
+   * Where the trigger record is kept, under the realm and bot's account key. Default: the runtime's
+   * `FileStateStore` on `stateDir` (`<stateDir>/<account>/<launcherId>.json`).
+   */
   store?: StateStore | undefined;
   /** Start agents for DMs to the bot. Default true. */
   directMessages?: boolean | undefined;
@@ -187,6 +213,11 @@ const DEFAULT_EMOJI: StatusEmoji = {
 /** Mentions and DMs read back per request while catching up. */
 const CATCH_UP_PAGE = 1000;
 
+/** The realm's people as a registration lists them (`realm_users`), for telling them apart by name. */
+function peopleOf(registration: RegisterResponse): { user_id: number; full_name: string }[] {
+  return (registration.realm_users ?? []).map((u) => ({ user_id: u.user_id, full_name: u.full_name }));
+}
+
 function normalizeAllowedUsers(value: LauncherOptions['allowedUsers']): AllowedUsers {
   if (!Array.isArray(value)) {
     const users = value as AllowedUsers;
@@ -248,8 +279,11 @@ class ZulipLauncher implements Launcher {
   readonly #logger: Logger;
   readonly #systemPrompt: string;
   readonly #redact: (text: string) => string;
+  #runtime: ZulipRuntime | undefined;
   #client: ZulipClient | undefined;
   #selfId = 0;
+  /** The realm's display names: a follow-up note names a person as every surface does. */
+  readonly #people = new PersonNames();
   #ledger: TriggerLedger | undefined;
   #queue: EventQueue | undefined;
   readonly #stop = new AbortController();
@@ -367,7 +401,7 @@ class ZulipLauncher implements Launcher {
       this.#state = 'closed';
       this.#stop.abort();
       await this.#queue?.close();
-      await this.#client?.close();
+      await this.#runtime?.close();
       throw err;
     }
   }
@@ -375,34 +409,52 @@ class ZulipLauncher implements Launcher {
   async #start(): Promise<void> {
     for (const dir of [this.#stateDir, this.#logDir, this.#runsDir])
       await mkdir(dir, { recursive: true, mode: 0o700 });
-    const client = new ZulipClient({
-      site: this.#o.zulip.site,
-      email: this.#o.zulip.email,
-      apiKey: this.#o.zulip.apiKey,
-      allowInsecureHttp: this.#o.zulip.allowInsecureHttp,
+    // The one client, the account and its state key, as every zmcp bin opens them.
+    const { zulip } = this.#o;
+    const runtime = await openZulipRuntime({
+      settings: launcherServerSettings({
+        zulip: {
+          site: zulip.site,
+          email: zulip.email,
+          apiKey: zulip.apiKey,
+          rcPath: undefined,
+          allowInsecureHttp: zulip.allowInsecureHttp ?? false,
+        },
+        stateDir: this.#stateDir,
+        launcherId: this.#id,
+        requestTimeoutMs: this.#o.requestTimeoutMs,
+      }),
+      credentials: {
+        site: zulip.site,
+        email: zulip.email,
+        apiKey: zulip.apiKey,
+        source: zulip.source ?? { kind: 'env' },
+      },
       logger: this.#logger,
     });
+    this.#runtime = runtime;
+    const client = runtime.client;
     this.#client = client;
-    const [me, emoji] = await Promise.all([
-      client.getOwnUser(),
-      client.getRealmEmoji().catch(() => [] as RealmEmoji[]),
-    ]);
-    this.#selfId = me.user_id;
+    this.#selfId = runtime.identity.user_id;
+    const emoji = await client.getRealmEmoji().catch(() => [] as RealmEmoji[]);
     this.#realmEmoji = new Map(emoji.filter((e) => e.deactivated !== true).map((e) => [e.name, e]));
-    const { ledger, fresh } = await TriggerLedger.open(
-      this.#o.store ?? new FileStateStore({ dir: this.#stateDir }),
-      this.#id,
-    );
+    const { ledger, fresh } = await TriggerLedger.open(this.#o.store ?? runtime.store, this.#id, {
+      account: runtime.account,
+    });
     this.#ledger = ledger;
-    // Registered before catching up: nothing posted from here on can fall between the two.
+    // Registered before catching up: nothing posted from here on can fall between the two. The
+    // realm's people come with it and stay current from its events; the empty topic is named ""
+    // here as in every history read, so a conversation has one key, live or caught up.
     const queue = await EventQueue.open(client, {
-      eventTypes: ['message'],
+      eventTypes: ['message', 'realm_user'],
+      clientCapabilities: { empty_topic_name: true },
       applyMarkdown: false,
       signal: this.#stop.signal,
       logger: this.#logger,
     });
     this.#queue = queue;
-    const upTo = queue.registration.max_message_id ?? me.max_message_id ?? 0;
+    this.#people.replace(peopleOf(queue.registration));
+    const upTo = queue.registration.max_message_id ?? 0;
     await this.#recover();
     if (fresh) {
       this.#seen = upTo;
@@ -422,7 +474,7 @@ class ZulipLauncher implements Launcher {
       );
     }
     this.#logger.info('listening for mentions and direct messages', {
-      account: me.email,
+      account: runtime.identity.email,
       backend: this.#o.backend ?? 'claude',
       maxRunning: this.#maxRunning,
     });
@@ -442,7 +494,9 @@ class ZulipLauncher implements Launcher {
     this.#stop.abort();
     await this.#queue?.close();
     await this.#loop?.catch(() => undefined);
-    if (was !== 'new') {
+    // A launcher whose start failed has nothing to stop and no catch-up point to save (it would
+    // write a record that never saw the realm).
+    if (was !== 'new' && was !== 'closed') {
       const runs = [...this.#runs.values()];
       await Promise.all(runs.map((r) => r.agent.stop('shutdown')));
       // Each run's end is recorded in the chain; wait for all of it.
@@ -452,7 +506,7 @@ class ZulipLauncher implements Launcher {
         .catch((err: unknown) => this.#logger.warn('could not save the catch-up point', { err }));
       while (this.#background.size > 0) await Promise.all([...this.#background]);
     }
-    await this.#client?.close();
+    await this.#runtime?.close();
     this.#state = 'closed';
   }
 
@@ -501,34 +555,48 @@ class ZulipLauncher implements Launcher {
   async #onItem(item: QueueItem): Promise<void> {
     if (item.kind === 'gap') {
       this.#logger.warn('the event queue was replaced; reading missed triggers from history');
+      this.#people.replace(peopleOf(item.registration));
       await this.#catchUp(item.newMaxMessageId ?? this.#seen, true);
       return;
     }
-    if (item.kind === 'event' && item.event.type === 'message') await this.#onMessage(item.event.message);
+    if (item.kind !== 'event') return;
+    if (item.event.type === 'message') await this.#onMessage(item.event.message);
+    else if (item.event.type === 'realm_user') this.#onRealmUser(item.event);
   }
 
-  /** Reads mentions and DMs after the catch-up point up to `upTo` from history, as if they had just arrived. */
+  /** A person joined or was renamed: later lines tell them apart from whoever shares the name. */
+  #onRealmUser(event: RealmUserEvent): void {
+    const person = event.person as { user_id: number; full_name?: unknown };
+    if (typeof person.full_name === 'string') this.#people.set(person.user_id, person.full_name);
+  }
+
+  /**
+   * Reads mentions and DMs after the catch-up point up to `upTo` from history, as if they had just
+   * arrived: through core's read gate (the policy's scope check before fetching, strays dropped
+   * after) and its history pager (anchors, Zulip's per-request cap), as every tool reads.
+   */
   async #catchUp(upTo: number, inChain = false): Promise<void> {
-    const client = this.#client as ZulipClient;
+    const runtime = this.#runtime as ZulipRuntime;
     const from = this.#seen;
     if (upTo <= from) return;
     const found = new Map<number, Message>();
     if (this.#catchUpMs > 0) {
+      const call = { signal: this.#stop.signal };
+      const streams = await runtime.services.directory.streamLookup(call);
       for (const terms of [narrow().is('mentioned').build(), narrow().is('dm').build()]) {
-        let anchor = from;
+        let after = from;
         for (;;) {
-          const page = await client.getMessages({
-            anchor,
-            includeAnchor: false,
-            numBefore: 0,
-            numAfter: CATCH_UP_PAGE,
+          const page = await readNarrow(runtime.client, runtime.policy, {
             narrow: terms,
-            applyMarkdown: false,
+            range: { kind: 'since', afterId: after, limit: CATCH_UP_PAGE },
+            streams,
+            pageSize: CATCH_UP_PAGE,
+            call,
           });
           for (const m of page.messages) if (m.id <= upTo) found.set(m.id, m);
           const last = page.messages[page.messages.length - 1];
-          if (page.found_newest === true || last === undefined || last.id >= upTo) break;
-          anchor = last.id;
+          if (!page.hasMore || last === undefined || last.id >= upTo) break;
+          after = last.id;
         }
       }
     }
@@ -583,7 +651,8 @@ class ZulipLauncher implements Launcher {
       await ledger.add(storeTrigger(trigger), 'followup', { into: run.trigger.messageId });
       run.followUps.push(trigger.messageId);
       // The note names the message: the agent gets it once, through listen or in the note.
-      await run.mailbox.post(trigger.messageId, followUpNote(message, this.#selfId)).catch((err: unknown) => {
+      const note = followUpNote(message, { selfUserId: this.#selfId, people: this.#people });
+      await run.mailbox.post(trigger.messageId, note).catch((err: unknown) => {
         this.#logger.warn('could not write the interrupt file', { runId: run.runId, err });
       });
       this.#logger.info('follow-up handed to the running agent', {

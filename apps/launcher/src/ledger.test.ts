@@ -1,7 +1,7 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FileStateStore, MemoryStateStore } from '@zmcp/delivery';
+import { FileStateStore, MemoryStateStore, stateAccount } from '@zmcp/delivery';
 import { describe, expect, it } from 'vitest';
 import { TriggerLedger } from './ledger.js';
 import type { StoredTrigger } from './triggers.js';
@@ -62,6 +62,30 @@ describe('TriggerLedger', () => {
     expect(back.get(4)?.status).toBe('done');
     expect(back.get(1003)?.status).toBe('done');
     expect(back.lastMessageId).toBe(1003);
+  });
+
+  it('keeps each realm and bot’s record apart, and moves one an earlier version kept unkeyed under the first account', async () => {
+    const store = new MemoryStateStore();
+    const realmA = stateAccount({ site: 'https://a.example.com', userId: 21 });
+    const realmB = stateAccount({ site: 'https://b.example.com', userId: 21 });
+    const a = await TriggerLedger.open(store, 'agent', { account: realmA });
+    expect(a.fresh).toBe(true);
+    await a.ledger.add(trigger(40), 'queued');
+    // Another realm (or bot) with the same launcher id starts from nothing.
+    expect((await TriggerLedger.open(store, 'agent', { account: realmB })).fresh).toBe(true);
+
+    // An earlier version's record, kept without an account.
+    const earlier = await TriggerLedger.open(store, 'old');
+    await earlier.ledger.add(trigger(7), 'queued');
+    await earlier.ledger.advance(9);
+    const taken = await TriggerLedger.open(store, 'old', { account: realmA });
+    expect(taken.fresh).toBe(false);
+    expect(taken.ledger.lastMessageId).toBe(9);
+    expect(taken.ledger.active().map((r) => r.trigger.messageId)).toEqual([7]);
+    // Moved, not copied: no other account takes it over again.
+    expect((await TriggerLedger.open(store, 'old')).fresh).toBe(true);
+    expect((await TriggerLedger.open(store, 'old', { account: realmB })).fresh).toBe(true);
+    expect((await TriggerLedger.open(store, 'old', { account: realmA })).ledger.lastMessageId).toBe(9);
   });
 
   it('refuses a corrupt record instead of starting over', async () => {

@@ -51,29 +51,46 @@ export class TriggerLedger {
   #state: LedgerState;
   readonly #byId = new Map<number, TriggerRecord>();
   #writing: Promise<void> = Promise.resolve();
+  /** The record is on disk (read, or written once): a later open is not fresh. */
+  #stored: boolean;
 
-  private constructor(store: StateStore, key: StateKey, state: LedgerState, now: () => number) {
+  private constructor(store: StateStore, key: StateKey, state: LedgerState | undefined, now: () => number) {
     this.#store = store;
     this.#key = key;
-    this.#state = state;
+    this.#state = state ?? { version: 1, lastMessageId: 0, triggers: [] };
+    this.#stored = state !== undefined;
     this.#now = now;
-    for (const r of state.triggers) this.#byId.set(r.trigger.messageId, r);
+    for (const r of this.#state.triggers) this.#byId.set(r.trigger.messageId, r);
   }
 
   /**
-   * Opens the record of launcher `id`; `fresh` is true when there was none yet.
+   * Opens the record of launcher `id`, kept per realm and bot under `account` (`@zmcp/delivery`'s
+   * `stateAccount`: message ids mean something on one realm only); `fresh` is true when there was
+   * none yet. A record an earlier version kept without an account (`<id>.json` at the top of the
+   * state directory) is taken over by the first account that opens it: moved under the account,
+   * so no other realm or bot ever reads it.
    * @throws DeliveryError `DELIVERY_STATE_CORRUPT` (the file is left as is), `DELIVERY_IO_FAILED`.
    */
   static async open(
     store: StateStore,
     id: string,
-    now: () => number = Date.now,
+    options: { account?: string | undefined; now?: (() => number) | undefined } = {},
   ): Promise<{ ledger: TriggerLedger; fresh: boolean }> {
     // The launcher's record takes the slot named by its id; keep its state directory to itself.
-    const key: StateKey = { session: id, kind: 'monitor' };
+    const key: StateKey = { account: options.account, session: id, kind: 'monitor' };
+    const now = options.now ?? Date.now;
     const state = await store.read(key, LedgerSchema);
+    if (state === undefined && options.account !== undefined) {
+      const earlier: StateKey = { session: id, kind: 'monitor' };
+      const adopted = await store.read(earlier, LedgerSchema);
+      if (adopted !== undefined) {
+        await store.write(key, adopted);
+        await store.delete(earlier);
+        return { ledger: new TriggerLedger(store, key, adopted, now), fresh: false };
+      }
+    }
     return {
-      ledger: new TriggerLedger(store, key, state ?? { version: 1, lastMessageId: 0, triggers: [] }, now),
+      ledger: new TriggerLedger(store, key, state, now),
       fresh: state === undefined,
     };
   }
@@ -115,10 +132,14 @@ export class TriggerLedger {
     await this.#save();
   }
 
-  /** Moves the catch-up point forward (never back); durable when it resolves. */
+  /**
+   * Moves the catch-up point forward (never back); durable when it resolves. A fresh record is
+   * written even when the point stays where it is (a bot that has received nothing yet: Zulip's
+   * `max_message_id` is -1), so the next start catches up instead of starting fresh again.
+   */
   async advance(messageId: number): Promise<void> {
-    if (messageId <= this.#state.lastMessageId) return;
-    this.#state.lastMessageId = messageId;
+    if (messageId <= this.#state.lastMessageId && this.#stored) return;
+    this.#state.lastMessageId = Math.max(this.#state.lastMessageId, messageId);
     await this.#save();
   }
 
@@ -126,7 +147,9 @@ export class TriggerLedger {
   #save(): Promise<void> {
     const write = this.#writing.then(() => {
       this.#prune();
-      return this.#store.write(this.#key, this.#state);
+      return this.#store.write(this.#key, this.#state).then(() => {
+        this.#stored = true;
+      });
     });
     // A failed write must not wedge the ones after it; its caller still sees the failure.
     this.#writing = write.catch(() => undefined);

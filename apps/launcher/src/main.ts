@@ -1,23 +1,11 @@
 import { existsSync } from 'node:fs';
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Writable } from 'node:stream';
-import {
-  type BinMain,
-  createLogger,
-  createRedactor,
-  defineMain,
-  ExitCode,
-  homeDirectory,
-  reportInvalidConfiguration,
-  startupConfigurationProblem,
-  waitForAbort,
-} from '@zmcp/cli';
-import { type CredentialSource, loadCredentials } from '@zmcp/core';
-import { isDeliveryError, readBoundedFile } from '@zmcp/delivery';
+import { type BinMain, defineMain, waitForAbort } from '@zmcp/cli';
+import { type Credentials, type Logger, mentionSyntax } from '@zmcp/core';
+import { readBoundedFile } from '@zmcp/delivery';
+import { type DemoRealm, runServer } from '@zmcp/server-kit';
 import { binName, helpText, type LauncherConfig, parseConfig } from './config.js';
-import { type DemoRealm, startDemoRealm } from './demo.js';
 import { isLauncherError, LauncherError } from './errors.js';
 import { createLauncher, type Launcher, type LauncherEvent } from './launcher.js';
 import {
@@ -43,25 +31,25 @@ export interface MainIo {
 
 /** The variable the demo's zulip server entry reads its API key from. */
 const DEMO_KEY_VARIABLE = 'ZULIP_AGENT_DEMO_API_KEY';
+/** Where the demo's scripted first mention is posted. */
+const DEMO_STREAM = 'general';
+const DEMO_TOPIC = 'zulip-agent demo';
 
 /**
- * The line a configuration mistake is reported with (a bad setting, `.mcp.json`, zuliprc, or
- * credentials Zulip refuses, by the rule every bin shares); undefined for any other failure.
- * They exit with 2.
+ * The launcher's own configuration mistakes (a bad `.mcp.json`, prompt file or option), reported
+ * as a bad setting is, with exit code 2; the libraries' (credentials Zulip refuses, a zuliprc) are
+ * recognised by `runServer` itself.
  */
-function configurationProblem(err: unknown, source: CredentialSource | undefined): string | undefined {
-  if (
-    isLauncherError(
-      err,
-      'LAUNCHER_CONFIG_INVALID',
-      'LAUNCHER_MCP_CONFIG_INVALID',
-      'LAUNCHER_ENV_REFERENCE',
-      'LAUNCHER_BACKEND_UNSUPPORTED',
-    )
-  ) {
-    return err.message;
-  }
-  return startupConfigurationProblem(err, source);
+function configurationProblem(err: unknown): string | undefined {
+  return isLauncherError(
+    err,
+    'LAUNCHER_CONFIG_INVALID',
+    'LAUNCHER_MCP_CONFIG_INVALID',
+    'LAUNCHER_ENV_REFERENCE',
+    'LAUNCHER_BACKEND_UNSUPPORTED',
+  )
+    ? err.message
+    : undefined;
 }
 
 async function readPromptFile(path: string | undefined): Promise<string | undefined> {
@@ -91,14 +79,15 @@ async function demoServer(config: LauncherConfig, demo: DemoRealm): Promise<McpS
 }
 
 function demoEnv(demo: DemoRealm): Record<string, string> {
-  return { ZULIP_SITE: demo.site, ZULIP_EMAIL: demo.bot.email, ZULIP_API_KEY: `\${${DEMO_KEY_VARIABLE}}` };
+  return { ZULIP_SITE: demo.site, ZULIP_EMAIL: demo.email, ZULIP_API_KEY: `\${${DEMO_KEY_VARIABLE}}` };
 }
 
 /**
  * Runs the `zulip-agent` command: parses `argv` and `env`, prints help or the version, or builds
  * the launcher and runs it until `io.shutdown` fires (or its event queue fails for good), then
- * stops every agent. Resolves with the exit code: 0 after a clean shutdown, 1 when start-up or
- * the listener fails, 2 on a bad configuration (settings, `.mcp.json`, credentials).
+ * stops every agent. Start-up and shutdown are `@zmcp/server-kit`'s `runServer`, as for every zmcp
+ * bin. Resolves with the exit code: 0 after a clean shutdown, 1 when start-up or the listener
+ * fails, 2 on a bad configuration (settings, `.mcp.json`, credentials).
  */
 export const main: BinMain<MainIo> = defineMain({
   bin: binName,
@@ -109,112 +98,101 @@ export const main: BinMain<MainIo> = defineMain({
 });
 
 /** Builds the launcher for a valid configuration and runs it until shutdown. */
-async function run(
+function run(
   config: LauncherConfig,
   io: MainIo,
   env: Readonly<Record<string, string | undefined>>,
 ): Promise<number> {
-  const stderr = io.stderr ?? process.stderr;
-  // The secrets known so far: a key from a zuliprc joins them once it is read.
-  let secrets: (string | undefined)[] = [config.zulip.apiKey];
-  let source: CredentialSource | undefined;
-  const makeLogger = () =>
-    createLogger({ level: config.logLevel, secrets, write: (line) => void stderr.write(line) });
-  let logger = makeLogger();
+  return runServer({
+    bin: binName,
+    config,
+    stderr: io.stderr ?? process.stderr,
+    demo: {
+      realmName: 'zulip-agent demo',
+      // The demo's people may call the bot; the agents' logs live with the demo's state.
+      configure: (demoConfig, demo) => ({
+        ...demoConfig,
+        allowedUsers: demoConfig.allowedUsers ?? { userIds: demo.people, emails: [] },
+        logDir: join(demoConfig.stateDir, 'logs'),
+      }),
+    },
+    configurationProblem,
+    open: ({ config, credentials, logger, demo }) => open(config, credentials, logger, demo, env, io),
+    serve: (launcher, { config, logger, demo }) => serve(launcher, config, logger, demo, io),
+  });
+}
 
-  let demo: DemoRealm | undefined;
-  let launcher: Launcher | undefined;
-  try {
-    let zulip: { site: string; email: string; apiKey: string; allowInsecureHttp: boolean };
-    let server: McpServerEntry;
-    let agentEnv = env;
-    let allowed = config.allowedUsers;
-    let stateDir = config.stateDir;
-    let logDir = config.logDir;
-    if (config.demo) {
-      demo = await startDemoRealm();
-      zulip = { site: demo.site, email: demo.bot.email, apiKey: demo.bot.apiKey, allowInsecureHttp: false };
-      server = await demoServer(config, demo);
-      agentEnv = { ...env, [DEMO_KEY_VARIABLE]: demo.bot.apiKey };
-      allowed ??= { userIds: demo.people, emails: [] };
-      // The demo's record and logs are its own: a real launcher's state is never touched.
-      stateDir = await mkdtemp(join(tmpdir(), 'zulip-agent-demo-'));
-      logDir = join(stateDir, 'logs');
-      logger.info('demo realm started', { site: demo.site, bot: demo.bot.email, stateDir });
-    } else {
-      const credentials = await loadCredentials({
-        env: {
-          ZULIP_SITE: config.zulip.site,
-          ZULIP_EMAIL: config.zulip.email,
-          ZULIP_API_KEY: config.zulip.apiKey,
-          ZULIP_RC_PATH: config.zulip.rcPath,
-        },
-        homedir: homeDirectory(env),
-      });
-      source = credentials.source;
-      zulip = {
-        site: credentials.site,
-        email: credentials.email,
-        apiKey: credentials.apiKey,
-        allowInsecureHttp: config.zulip.allowInsecureHttp,
-      };
-      // A key from a zuliprc is as secret as one from the environment.
-      secrets = [config.zulip.apiKey, credentials.apiKey];
-      logger = makeLogger();
-      server = await loadServerEntry(config.mcpConfigPath, config.mcpServerName);
-    }
-    const promptFile = await readPromptFile(config.systemPromptFile);
-    launcher = createLauncher({
-      zulip,
-      mcpServer: server,
-      allowedUsers: allowed ?? { userIds: [], emails: [] },
-      stateDir,
-      logDir,
-      backend: config.backend,
-      streamBackends: config.streamBackends,
-      backendArgs: config.backendArgs,
-      codexToolApproval: config.codexToolApproval,
-      systemPrompt: [config.systemPrompt, promptFile].filter((p) => p !== undefined).join('\n\n'),
-      workdir: config.workdir,
-      env: agentEnv,
-      launcherId: config.launcherId,
-      directMessages: config.directMessages,
-      maxRunning: config.maxRunning,
-      maxQueued: config.maxQueued,
-      timeLimitMs: config.timeLimitMs,
-      stopGraceMs: config.stopGraceMs,
-      catchUpMs: config.catchUpMs,
-      emoji: config.emoji,
-      logger,
-      onEvent: io.onEvent,
+/** Validates what the launcher is handed (the server entry, the prompt file), then starts it. */
+async function open(
+  config: LauncherConfig,
+  credentials: Credentials,
+  logger: Logger,
+  demo: DemoRealm | undefined,
+  env: Readonly<Record<string, string | undefined>>,
+  io: MainIo,
+): Promise<Launcher> {
+  const server =
+    demo === undefined
+      ? await loadServerEntry(config.mcpConfigPath, config.mcpServerName)
+      : await demoServer(config, demo);
+  const promptFile = await readPromptFile(config.systemPromptFile);
+  const launcher = createLauncher({
+    zulip: { ...credentials, allowInsecureHttp: config.zulip.allowInsecureHttp },
+    requestTimeoutMs: config.requestTimeoutMs,
+    mcpServer: server,
+    allowedUsers: config.allowedUsers ?? { userIds: [], emails: [] },
+    stateDir: config.stateDir,
+    logDir: config.logDir,
+    backend: config.backend,
+    streamBackends: config.streamBackends,
+    backendArgs: config.backendArgs,
+    codexToolApproval: config.codexToolApproval,
+    systemPrompt: [config.systemPrompt, promptFile].filter((p) => p !== undefined).join('\n\n'),
+    workdir: config.workdir,
+    env: demo === undefined ? env : { ...env, [DEMO_KEY_VARIABLE]: demo.apiKey },
+    launcherId: config.launcherId,
+    directMessages: config.directMessages,
+    maxRunning: config.maxRunning,
+    maxQueued: config.maxQueued,
+    timeLimitMs: config.timeLimitMs,
+    stopGraceMs: config.stopGraceMs,
+    catchUpMs: config.catchUpMs,
+    emoji: config.emoji,
+    logger,
+    onEvent: io.onEvent,
+  });
+  // A failed start leaves nothing open.
+  await launcher.start();
+  return launcher;
+}
+
+/** Listens until shutdown is asked for; a listener that fails for good fails the run. */
+async function serve(
+  launcher: Launcher,
+  config: LauncherConfig,
+  logger: Logger,
+  demo: DemoRealm | undefined,
+  io: MainIo,
+): Promise<void> {
+  if (demo !== undefined) {
+    const bot = mentionSyntax({ user_id: demo.botUserId, full_name: demo.botName });
+    const messageId = demo.post({
+      senderId: demo.people[0] as number,
+      stream: DEMO_STREAM,
+      topic: DEMO_TOPIC,
+      content: `${bot} could you summarise what this stream talked about recently?`,
     });
-    await launcher.start();
-    if (demo !== undefined) {
-      const id = demo.mention();
-      logger.info('demo: a person mentioned the bot in #general > zulip-agent demo', {
-        messageId: id,
-        logDir,
-      });
-    }
-    io.onReady?.({ launcher, demo: demo === undefined ? undefined : { site: demo.site } });
-    const why = await Promise.race([
-      waitForAbort(io.shutdown).then(() => 'shutdown requested' as const),
-      launcher.failed.then(() => 'listener failed' as const),
-    ]);
-    logger.info('shutting down', { why });
-    await launcher.close();
-    return why === 'listener failed' ? ExitCode.failure : ExitCode.ok;
-  } catch (err) {
-    const problem = configurationProblem(err, source);
-    if (problem !== undefined) {
-      return reportInvalidConfiguration(stderr, binName, [problem], createRedactor(secrets));
-    }
-    if (isDeliveryError(err, 'DELIVERY_STATE_CORRUPT'))
-      logger.error('the trigger record is unreadable', { err });
-    else logger.error('fatal', { err });
-    return ExitCode.failure;
-  } finally {
-    await launcher?.close().catch((err: unknown) => logger.warn('error while stopping', { err }));
-    await demo?.close().catch((err: unknown) => logger.warn('error while stopping the demo realm', { err }));
+    logger.info(`demo: a person mentioned the bot in #${DEMO_STREAM} > ${DEMO_TOPIC}`, {
+      messageId,
+      logDir: config.logDir,
+    });
   }
+  io.onReady?.({ launcher, demo: demo === undefined ? undefined : { site: demo.site } });
+  const ended = await Promise.race([
+    waitForAbort(io.shutdown).then(() => ({ why: 'shutdown requested' as const, err: undefined })),
+    launcher.failed.then((err) => ({ why: 'listener failed' as const, err })),
+  ]);
+  logger.info('shutting down', { why: ended.why });
+  // runServer logs it as fatal and exits 1, after closing the launcher.
+  if (ended.why === 'listener failed') throw ended.err;
 }

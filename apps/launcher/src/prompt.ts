@@ -1,4 +1,4 @@
-import { conversationLabel, formatMessageLine, type Message, quoteName } from '@zmcp/core';
+import { conversationLabel, formatMessageLine, type Message, type PersonNames, quoteName } from '@zmcp/core';
 import type { TriggerInfo } from './triggers.js';
 
 /** JSON that a model reads as data: `<` is escaped too, so no name can open a tag. */
@@ -69,8 +69,18 @@ export function systemPrompt(additions: readonly (string | undefined)[]): string
 /**
  * The interrupt note for a follow-up: the message as the one escaped message line every surface
  * prints (core's formatter with `escape`: names quoted, the body's line breaks indented, `<`
- * escaped), so no topic, name or body can forge another conversation or speaker in it.
+ * escaped), so no topic, name or body can forge another conversation or speaker in it; with the
+ * realm's `people`, a sender whose display name another person shares is named with the user id.
  */
-export function followUpNote(message: Message, selfUserId: number): string {
-  return `A new message calls you in this conversation (the launcher passes it on):\n${formatMessageLine(message, { selfUserId, timeZone: 'UTC', escape: true })}`;
+export function followUpNote(
+  message: Message,
+  options: { selfUserId: number; people?: PersonNames | undefined },
+): string {
+  const line = formatMessageLine(message, {
+    selfUserId: options.selfUserId,
+    timeZone: 'UTC',
+    escape: true,
+    people: options.people,
+  });
+  return `A new message calls you in this conversation (the launcher passes it on):\n${line}`;
 }

@@ -1,4 +1,5 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: these tests are about literal ${VAR} references
+import { configSettings as serverConfigSettings } from '@zmcp/mcp-server';
 import { describe, expect, it } from 'vitest';
 import { configSettings, parseConfig } from '../src/index.js';
 
@@ -38,7 +39,38 @@ describe('parseConfig', () => {
       launcherId: 'zulip-agent',
       logDir: '/home/me/.zmcp/launcher/logs',
       logLevel: 'info',
+      requestTimeoutMs: 15_000,
+      // Its Zulip runtime: its own state directory and record name; every conversation of the bot.
+      sessionId: 'zulip-agent',
+      privateStreams: '__ALL__',
+      readOnly: false,
     });
+  });
+
+  it('declares the settings it shares with the servers once, as they do, and none it would ignore', () => {
+    const shared = [
+      'ZULIP_REALM',
+      'ZULIP_SITE',
+      'ZULIP_EMAIL',
+      'ZULIP_API_KEY',
+      'ZULIP_RC_PATH',
+      'ZULIP_ALLOW_INSECURE_HTTP',
+      'ZULIP_REQUEST_TIMEOUT_MS',
+      'ZMCP_LOG_LEVEL',
+    ];
+    const mine = new Map(configSettings().map((s) => [s.name, s]));
+    const server = new Map(serverConfigSettings().map((s) => [s.name, s]));
+    for (const name of shared) expect(mine.get(name), name).toEqual(server.get(name));
+    for (const name of ['ZULIP_STATE_DIR', 'ZULIP_TOOLSETS', 'ZULIP_READ_ONLY', 'ZULIP_PRIVATE_STREAMS'])
+      expect(mine.has(name), name).toBe(false);
+    const config = parseConfig({ ...allowed, ZULIP_REQUEST_TIMEOUT_MS: '2500', ZULIP_STATE_DIR: '/x' }, [], {
+      cwd: '/work',
+    });
+    expect(config.requestTimeoutMs).toBe(2500);
+    expect(config.stateDir).not.toBe('/x');
+    expect(problems({ ...allowed, ZULIP_REQUEST_TIMEOUT_MS: 'soon' })).toEqual([
+      'ZULIP_REQUEST_TIMEOUT_MS: expected a whole number from 100 to 600000 (got "soon")',
+    ]);
   });
 
   it('fails closed without an allowlist, and refuses names in it', () => {

@@ -128,6 +128,46 @@ describe('a running agent', () => {
     expect((await w.ended(first)).outcome).toBe('stopped');
   });
 
+  it('tells apart two people sharing a display name in a follow-up note, as every surface does', async () => {
+    // Known at start (the user list): a second "Ann Lee".
+    w.sim.realm.addUser({ fullName: 'Ann Lee', email: 'ann.twin@example.test' });
+    const launcher = await w.launch();
+    const topic = 'twins';
+    const joined = w.nextRequest(
+      (r) =>
+        r.method === 'GET' &&
+        r.userId === w.bot.userId &&
+        String(r.params.narrow ?? '').includes(JSON.stringify(topic)),
+    );
+    // An agent that never listens: the notes stay in its interrupt file.
+    const first = w.mention(w.ann, topic, '[stub:hang]');
+    await joined;
+    // Learnt while running (a realm_user event on the launcher's queue): a second "Cy Park".
+    w.sim.realm.addUser({ fullName: 'Cy Park', email: 'cy.twin@example.test' });
+    const fromCy = w.mention(w.cy, topic, 'from Cy');
+    const fromAnn = w.mention(w.ann, topic, 'from Ann');
+    await w.event('trigger', (e) => e.trigger.messageId === fromAnn && e.action === 'followup');
+    await w.event('trigger', (e) => e.trigger.messageId === fromCy && e.action === 'followup');
+    const [record] = w.records() as [StubRecord];
+    const config = record.config as { mcpServers: { zulip: { env: Record<string, string> } } };
+    const notes = parseInterruptNotes(
+      readFileSync(String(config.mcpServers.zulip.env.ZULIP_INTERRUPT_FILE), 'utf8'),
+    );
+    const head = (id: number) => notes.find((n) => n.messageId === id)?.text.split('\n')[1];
+    expect(head(fromAnn)).toMatch(
+      new RegExp(
+        `^\\[\\S+ id=${fromAnn}\\] \\[#general > twins\\] Ann Lee \\(user ${w.ann.userId}\\) \\(mention\\): `,
+      ),
+    );
+    expect(head(fromCy)).toMatch(
+      new RegExp(
+        `^\\[\\S+ id=${fromCy}\\] \\[#general > twins\\] Cy Park \\(user ${w.cy.userId}\\) \\(mention\\): `,
+      ),
+    );
+    await launcher.close();
+    expect((await w.ended(first)).outcome).toBe('stopped');
+  });
+
   it('starts only for people on the allowlist, never for /nobots, and answers DMs by DM', async () => {
     // zulip-mcp reads DMs only when told to: the agent must read the one it is called by.
     const env = { ...(w.server.env as Record<string, string>), ZULIP_PRIVATE_STREAMS: '__ALL__' };
@@ -195,6 +235,35 @@ describe('a running agent', () => {
     const started = w.events.filter((e) => e.type === 'started').map((e) => e.trigger.messageId);
     expect(started).toEqual([one, two]);
     expect(w.reactions(three)).toEqual(['warning']);
+  });
+});
+
+describe('after a restart', () => {
+  it('catches up on a bot that had received no message before it first stopped', async () => {
+    // Zulip's max_message_id is -1 for a bot that has received nothing yet.
+    const before = await w.launch();
+    await before.close();
+    const missed = w.mention(w.ann, 'while down', '[stub:quick]');
+    await w.launch();
+    expect((await w.ended(missed)).outcome).toBe('done');
+  });
+
+  it('reads the triggers it missed from history, each conversation named as the live queue names it', async () => {
+    w.post(w.bo, 'earlier', 'before the launcher first started');
+    const before = await w.launch();
+    await before.close();
+    // Missed while down: a mention in the empty topic, which Zulip names "general chat" to a
+    // client that does not ask for the empty name.
+    const missed = w.mention(w.ann, '', '[stub:hang]');
+    await w.launch();
+    const started = await w.event('started', (e) => e.trigger.messageId === missed);
+    expect(started.trigger).toMatchObject({ kind: 'stream', stream: 'general', topic: '' });
+    // A live mention in the same topic reaches that agent: one conversation, not a second agent.
+    const live = w.mention(w.ann, '', 'and one more thing');
+    const handed = await w.event('trigger', (e) => e.trigger.messageId === live);
+    expect(handed.action).toBe('followup');
+    expect(handed.trigger.conversation).toBe(started.trigger.conversation);
+    expect(w.events.filter((e) => e.type === 'started')).toHaveLength(1);
   });
 });
 

@@ -6,15 +6,19 @@ export { isServerKitError, ServerKitError } from './errors.js';
 export { instructionLines } from './instructions.js';
 export type { OpenZulipRuntimeOptions, ZulipRuntime } from './runtime.js';
 export { loadConfiguredCredentials, openZulipRuntime } from './runtime.js';
-export type { DemoRealm, RunServerOptions, ServerStart } from './serve.js';
+export type { DemoPost, DemoRealm, RunServerOptions, ServerStart } from './serve.js';
 export { runServer, startDemoRealm } from './serve.js';
 export type {
+  BinReadOnly,
+  BinToolsets,
+  DeclaredServerSettings,
   ResolveContext,
   ServerSettings,
   ServerSettingsKit,
   ServerSettingsOptions,
   ServerSettingsShape,
   ServerSettingValues,
+  SharedSettingName,
   ZulipCredentialSettings,
 } from './settings.js';
 export { serverSettings } from './settings.js';

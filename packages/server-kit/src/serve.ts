@@ -23,8 +23,24 @@ export interface DemoRealm {
   apiKey: string;
   /** How many messages the demo history holds. */
   messageCount: number;
+  /** The demo bot's user id and name. */
+  botUserId: number;
+  botName: string;
+  /** The user ids of the demo's people (not the bot), in the realm's order. */
+  people: readonly number[];
+  /** Posts a stream message as one of the demo's people (a demo's scripted first message); returns its id. */
+  post(message: DemoPost): number;
   /** Stops the realm. */
   close(): Promise<void>;
+}
+
+/** A stream message {@link DemoRealm.post} sends. */
+export interface DemoPost {
+  /** One of {@link DemoRealm.people}. */
+  senderId: number;
+  stream: string;
+  topic: string;
+  content: string;
 }
 
 /**
@@ -38,7 +54,18 @@ export async function startDemoRealm(realmName: string): Promise<DemoRealm> {
   const { startDemoSim } = await import('@zmcp/zulip-sim');
   const { sim, demo } = await startDemoSim({ realmName });
   const { site, email, apiKey } = sim.credentials(demo.botId);
-  return { site, email, apiKey, messageCount: demo.messageCount, close: () => sim.close() };
+  return {
+    site,
+    email,
+    apiKey,
+    messageCount: demo.messageCount,
+    botUserId: demo.botId,
+    botName: sim.realm.user(demo.botId)?.fullName ?? email,
+    people: Object.values(demo.users),
+    post: ({ senderId, stream, topic, content }) =>
+      sim.realm.sendMessage({ senderId, type: 'stream', stream, topic, content }),
+    close: () => sim.close(),
+  };
 }
 
 /** What {@link runServer} hands a bin once the account is known. */
@@ -49,6 +76,8 @@ export interface ServerStart<C extends ServerSettings> {
   credentials: Credentials;
   /** The bin's stderr logger, every secret known by now redacted (the key from a zuliprc too). */
   logger: Logger;
+  /** With `--demo`, the demo realm (its people, a way to post as one of them); else undefined. */
+  demo: DemoRealm | undefined;
 }
 
 /** Options of {@link runServer}. */
@@ -68,10 +97,16 @@ export interface RunServerOptions<
    * `--demo`: the demo realm's name, and what else the demo changes in the bin's configuration
    * (the account and a temporary state directory are changed already).
    */
-  demo: { realmName: string; configure?: ((config: C) => C) | undefined };
+  demo: { realmName: string; configure?: ((config: C, demo: DemoRealm) => C) | undefined };
+  /**
+   * The bin's own errors that mean its configuration is wrong (a file it reads, say): the line to
+   * report for one, `undefined` for anything else. Reported as the libraries' are, with exit code 2.
+   */
+  configurationProblem?: ((err: unknown) => string | undefined) | undefined;
   /**
    * Opens what the bin serves (over {@link openZulipRuntime}). A thrown error that means the
-   * configuration is wrong (cli's `startupConfigurationProblem`) is reported as one.
+   * configuration is wrong (cli's `startupConfigurationProblem`, or the bin's
+   * `configurationProblem`) is reported as one.
    */
   open(start: ServerStart<C>): Promise<S>;
   /** Serves what `open` gave until the run ends (the client went away, shutdown was asked for). */
@@ -102,7 +137,7 @@ export async function runServer<
     secrets: readonly (string | undefined)[],
     source?: CredentialSource,
   ): number => {
-    const problem = startupConfigurationProblem(err, source);
+    const problem = options.configurationProblem?.(err) ?? startupConfigurationProblem(err, source);
     if (problem === undefined) throw err;
     return reportInvalidConfiguration(stderr, bin, [problem], createRedactor(secrets));
   };
@@ -132,7 +167,7 @@ export async function runServer<
         stateDir: demoStateDir,
         stateDirSource: 'setting',
       };
-      config = options.demo.configure?.(config) ?? config;
+      config = options.demo.configure?.(config, demo) ?? config;
       logger.info('demo realm started', {
         site: demo.site,
         bot: demo.email,
@@ -153,7 +188,7 @@ export async function runServer<
       Buffer.from(`${credentials.email}:${credentials.apiKey}`).toString('base64'),
     ];
     logger = createLogger({ level: config.logLevel, secrets, write });
-    const start: ServerStart<C> = { config, credentials, logger };
+    const start: ServerStart<C> = { config, credentials, logger, demo };
     try {
       served = await options.open(start);
     } catch (err) {

@@ -177,6 +177,64 @@ describe('serverSettings', () => {
     );
   });
 
+  it('declares only the Zulip account and the settings named in `only`; the rest resolve to their defaults', () => {
+    const server = serverSettings({
+      bin: 'zulip-small',
+      only: ['ZULIP_REQUEST_TIMEOUT_MS', 'ZMCP_LOG_LEVEL'],
+    });
+    expect(Object.keys(server.shape)).toEqual([
+      'ZULIP_REALM',
+      'ZULIP_SITE',
+      'ZULIP_EMAIL',
+      'ZULIP_API_KEY',
+      'ZULIP_RC_PATH',
+      'ZULIP_ALLOW_INSECURE_HTTP',
+      'ZULIP_REQUEST_TIMEOUT_MS',
+      'ZMCP_LOG_LEVEL',
+    ]);
+    const settings = defineSettings({ ...server.shape }, { bin: 'zulip-small', refine: server.check });
+    // What it does not declare is not its setting: the variable is not read, the flag is unknown.
+    const env = {
+      HOME: home,
+      ZULIP_SITE: 'https://chat.example.com',
+      ZULIP_REQUEST_TIMEOUT_MS: '2500',
+      ZULIP_TOOL_DEADLINE_MS: '1000',
+      ZULIP_READ_ONLY: 'on',
+      ZULIP_STATE_DIR: '/elsewhere',
+    };
+    const config = server.resolve(settings.parse(env, ['--log-level=warn']), { env, exists: () => false });
+    const full = bin().parse({});
+    expect(config).toEqual({
+      ...full.config,
+      zulip: { ...full.config.zulip, site: 'https://chat.example.com' },
+      toolsets: [],
+      requestTimeoutMs: 2500,
+      logLevel: 'warn',
+    });
+    expect(() => settings.parse(env, ['--read-only'])).toThrow(/--read-only: unknown option/);
+    // The site pair is still checked.
+    expect(() => settings.parse({ ZULIP_REALM: 'http://chat.example.com' }, [])).toThrow(
+      /ZULIP_REALM: is plain http/,
+    );
+  });
+
+  it.each([
+    ['only', { bin: 'zulip-small', only: ['ZULIP_SITE'] }],
+    ['only', { bin: 'zulip-small', only: ['ZULIP_NOPE'] }],
+    ['toolsets', { bin: 'zulip-small', only: ['ZULIP_TOOLSETS'] }],
+    ['readOnly', { bin: 'zulip-small', only: ['ZULIP_READ_ONLY'] }],
+    ['toolsets', { bin: 'zulip-small', readOnly: 'served' }],
+  ])('refuses a subset that misdescribes the bin (%s)', (option, options) => {
+    let thrown: unknown;
+    try {
+      serverSettings(options as ServerSettingsOptions);
+    } catch (err) {
+      thrown = err;
+    }
+    expect(isServerKitError(thrown, 'SERVER_KIT_INVALID_OPTIONS')).toBe(true);
+    expect((thrown as ServerKitError).details).toEqual({ option });
+  });
+
   it('checks the Zulip site pair as every bin does', () => {
     expect(bin().problems({ ZULIP_REALM: 'http://chat.example.com' })).toEqual([
       expect.stringMatching(/^ZULIP_REALM: is plain http .*ZULIP_ALLOW_INSECURE_HTTP/),

@@ -74,22 +74,53 @@ export interface ServerSettings {
   logLevel: LogLevel;
 }
 
+/** The Zulip account's settings (`@zmcp/cli`'s `zulipAccountSettings`): every bin declares them. */
+type AccountSettingName = keyof ReturnType<typeof zulipAccountSettings>;
+
+/** A shared setting a bin may leave out with `only` (see {@link ServerSettingsOptions}): any but the Zulip account's. */
+export type SharedSettingName = Exclude<keyof ServerSettingsShape, AccountSettingName>;
+
+/** The toolsets a bin serves: see {@link ServerSettingsOptions.toolsets}. */
+export interface BinToolsets {
+  served: readonly Toolset[];
+  default: readonly Toolset[];
+  otherBin?: string | undefined;
+}
+
+/** Whether a bin serves read-only mode: see {@link ServerSettingsOptions.readOnly}. */
+export type BinReadOnly = 'served' | { because: string; instead: string };
+
+/** What the shared settings' entries are built from. */
+interface BinDescription {
+  bin: string;
+  toolsets?: BinToolsets | undefined;
+  readOnly?: BinReadOnly | undefined;
+}
+
 /** How one bin serves the shared settings: where bins legitimately differ. */
-export interface ServerSettingsOptions {
+export interface ServerSettingsOptions<K extends SharedSettingName = SharedSettingName> {
   /** The bin, as problems name it (`zulip-mcp`). */
   bin: string;
   /**
    * The toolsets the bin serves (`ZULIP_TOOLSETS=all` means these) and those it serves when the
    * variable is unset (`default` in the list means these). `otherBin` is named in the problem
-   * for a toolset another bin serves.
+   * for a toolset another bin serves. Required when the bin declares `ZULIP_TOOLSETS`.
    */
-  toolsets: { served: readonly Toolset[]; default: readonly Toolset[]; otherBin?: string | undefined };
+  toolsets?: BinToolsets | undefined;
   /**
    * `'served'`: `ZULIP_READ_ONLY` (`--read-only`) makes the bin read-only. Otherwise the bin cannot
    * run read-only: the variable is still read by the same rule (so a shared environment means the
    * same to every bin), and on it is a configuration problem saying `because` and naming `instead`.
+   * Required when the bin declares `ZULIP_READ_ONLY`.
    */
-  readOnly: 'served' | { because: string; instead: string };
+  readOnly?: BinReadOnly | undefined;
+  /**
+   * The shared settings the bin declares beside the Zulip account's, for a bin that is not a tool
+   * server (the launcher: a request deadline and a log level). The others are neither read nor
+   * listed, and {@link ServerSettingsKit.resolve} gives them their defaults (no toolsets, not
+   * read-only). Default: every one.
+   */
+  only?: readonly K[] | undefined;
 }
 
 const sizeExpected = 'expected a number of bytes such as 26214400 or 25MiB (units K/KiB, M/MiB, G/GiB)';
@@ -103,8 +134,41 @@ function invalidOptions(option: string, message: string): ServerKitError {
   return new ServerKitError('SERVER_KIT_INVALID_OPTIONS', message, { details: { option } });
 }
 
-function checkOptions(options: ServerSettingsOptions): void {
+/** The shared settings a bin declares: the Zulip account's, and those of `only` (default: all). */
+function declaredSettings(
+  options: ServerSettingsOptions<SharedSettingName>,
+  all: readonly string[],
+): ReadonlySet<string> {
+  if (options.only === undefined) return new Set(all);
+  const account = new Set<string>(Object.keys(zulipAccountSettings()));
+  for (const name of options.only) {
+    if (account.has(name) || !all.includes(name)) {
+      throw invalidOptions(
+        'only',
+        `${JSON.stringify(name)} is no shared setting a bin may choose (the Zulip account's are always declared)`,
+      );
+    }
+  }
+  return new Set(
+    all.filter((name) => account.has(name) || options.only?.includes(name as SharedSettingName)),
+  );
+}
+
+function checkOptions(
+  options: ServerSettingsOptions<SharedSettingName>,
+  declared: ReadonlySet<string>,
+): void {
   if (options.bin.trim() === '') throw invalidOptions('bin', 'serverSettings needs the bin’s name');
+  if (declared.has('ZULIP_TOOLSETS') && options.toolsets === undefined) {
+    throw invalidOptions('toolsets', 'a bin that declares ZULIP_TOOLSETS says which toolsets it serves');
+  }
+  if (declared.has('ZULIP_READ_ONLY') && options.readOnly === undefined) {
+    throw invalidOptions(
+      'readOnly',
+      'a bin that declares ZULIP_READ_ONLY says whether it serves read-only mode',
+    );
+  }
+  if (options.toolsets === undefined) return;
   const { served, default: fallback } = options.toolsets;
   if (served.length === 0) throw invalidOptions('toolsets.served', 'a bin serves at least one toolset');
   for (const t of served) {
@@ -117,8 +181,11 @@ function checkOptions(options: ServerSettingsOptions): void {
   }
 }
 
+/** What a bin that does not declare `ZULIP_TOOLSETS` serves: no toolset. */
+const NO_TOOLSETS = { served: TOOLSETS, default: [] } as const;
+
 /** `ZULIP_TOOLSETS` by tools' rule (`parseToolsets`), with `all` and `default` meaning the bin's own. */
-function toolsetsOf(raw: string, options: ServerSettingsOptions['toolsets'], bin: string) {
+function toolsetsOf(raw: string, options: BinToolsets, bin: string) {
   const entries = raw
     .split(',')
     .map((e) => e.trim().toLowerCase())
@@ -140,8 +207,8 @@ function toolsetsOf(raw: string, options: ServerSettingsOptions['toolsets'], bin
   return problem(`the ${other} toolset ${whose}; ${bin} serves ${options.served.join(', ')}`);
 }
 
-function readOnlySetting(options: ServerSettingsOptions) {
-  const { readOnly, bin } = options;
+function readOnlySetting(options: BinDescription) {
+  const { readOnly = 'served', bin } = options;
   return readOnly === 'served'
     ? strictBoolean(
         {
@@ -160,8 +227,9 @@ function readOnlySetting(options: ServerSettingsOptions) {
       );
 }
 
-function shapeOf(options: ServerSettingsOptions) {
-  const { served, default: fallback } = options.toolsets;
+function shapeOf(options: BinDescription) {
+  const toolsets = options.toolsets ?? NO_TOOLSETS;
+  const { served, default: fallback } = toolsets;
   return {
     ...zulipAccountSettings(),
     ZULIP_STATE_DIR: text({
@@ -210,7 +278,7 @@ function shapeOf(options: ServerSettingsOptions) {
         defaultText: fallback.join(','),
         help: `Toolsets to serve (comma list of ${served.join(', ')}), or all.`,
       },
-      (raw) => toolsetsOf(raw, options.toolsets, options.bin),
+      (raw) => toolsetsOf(raw, toolsets, options.bin),
       [...fallback],
     ),
     ZULIP_PRIVATE_STREAMS: streamAllowlist({
@@ -310,8 +378,17 @@ function shapeOf(options: ServerSettingsOptions) {
 /** The shared settings' entries, keyed by variable, to spread into a bin's settings shape. */
 export type ServerSettingsShape = ReturnType<typeof shapeOf>;
 
-/** The parsed values of a shape that holds the shared settings. */
-export type ServerSettingValues = SettingValues<ServerSettingsShape>;
+/** The shared settings a bin declares: the Zulip account's and `K` (see `only`). */
+export type DeclaredServerSettings<K extends SharedSettingName = SharedSettingName> = Pick<
+  ServerSettingsShape,
+  AccountSettingName | K
+>;
+
+/** The parsed values of a shape that holds the shared settings a bin declares. */
+export type ServerSettingValues<K extends SharedSettingName = SharedSettingName> = Pick<
+  SettingValues<ServerSettingsShape>,
+  AccountSettingName | K
+>;
 
 /** Where {@link ServerSettingsKit.resolve} reads what is not a setting. */
 export interface ResolveContext {
@@ -324,51 +401,68 @@ export interface ResolveContext {
 }
 
 /** The settings every zmcp server shares, declared once, for one bin: from {@link serverSettings}. */
-export interface ServerSettingsKit {
+export interface ServerSettingsKit<K extends SharedSettingName = SharedSettingName> {
   /**
-   * The entries: the Zulip account (`@zmcp/cli`'s), then state, message lines, access, uploads,
-   * messages, timeouts and logging. A bin spreads them into its own shape.
+   * The entries the bin declares: the Zulip account (`@zmcp/cli`'s), then state, message lines,
+   * access, uploads, messages, timeouts and logging (those of `only`, when given). A bin spreads
+   * them into its own shape.
    */
-  readonly shape: ServerSettingsShape;
+  readonly shape: DeclaredServerSettings<K>;
   /**
    * The checks across the shared settings, from the bin's `refine`: the Zulip site pair (cli's
    * `checkZulipSite`) and, for a bin that cannot run read-only, `ZULIP_READ_ONLY` on.
    */
   check(
-    values: ServerSettingValues,
-    report: (key: keyof ServerSettingsShape & string, message: string) => void,
+    values: ServerSettingValues<K>,
+    report: (key: keyof DeclaredServerSettings<K> & string, message: string) => void,
   ): void;
   /**
    * The parsed values as {@link ServerSettings}: `~` expanded by `HOME`, the system time zone for an
-   * unset one, upload roots resolved against `cwd`, the state directory chosen.
+   * unset one, upload roots resolved against `cwd`, the state directory chosen; a setting the bin
+   * does not declare at its default.
    */
-  resolve(values: ServerSettingValues, context: ResolveContext): ServerSettings;
+  resolve(values: ServerSettingValues<K>, context: ResolveContext): ServerSettings;
 }
 
 /**
  * The settings every zmcp server shares (`ZULIP_STATE_DIR`, `ZULIP_SESSION_ID`, `AGENT_TIMEZONE`,
  * `ZULIP_READ_ONLY`, `ZULIP_TOOLSETS`, the allowlists, uploads, message limits, deadlines,
- * `ZMCP_LOG_LEVEL` and the Zulip account), each with one help text, for the bin `options` describe.
+ * `ZMCP_LOG_LEVEL` and the Zulip account), each with one help text, for the bin `options` describe;
+ * with `only`, the Zulip account's and those named.
  *
- * @throws ServerKitError `SERVER_KIT_INVALID_OPTIONS` for an empty bin name, an unknown toolset or
- *   a default toolset the bin does not serve.
+ * @throws ServerKitError `SERVER_KIT_INVALID_OPTIONS` for an empty bin name, an unknown toolset, a
+ *   default toolset the bin does not serve, a name in `only` that is not a shared setting a bin may
+ *   choose, or `ZULIP_TOOLSETS` (`ZULIP_READ_ONLY`) declared without `toolsets` (`readOnly`).
  */
-export function serverSettings(options: ServerSettingsOptions): ServerSettingsKit {
-  checkOptions(options);
+export function serverSettings<K extends SharedSettingName = SharedSettingName>(
+  options: ServerSettingsOptions<K>,
+): ServerSettingsKit<K> {
+  const full = shapeOf(options);
+  const declared = declaredSettings(options, Object.keys(full));
+  checkOptions(options, declared);
   const { readOnly, bin } = options;
+  // What the bin does not declare is read as if unset: each setting's own default.
+  const defaults: Record<string, unknown> = {};
+  const shape: Record<string, unknown> = {};
+  for (const [name, schema] of Object.entries(full)) {
+    if (declared.has(name)) shape[name] = schema;
+    else defaults[name] = schema.parse(undefined);
+  }
   return {
-    shape: shapeOf(options),
+    shape: shape as DeclaredServerSettings<K>,
     check(values, report) {
       checkZulipSite(values, report);
       // Ignoring it would serve writes to an operator who asked for none.
-      if (readOnly !== 'served' && values.ZULIP_READ_ONLY) {
-        report(
+      const given = values as Partial<ServerSettingValues>;
+      if (readOnly !== undefined && readOnly !== 'served' && given.ZULIP_READ_ONLY === true) {
+        (report as (key: string, message: string) => void)(
           'ZULIP_READ_ONLY',
           `${bin} cannot run read-only (${readOnly.because}); use ${readOnly.instead} with ZULIP_READ_ONLY for a read-only server`,
         );
       }
     },
-    resolve(values, context) {
+    resolve(declaredValues, context) {
+      const values = { ...defaults, ...declaredValues } as ServerSettingValues;
       const home = homeDirectory(context.env);
       const cwd = context.cwd ?? process.cwd();
       const state = stateDirectory(values.ZULIP_STATE_DIR, home, context.exists ?? existsSync);

@@ -16,6 +16,19 @@ describe('startDemoRealm', () => {
       expect(await response.json()).toMatchObject({ result: 'success', is_bot: true });
       // Issued the way Zulip issues keys, so the servers' own key check lets it through.
       expect(credentialProblem('apiKey', demo.apiKey)).toBeUndefined();
+      // Its people, and a message posted as one of them, which the bot sees.
+      expect(demo.people.length).toBeGreaterThan(1);
+      expect(demo.people).not.toContain(demo.botUserId);
+      const id = demo.post({
+        senderId: demo.people[0] as number,
+        stream: 'general',
+        topic: 't',
+        content: 'hi',
+      });
+      const read = await fetch(`${demo.site}/api/v1/messages/${id}?apply_markdown=false`, {
+        headers: { authorization: `Basic ${auth}` },
+      });
+      expect(await read.json()).toMatchObject({ message: { sender_id: demo.people[0], content: 'hi' } });
     } finally {
       await demo.close();
     }

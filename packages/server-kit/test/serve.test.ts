@@ -93,20 +93,30 @@ describe('runServer', () => {
       bin: 'zulip-test',
       config: configure({}, ['--demo']),
       stderr: err,
-      demo: { realmName: 'test demo', configure: (config) => ({ ...config, marker: 'demo' }) },
+      demo: {
+        realmName: 'test demo',
+        configure: (config, demo) => ({ ...config, marker: `demo with ${demo.people.length} people` }),
+      },
       open: async (start) => {
         seen = start;
         site = start.credentials.site;
         const runtime = await openZulipRuntime({ settings: start.config, credentials: start.credentials });
-        expect(runtime.identity.is_bot).toBe(true);
+        expect(runtime.identity).toMatchObject({ is_bot: true, user_id: start.demo?.botUserId });
+        expect(runtime.identity.full_name).toBe(start.demo?.botName);
         return runtime;
       },
-      serve: async ({ settings }) => {
+      serve: async ({ settings, client }, { demo }) => {
         expect(existsSync(settings.stateDir)).toBe(true);
+        // A bin's demo may script the realm: a message from one of its people.
+        const from = demo?.people[0] as number;
+        const id = demo?.post({ senderId: from, stream: 'general', topic: 'scripted', content: 'hello bot' });
+        const { message } = await client.getMessage(id as number, { applyMarkdown: false });
+        expect(message).toMatchObject({ sender_id: from, subject: 'scripted', content: 'hello bot' });
       },
     });
     expect(code).toBe(0);
-    expect(seen?.config.marker).toBe('demo');
+    expect(seen?.config.marker).toMatch(/^demo with [1-9]\d* people$/);
+    expect(seen?.demo?.people).not.toContain(seen?.demo?.botUserId);
     expect(seen?.config.zulip.site).toBe(site);
     expect(seen?.config.stateDir).not.toBe(stateDir);
     expect(seen?.config.stateDir).toContain('zulip-test-demo-state-');
@@ -160,6 +170,59 @@ describe('runServer', () => {
     const broken = await run(new Error('disk on fire'));
     expect(broken.code).toBe(1);
     expect(broken.text).toMatch(/ error fatal .*disk on fire/);
+  });
+
+  it('reports the bin’s own configuration errors as configuration problems, with exit code 2', async () => {
+    const run = (failure: Error) => {
+      const err = stderr();
+      const code = runServer({
+        bin: 'zulip-test',
+        config: configure(credentialsEnv()),
+        stderr: err,
+        demo: { realmName: 'unused' },
+        configurationProblem: (e) =>
+          (e as { code?: unknown }).code === 'TEST_SETTINGS_FILE' ? (e as Error).message : undefined,
+        open: async () => {
+          throw failure;
+        },
+        serve: async () => undefined,
+      });
+      return code.then((c) => ({ code: c, text: err.text() }));
+    };
+    const own = await run(
+      Object.assign(new Error('TEST_FILE: cannot read /etc/nope'), { code: 'TEST_SETTINGS_FILE' }),
+    );
+    expect(own).toEqual({
+      code: 2,
+      text: expect.stringMatching(
+        /^zulip-test: Invalid configuration:\n {2}TEST_FILE: cannot read \/etc\/nope\n/,
+      ),
+    });
+    // The libraries' problems are still recognised beside the bin's own.
+    expect((await run(new ZmcpError('CORE_UNAUTHORIZED', 'refused'))).code).toBe(2);
+    expect((await run(new Error('disk on fire'))).code).toBe(1);
+  });
+
+  it('fails with exit code 1 when serving fails, closing what it opened', async () => {
+    const err = stderr();
+    let closed = false;
+    const code = await runServer({
+      bin: 'zulip-test',
+      config: configure(credentialsEnv()),
+      stderr: err,
+      demo: { realmName: 'unused' },
+      open: async () => ({
+        close: async () => {
+          closed = true;
+        },
+      }),
+      serve: async () => {
+        throw new Error('the event queue failed for good');
+      },
+    });
+    expect(code).toBe(1);
+    expect(closed).toBe(true);
+    expect(err.text()).toMatch(/ error fatal .*the event queue failed for good/);
   });
 
   it('redacts the key wherever it came from, a zuliprc included, in every line', async () => {
