@@ -6,6 +6,8 @@ export { CodedError, errorCode, isCodedError, isZmcpError, ZmcpError, ZulipApiEr
 
 // --- client, credentials, API, event queue, history, access gates ---
 
+export type { ZulipFeature } from './api/features.js';
+export { hasFeature, ZULIP_FEATURES } from './api/features.js';
 export type {
   DeleteMessageEvent,
   HeartbeatEvent,

@@ -23,6 +23,7 @@ import type {
   UpdateMessageParams,
   UploadFileParams,
 } from '../api/params.js';
+import { hasFeature, type ZulipFeature } from '../api/features.js';
 import {
   EmptyResponseSchema,
   type GetEventsResponse,
@@ -281,13 +282,24 @@ export class ZulipClient {
   }
 
   /**
-   * The realm's API feature level, fetched once per client and then remembered.
+   * The realm's API feature level: remembered from the last answer that carried it (GET
+   * /server_settings, or POST /register, which reports it too), else fetched once with GET
+   * /server_settings (a GET, so read-only mode allows it).
    * @throws {ZmcpError} as {@link getServerSettings}.
    */
   async getFeatureLevel(options?: CallOptions): Promise<number> {
     if (this.#featureLevel !== undefined) return this.#featureLevel;
     await this.getServerSettings(options);
     return this.#featureLevel ?? 0;
+  }
+
+  /**
+   * Whether the realm has a Zulip API change (see {@link ZULIP_FEATURES}), by its feature level
+   * ({@link getFeatureLevel}: no request once the level is known).
+   * @throws {ZmcpError} as {@link getServerSettings}, when the level is not known yet.
+   */
+  async hasFeature(feature: ZulipFeature, options?: CallOptions): Promise<boolean> {
+    return hasFeature(await this.getFeatureLevel(options), feature);
   }
 
   /**
@@ -299,7 +311,7 @@ export class ZulipClient {
     if (params.queueLifespanSecs !== undefined) requireCount('queueLifespanSecs', params.queueLifespanSecs);
     for (const t of params.eventTypes ?? []) requireText('eventTypes[]', t);
     for (const t of params.fetchEventTypes ?? []) requireText('fetchEventTypes[]', t);
-    return this.#call(
+    const state = await this.#call(
       'POST',
       '/register',
       RegisterResponseSchema,
@@ -316,6 +328,10 @@ export class ZulipClient {
       },
       options,
     );
+    // Every register answer carries the realm's feature level: remember it (a realm may have
+    // been upgraded since it was last read).
+    if (state.zulip_feature_level !== undefined) this.#featureLevel = state.zulip_feature_level;
+    return state;
   }
 
   /**

@@ -1,0 +1,113 @@
+// What core does differently on a Zulip 11.0 realm (feature level 421) and a Zulip 13.0-dev one
+// (512): the same answers, in fewer requests where the newer API allows.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hasFeature, ZULIP_FEATURES } from '../src/api/features.js';
+import { narrow } from '../src/history/narrow.js';
+import { HistoryPager } from '../src/history/pager.js';
+import { type SimRealmFixture, startSimRealm } from './helpers/sim.js';
+
+const T0 = 1_767_225_600; // 2026-01-01T00:00:00Z
+const COUNT = 1_500;
+
+const realms: Record<421 | 512, SimRealmFixture> = {} as never;
+
+beforeAll(async () => {
+  for (const level of [421, 512] as const) {
+    const f = await startSimRealm({ zulipFeatureLevel: level });
+    for (let i = 0; i < COUNT; i++) {
+      f.sim.realm.sendMessage({
+        senderId: i % 3 === 0 ? f.bob.userId : f.alice.userId,
+        type: 'stream',
+        stream: 'general',
+        topic: 'talk',
+        content: `message ${i}`,
+        timestamp: T0 + i * 60,
+      });
+    }
+    realms[level] = f;
+  }
+}, 60_000);
+afterAll(async () => {
+  await Promise.all(Object.values(realms).map((f) => f.close()));
+});
+
+describe('hasFeature', () => {
+  it.each(Object.entries(ZULIP_FEATURES))('%s arrives at feature level %i', (name, level) => {
+    const feature = name as keyof typeof ZULIP_FEATURES;
+    expect(hasFeature(level - 1, feature)).toBe(false);
+    expect(hasFeature(level, feature)).toBe(true);
+  });
+});
+
+describe('the realm feature level', () => {
+  it.each([421, 512] as const)(
+    'is remembered from POST /register at level %i, so no GET /server_settings follows',
+    async (level) => {
+      const f = realms[level];
+      const client = f.clientFor(f.bot.userId);
+      const mark = f.sim.requests.length;
+      const state = await client.register({ eventTypes: ['heartbeat'], fetchEventTypes: ['realm'] });
+      await client.deleteQueue(state.queue_id);
+      expect(await client.getFeatureLevel()).toBe(level);
+      expect(await client.hasFeature('dateAnchor')).toBe(level >= 445);
+      expect(f.sim.requests.slice(mark).map((r) => r.path)).toEqual(['/api/v1/register', '/api/v1/events']);
+    },
+  );
+
+  it('is read once from GET /server_settings when nothing else told it', async () => {
+    const f = realms[512];
+    const client = f.clientFor(f.bot.userId, { readOnly: true });
+    const mark = f.sim.requests.length;
+    expect(await client.hasFeature('messageUrl')).toBe(true);
+    expect(await client.hasFeature('mentionsOperator')).toBe(true);
+    expect(f.sim.requests.slice(mark).map((r) => r.path)).toEqual(['/api/v1/server_settings']);
+  });
+});
+
+describe('a date range on both realms', () => {
+  async function read(level: 421 | 512, fromIndex: number, toIndex: number, limit: number) {
+    const f = realms[level];
+    const client = f.clientFor(f.bot.userId);
+    await client.getFeatureLevel();
+    const mark = f.sim.requests.length;
+    const pager = new HistoryPager(client, { narrow: narrow().channel('general').build() });
+    const res = await pager.between((T0 + fromIndex * 60) * 1000, (T0 + toIndex * 60) * 1000, limit);
+    const requests = f.sim.requests.slice(mark).filter((r) => r.path === '/api/v1/messages');
+    return {
+      contents: res.messages.map((m) => m.content),
+      hasMore: res.hasMore,
+      requests: requests.length,
+      dateAnchors: requests.filter((r) => r.params.anchor === 'date').length,
+    };
+  }
+
+  it('gives the same messages, in one request where the date anchor exists', async () => {
+    const old = await read(421, 200, 260, 100);
+    const now = await read(512, 200, 260, 100);
+    expect(old.contents).toEqual(Array.from({ length: 60 }, (_, i) => `message ${200 + i}`));
+    expect(now.contents).toEqual(old.contents);
+    expect([old.hasMore, now.hasMore]).toEqual([false, false]);
+    expect(now).toMatchObject({ requests: 1, dateAnchors: 1 });
+    expect(old.dateAnchors).toBe(0);
+    // The older realm finds the start with probes: one from the newest end, one at the oldest,
+    // a binary search, then the read.
+    expect(old.requests).toBeGreaterThan(5);
+  });
+
+  it('gives the same capped page and the same "more" at both levels', async () => {
+    const old = await read(421, 700, 1000, 50);
+    const now = await read(512, 700, 1000, 50);
+    expect(now.contents).toEqual(old.contents);
+    expect(now.contents).toHaveLength(50);
+    expect([old.hasMore, now.hasMore]).toEqual([true, true]);
+    expect(now.requests).toBe(1);
+  });
+
+  it('gives nothing for a range after the last message, at both levels', async () => {
+    const old = await read(421, COUNT + 10, COUNT + 20, 10);
+    const now = await read(512, COUNT + 10, COUNT + 20, 10);
+    expect(old.contents).toEqual([]);
+    expect(now.contents).toEqual([]);
+    expect(now.requests).toBe(1);
+  });
+});
