@@ -24,6 +24,11 @@ export type ZmcpErrorCode =
   | 'CORE_NOT_FOUND'
   /** Zulip refused the request (HTTP 4xx); `zulipCode` carries Zulip's own code. */
   | 'CORE_BAD_REQUEST'
+  /**
+   * Zulip refused to start a new topic: the channel's `can_create_topic_group` (feature level
+   * 441) leaves this account out. Posting to (or moving into) an existing topic still works.
+   */
+  | 'CORE_TOPIC_CREATION_DENIED'
   /** Zulip failed (HTTP 5xx) and the retry budget ran out. */
   | 'CORE_SERVER_ERROR'
   /** The response was not what Zulip sends: unparseable JSON, a missing required field. */

@@ -6,8 +6,6 @@ export { CodedError, errorCode, isCodedError, isZmcpError, ZmcpError, ZulipApiEr
 
 // --- client, credentials, API, event queue, history, access gates ---
 
-export type { ZulipFeature } from './api/features.js';
-export { hasFeature, ZULIP_FEATURES } from './api/features.js';
 export type {
   DeleteMessageEvent,
   HeartbeatEvent,
@@ -24,6 +22,8 @@ export type {
   ZulipEvent,
   ZulipEventType,
 } from './api/events.js';
+export type { ZulipFeature } from './api/features.js';
+export { hasFeature, ZULIP_FEATURES } from './api/features.js';
 export type {
   DownloadOptions,
   EditableFlag,

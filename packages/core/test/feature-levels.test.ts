@@ -10,6 +10,10 @@ const T0 = 1_767_225_600; // 2026-01-01T00:00:00Z
 const COUNT = 1_500;
 
 const realms: Record<421 | 512, SimRealmFixture> = {} as never;
+const LEVELS_ = [
+  [421, 'allowed'],
+  [512, 'refused'],
+] as const;
 
 beforeAll(async () => {
   for (const level of [421, 512] as const) {
@@ -24,6 +28,20 @@ beforeAll(async () => {
         timestamp: T0 + i * 60,
       });
     }
+    // A channel where only moderators start topics; a moderator started one.
+    const mod = f.sim.realm.addUser({ fullName: 'Mo Derator', email: 'mo@zulip.example', role: 300 });
+    f.sim.realm.addStream({
+      name: 'announce',
+      subscribers: [f.bot.userId, f.alice.userId, mod.userId],
+      canCreateTopicGroup: 'role:moderators',
+    });
+    f.sim.realm.sendMessage({
+      senderId: mod.userId,
+      type: 'stream',
+      stream: 'announce',
+      topic: 'release 2.0',
+      content: 'out now',
+    });
     realms[level] = f;
   }
 }, 60_000);
@@ -109,5 +127,39 @@ describe('a date range on both realms', () => {
     expect(old.contents).toEqual([]);
     expect(now.contents).toEqual([]);
     expect(now.requests).toBe(1);
+  });
+});
+
+describe('a channel that does not let the bot start topics (can_create_topic_group, FL441)', () => {
+  it.each(LEVELS_)('at level %i: a new topic is %s, an existing one is fine', async (level, outcome) => {
+    const f = realms[level];
+    const send = (topic: string) =>
+      f.client.sendMessage({ type: 'stream', to: 'announce', topic, content: 'hello' });
+    expect((await send('release 2.0')).id).toBeGreaterThan(0);
+    const fresh = send('a brand new topic');
+    if (outcome === 'refused') {
+      await expect(fresh).rejects.toMatchObject({
+        code: 'CORE_TOPIC_CREATION_DENIED',
+        status: 400,
+        zulipCode: 'BAD_REQUEST',
+        message: expect.stringContaining(
+          'can_create_topic_group setting does not let this account start a new topic',
+        ),
+      });
+      // A move into a new topic is checked the same way.
+      const id = (await send('release 2.0')).id;
+      await expect(f.client.updateMessage(id, { topic: 'another new topic' })).rejects.toMatchObject({
+        code: 'CORE_TOPIC_CREATION_DENIED',
+      });
+    } else {
+      expect((await fresh).id).toBeGreaterThan(0);
+    }
+  });
+
+  it('is an ordinary refusal for any other message Zulip sends', async () => {
+    const err = await realms[512].client
+      .sendMessage({ type: 'stream', to: 'announce', topic: 'release 2.0', content: 'x\u0000' })
+      .catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'CORE_BAD_REQUEST' });
   });
 });

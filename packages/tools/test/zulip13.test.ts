@@ -29,6 +29,20 @@ beforeAll(async () => {
         timestamp: NOW / 1000 - (LOG - i) * HOUR,
       });
     }
+    // A channel where only moderators start topics, with one topic a moderator started.
+    const mod = h.sim.realm.addUser({ fullName: 'Mo Derator', email: 'mo@example.test', role: 300 });
+    h.sim.realm.addStream({
+      name: 'announce',
+      subscribers: [h.realm.bot.userId, h.realm.ann.userId, mod.userId],
+      canCreateTopicGroup: 'role:moderators',
+    });
+    h.sim.realm.sendMessage({
+      senderId: mod.userId,
+      type: 'stream',
+      stream: 'announce',
+      topic: 'release',
+      content: 'v2',
+    });
     realms[level] = h;
   }
 }, 60_000);
@@ -41,7 +55,10 @@ async function counted(
   h: Harness,
   name: string,
   args: Record<string, unknown>,
-): Promise<{ result: ToolCallOutcome; requests: { method: string; path: string; params: Record<string, unknown> }[] }> {
+): Promise<{
+  result: ToolCallOutcome;
+  requests: { method: string; path: string; params: Record<string, unknown> }[];
+}> {
   await h.call(name, args);
   const mark = h.sim.requests.length;
   const result = await h.call(name, args);
@@ -58,25 +75,61 @@ describe('natural-date reads', () => {
     ['get_channel_history', { stream: 'general', when: '2026-09-05' }],
     ['get_channel_history', { stream: 'general', topic: 'log', when: '2026-09-02..2026-09-03', limit: 30 }],
     ['search_messages', { query: 'entry', stream: 'general', when: '2026-09-10' }],
-  ] as const)('%s %j: the same page on both realms, from the date anchor where it exists', async (name, args) => {
-    const runs = {} as Record<Level, { text: string; data: Record<string, unknown>; requests: number; anchors: number }>;
+  ] as const)(
+    '%s %j: the same page on both realms, from the date anchor where it exists',
+    async (name, args) => {
+      const runs = {} as Record<
+        Level,
+        { text: string; data: Record<string, unknown>; requests: number; anchors: number }
+      >;
+      for (const level of LEVELS) {
+        const h = realms[level];
+        const { result, requests } = await counted(h, name, args);
+        const { text, structured } = checkedOk(h.tools, name, result);
+        const reads = requests.filter((r) => r.path === '/api/v1/messages');
+        runs[level] = {
+          text: comparable(h, text),
+          data: { ...structured, ids: (structured.ids as number[]).length, next_cursor: undefined },
+          requests: requests.length,
+          anchors: reads.filter((r) => r.params.anchor === 'date').length,
+        };
+      }
+      expect(runs[512].text).toBe(runs[421].text);
+      expect(runs[512].data).toEqual(runs[421].data);
+      expect(runs[512].text).toMatch(/\d+ (messages|matches)/);
+      expect(runs[512]).toMatchObject({ requests: 1, anchors: 1 });
+      expect(runs[421].anchors).toBe(0);
+      expect(runs[421].requests).toBeGreaterThan(runs[512].requests);
+    },
+  );
+});
+
+describe('a channel that does not let the bot start topics', () => {
+  it('refuses a new topic on 512 with a tool error naming the setting; 421 has no such setting', async () => {
+    const args = { stream: 'announce', topic: 'a new thread', content: 'Starting a thread' };
+    const old = await realms[421].call('send_message', args);
+    expect(old.isError, old.text).toBe(false);
+    const h = realms[512];
+    const before = h.sim.realm.messageCount();
+    const refused = await h.call('send_message', args);
+    expect(refused).toMatchObject({ isError: true, code: 'CORE_TOPIC_CREATION_DENIED' });
+    expect(refused.text).toContain('can_create_topic_group');
+    expect(refused.text).toContain('does not let this bot start new topics');
+    expect(refused.text).toContain('reply in a topic that already exists');
+    expect(h.sim.realm.messageCount()).toBe(before);
+    // The existing topic still takes the reply, on both realms.
     for (const level of LEVELS) {
-      const h = realms[level];
-      const { result, requests } = await counted(h, name, args);
-      const { text, structured } = checkedOk(h.tools, name, result);
-      const reads = requests.filter((r) => r.path === '/api/v1/messages');
-      runs[level] = {
-        text: comparable(h, text),
-        data: { ...structured, ids: (structured.ids as number[]).length, next_cursor: undefined },
-        requests: requests.length,
-        anchors: reads.filter((r) => r.params.anchor === 'date').length,
-      };
+      const reply = await realms[level].call('send_message', { ...args, topic: 'release' });
+      expect(reply.isError, reply.text).toBe(false);
     }
-    expect(runs[512].text).toBe(runs[421].text);
-    expect(runs[512].data).toEqual(runs[421].data);
-    expect(runs[512].text).toMatch(/\d+ (messages|matches)/);
-    expect(runs[512]).toMatchObject({ requests: 1, anchors: 1 });
-    expect(runs[421].anchors).toBe(0);
-    expect(runs[421].requests).toBeGreaterThan(runs[512].requests);
+  });
+
+  it('refuses a move into a new topic the same way', async () => {
+    const h = realms[512];
+    const sent = await h.call('send_message', { stream: 'announce', topic: 'release', content: 'to move' });
+    const id = (sent.structured as { message_id: number }).message_id;
+    const moved = await h.call('edit_message', { message_id: id, topic: 'somewhere new' });
+    expect(moved).toMatchObject({ isError: true, code: 'CORE_TOPIC_CREATION_DENIED' });
+    expect(moved.text).toContain('can_create_topic_group');
   });
 });

@@ -5,6 +5,7 @@ import {
   isGetMessageResponseFast,
   isGetMessagesResponseFast,
 } from '../api/fast-check.js';
+import { hasFeature, type ZulipFeature } from '../api/features.js';
 import type {
   DownloadOptions,
   GetEventsParams,
@@ -23,7 +24,6 @@ import type {
   UpdateMessageParams,
   UploadFileParams,
 } from '../api/params.js';
-import { hasFeature, type ZulipFeature } from '../api/features.js';
 import {
   EmptyResponseSchema,
   type GetEventsResponse,

@@ -6,7 +6,10 @@ import { HistoryPager } from './pager.js';
 
 // A GET /messages over an in-memory history with Zulip's anchor semantics, to check what the
 // pager asks for. Behaviour against a realm is covered in test/history.test.ts on the simulator.
-function history(count: number, opts: { featureLevel?: number; dateAnchor?: 'at-or-after' | 'before' | 'after' } = {}) {
+function history(
+  count: number,
+  opts: { featureLevel?: number; dateAnchor?: 'at-or-after' | 'before' | 'after' } = {},
+) {
   const { agent, pool } = mockRealm();
   // Ids with gaps, timestamps one minute apart.
   const messages = Array.from({ length: count }, (_, i) =>

@@ -271,7 +271,9 @@ export class HistoryPager {
     if (await this.#hasDateAnchor()) res = await this.#fromDateAnchor(fromS, limit, until);
     if (res === undefined || !('messages' in res)) {
       const start =
-        res === undefined ? await this.firstIdAtOrAfter(from) : await this.#searchFirst(fromS, res.lower, res.upper);
+        res === undefined
+          ? await this.firstIdAtOrAfter(from)
+          : await this.#searchFirst(fromS, res.lower, res.upper);
       if (start === undefined) return { messages: [], hasMore: false };
       res = await this.#newerFrom(start, limit, until);
     }
@@ -316,7 +318,9 @@ export class HistoryPager {
       kept.push(...more.messages);
       hasMore = more.hasMore;
     }
-    return kept.length > limit ? { messages: kept.slice(0, limit), hasMore: true } : { messages: kept, hasMore };
+    return kept.length > limit
+      ? { messages: kept.slice(0, limit), hasMore: true }
+      : { messages: kept, hasMore };
   }
 
   async #newerFrom(startId: number, limit: number, until: (m: Message) => boolean): Promise<HistoryResult> {
