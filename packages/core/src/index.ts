@@ -168,7 +168,13 @@ export {
 } from './text/message-line.js';
 export { isNoBotsContent, isNoBotsMessage, isNoBotsTopic } from './text/nobots.js';
 export type { PermalinkTarget } from './text/permalink.js';
-export { decodeHashComponent, encodeHashComponent, messagePermalink, permalink } from './text/permalink.js';
+export {
+  checkedMessageUrl,
+  decodeHashComponent,
+  encodeHashComponent,
+  messagePermalink,
+  permalink,
+} from './text/permalink.js';
 export type { NamedPerson } from './text/person-names.js';
 export { PersonNames, personLabel, quotePerson } from './text/person-names.js';
 export { splitMessage } from './text/split.js';

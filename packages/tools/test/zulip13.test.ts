@@ -133,3 +133,37 @@ describe('a channel that does not let the bot start topics', () => {
     expect(moved.text).toContain('can_create_topic_group');
   });
 });
+
+describe('the link to a sent message', () => {
+  it.each([
+    ['send_message', { stream: 'general', topic: 'deploy <v2> "ok" 50% (done)', content: 'Shipped.' }],
+    ['send_dm', { to: ['Ann Lee'], content: 'A word in private.' }],
+  ] as const)('%s: Zulip’s own message_url on 512, the same link built on 421', async (name, args) => {
+    const links = {} as Record<Level, string>;
+    for (const level of LEVELS) {
+      const h = realms[level];
+      const answers: Record<string, unknown>[] = [];
+      const stop = h.sim.onRequest(
+        (r) => {
+          if (r.method === 'POST' && r.path === '/api/v1/messages')
+            answers.push(r.response as Record<string, unknown>);
+        },
+        { responses: true },
+      );
+      const result = await h.call(name, args);
+      stop();
+      const { text, structured } = checkedOk(h.tools, name, result);
+      const link = structured.permalink as string;
+      expect(text).toContain(`(${link})`);
+      expect(answers).toHaveLength(1);
+      if (level >= 508) expect(link).toBe(answers[0]?.message_url);
+      else expect(answers[0]?.message_url).toBeUndefined();
+      // The web app tags a two-person DM link `-dm` and the server does not; both open the same DM.
+      links[level] = link
+        .replace(h.sim.url, 'SITE')
+        .replace(/\/near\/\d+$/, '/near/ID')
+        .replace(/dm\/[\d,]+(-dm)?/, 'dm/IDS');
+    }
+    expect(links[512]).toBe(links[421]);
+  });
+});

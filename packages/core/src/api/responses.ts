@@ -87,6 +87,10 @@ export type GetMessageResponse = z.infer<typeof GetMessageResponseSchema>;
 export const SendMessageResponseSchema = z.looseObject({
   id: z.number().int(),
   automatic_new_visibility_policy: z.number().optional(),
+  /** The message's `near` permalink (FL508); check it with `checkedMessageUrl` before printing it. */
+  message_url: z.string().optional(),
+  /** A Markdown link to the message, `[#channel > topic @ 💬](URL)`, or the bare URL for a DM (FL508). */
+  message_link: z.string().optional(),
 });
 /** POST /messages. */
 export type SendMessageResponse = z.infer<typeof SendMessageResponseSchema>;
