@@ -43,6 +43,25 @@ beforeAll(async () => {
       topic: 'release',
       content: 'v2',
     });
+    // Mentions: of the bot, of Ann, a wildcard, a silent one, one in a quote, one in code.
+    const { ann, bo } = h.realm;
+    for (const [who, content] of [
+      [bo, '@**Helper Bot** please look at the router'],
+      [ann, '@**Bo Chen** the router is yours'],
+      [bo, '@**all** the router is down'],
+      [ann, '@_**Helper Bot** thanks, silently'],
+      [bo, '> @**Helper Bot** quoted, not a mention'],
+      [ann, '`@**Helper Bot**` in code, not a mention'],
+      [bo, '@**Ann Lee** and @**Helper Bot** both'],
+    ] as const) {
+      h.sim.realm.sendMessage({
+        senderId: who.userId,
+        type: 'stream',
+        stream: 'general',
+        topic: 'router',
+        content,
+      });
+    }
     realms[level] = h;
   }
 }, 60_000);
@@ -127,7 +146,7 @@ describe('a channel that does not let the bot start topics', () => {
   it('refuses a move into a new topic the same way', async () => {
     const h = realms[512];
     const sent = await h.call('send_message', { stream: 'announce', topic: 'release', content: 'to move' });
-    const id = (sent.structured as { message_id: number }).message_id;
+    const id = checkedOk(h.tools, 'send_message', sent).structured.message_id as number;
     const moved = await h.call('edit_message', { message_id: id, topic: 'somewhere new' });
     expect(moved).toMatchObject({ isError: true, code: 'CORE_TOPIC_CREATION_DENIED' });
     expect(moved.text).toContain('can_create_topic_group');
@@ -165,5 +184,54 @@ describe('the link to a sent message', () => {
         .replace(/dm\/[\d,]+(-dm)?/, 'dm/IDS');
     }
     expect(links[512]).toBe(links[421]);
+  });
+});
+
+describe('mentions', () => {
+  it('of the bot: the same matches on both realms, by the mentions operator where it exists', async () => {
+    const runs = {} as Record<Level, { text: string; count: number; terms: string[] }>;
+    for (const level of LEVELS) {
+      const h = realms[level];
+      const { result, requests } = await counted(h, 'search_messages', {
+        mentions: 'Helper Bot',
+        stream: 'general',
+      });
+      const { text, structured } = checkedOk(h.tools, 'search_messages', result);
+      const reads = requests.filter((r) => r.path === '/api/v1/messages');
+      runs[level] = {
+        text: comparable(h, text),
+        count: (structured.ids as number[]).length,
+        terms: reads.flatMap((r) =>
+          (JSON.parse(String(r.params.narrow)) as { operator: string }[]).map((t) => t.operator),
+        ),
+      };
+    }
+    expect(runs[512].count).toBe(2);
+    expect(runs[512].text).toBe(runs[421].text);
+    expect(runs[512].text).toContain('mentioning Helper Bot');
+    expect(runs[512].text).toContain('please look at the router');
+    expect(runs[512].text).toContain('both');
+    expect(runs[512].text).not.toMatch(/@\*\*all\*\*|silently|quoted|in code/);
+    expect(runs[512].terms).toContain('mentions');
+    expect(runs[421].terms).not.toContain('mentions');
+  });
+
+  it('of someone else: found on 512, refused on 421 with what to do instead', async () => {
+    const found = await realms[512].call('search_messages', {
+      mentions: 'ann@example.test',
+      stream: 'general',
+    });
+    const { text, structured } = checkedOk(realms[512].tools, 'search_messages', found);
+    expect(structured.ids).toHaveLength(1);
+    expect(text).toContain('@**Ann Lee** and @**Helper Bot** both');
+    const mark = realms[421].sim.requests.length;
+    const refused = await realms[421].call('search_messages', {
+      mentions: 'ann@example.test',
+      stream: 'general',
+    });
+    expect(refused).toMatchObject({ isError: true, code: 'TOOLS_INVALID_INPUT' });
+    expect(refused.text).toContain('mentions: this realm runs Zulip at feature level 421');
+    expect(refused.text).toContain('query');
+    expect(realms[421].sim.requests.slice(mark).filter((r) => r.path === '/api/v1/messages')).toHaveLength(0);
   });
 });
