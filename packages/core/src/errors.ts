@@ -35,6 +35,11 @@ export type ZmcpErrorCode =
   | 'CORE_BAD_RESPONSE'
   /** Read-only mode refused a request that would change the realm; nothing was sent. */
   | 'CORE_READ_ONLY'
+  /**
+   * The realm's Zulip is too old for what was asked (its feature level is below the one that
+   * added it); nothing was sent. `details`: `feature`, `featureLevel`, `needs`.
+   */
+  | 'CORE_UNSUPPORTED'
   /** The access policy refused a read or write (private stream, DM, write allowlist). */
   | 'CORE_ACCESS_DENIED'
   /** A download is larger than the cap the caller set; `details.maxBytes` (and `declared` when known). */

@@ -25,6 +25,7 @@ export type {
 export type { ZulipFeature } from './api/features.js';
 export { hasFeature, ZULIP_FEATURES } from './api/features.js';
 export type {
+  CreateReminderParams,
   DownloadOptions,
   EditableFlag,
   GetEventsParams,
@@ -47,6 +48,7 @@ export type {
   UploadFileParams,
 } from './api/params.js';
 export type {
+  CreateReminderResponse,
   GetEventsResponse,
   GetMessageResponse,
   GetMessagesResponse,
@@ -59,12 +61,14 @@ export type {
   UpdateFlagsForNarrowResponse,
   UpdateFlagsResponse,
   UpdateMessageResponse,
+  ZulipAttachment,
 } from './api/responses.js';
 export type {
   Message,
   ProfileField,
   Reaction,
   RealmEmoji,
+  Reminder,
   Stream,
   Subscription,
   Topic,
@@ -76,6 +80,7 @@ export {
   ProfileFieldSchema,
   ReactionSchema,
   RealmEmojiSchema,
+  ReminderSchema,
   StreamSchema,
   SubscriptionSchema,
   TopicSchema,
@@ -185,7 +190,13 @@ export type {
   TimeStyle,
   TimestampFormatter,
 } from './text/time.js';
-export { createTimestampFormatter, formatTimestamp, isValidTimeZone, parseDateRange } from './text/time.js';
+export {
+  createTimestampFormatter,
+  formatTimestamp,
+  isValidTimeZone,
+  parseDateRange,
+  parseFutureTime,
+} from './text/time.js';
 export type { CheckTopicOptions } from './text/topic.js';
 export { checkTopicName, MAX_TOPIC_LENGTH, RESOLVED_TOPIC_PREFIX } from './text/topic.js';
 export { codePointLength } from './text/unicode.js';

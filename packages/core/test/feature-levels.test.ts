@@ -1,9 +1,11 @@
 // What core does differently on a Zulip 11.0 realm (feature level 421) and a Zulip 13.0-dev one
 // (512): the same answers, in fewer requests where the newer API allows.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { hasFeature, ZULIP_FEATURES } from '../src/api/features.js';
+import type { ZulipClient } from '../src/client/zulip-client.js';
 import { narrow } from '../src/history/narrow.js';
 import { HistoryPager } from '../src/history/pager.js';
+import { mockClient, mockRealm, ok } from './helpers/mock-realm.js';
 import { type SimRealmFixture, startSimRealm } from './helpers/sim.js';
 
 const T0 = 1_767_225_600; // 2026-01-01T00:00:00Z
@@ -161,5 +163,139 @@ describe('a channel that does not let the bot start topics (can_create_topic_gro
       .sendMessage({ type: 'stream', to: 'announce', topic: 'release 2.0', content: 'x\u0000' })
       .catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'CORE_BAD_REQUEST' });
+  });
+});
+
+describe('reminders', () => {
+  it.each(LEVELS_.map(([level]) => level))(
+    'are scheduled, listed and cancelled at level %i',
+    async (level) => {
+      const f = realms[level];
+      const about = f.sim.realm.sendMessage({
+        senderId: f.alice.userId,
+        type: 'stream',
+        stream: 'general',
+        topic: 'talk',
+        content: 'ship it <b>friday</b>',
+      });
+      const due = Math.floor(Date.now() / 1000) + 3600;
+      const { reminder_id } = await f.client.createReminder({
+        messageId: about,
+        scheduledDeliveryTimestamp: due,
+        note: 'check the release',
+      });
+      const listed = await f.client.getReminders();
+      expect(
+        listed.map((r) => [r.reminder_id, r.reminder_target_message_id, r.scheduled_delivery_timestamp]),
+      ).toEqual([[reminder_id, about, due]]);
+      expect(listed[0]?.content).toContain('check the release');
+      await f.client.deleteReminder(reminder_id);
+      expect(await f.client.getReminders()).toEqual([]);
+      await expect(f.client.deleteReminder(reminder_id)).rejects.toMatchObject({ code: 'CORE_NOT_FOUND' });
+      await expect(
+        f.client.createReminder({ messageId: about, scheduledDeliveryTimestamp: due - 7200 }),
+      ).rejects.toMatchObject({ code: 'CORE_BAD_REQUEST' });
+    },
+  );
+
+  it('are refused in read-only mode before anything is sent', async () => {
+    const f = realms[512];
+    const client = f.clientFor(f.bot.userId, { readOnly: true });
+    await client.getFeatureLevel();
+    const mark = f.sim.requests.length;
+    await expect(
+      client.createReminder({ messageId: 1, scheduledDeliveryTimestamp: Math.floor(Date.now() / 1000) + 60 }),
+    ).rejects.toMatchObject({ code: 'CORE_READ_ONLY' });
+    expect(await client.getReminders()).toEqual([]);
+    expect(f.sim.requests.slice(mark).map((r) => `${r.method} ${r.path}`)).toEqual(['GET /api/v1/reminders']);
+  });
+});
+
+describe('on a realm older than reminders (Zulip 9.0, feature level 300)', () => {
+  const closers: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    for (const close of closers.splice(0)) await close();
+  });
+
+  function oldRealm(): { client: ZulipClient; sent: string[] } {
+    const { agent, pool } = mockRealm();
+    const sent: string[] = [];
+    pool
+      .intercept({ path: '/api/v1/server_settings', method: 'GET' })
+      .reply(200, ok({ zulip_version: '9.0', zulip_feature_level: 300 }))
+      .persist();
+    // Zulip 9.0 has no /reminders: anything sent there is recorded (and answered as 9.0 would).
+    pool
+      .intercept({ path: (p) => p.startsWith('/api/v1/reminders'), method: (m) => m !== '' })
+      .reply((req) => {
+        sent.push(`${req.method} ${req.path}`);
+        return { statusCode: 404, data: { result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' } };
+      })
+      .persist();
+    const client = mockClient(agent);
+    closers.push(async () => {
+      await client.close();
+      await agent.close();
+    });
+    return { client, sent };
+  }
+
+  it('refuses them with CORE_UNSUPPORTED naming the levels, and sends nothing', async () => {
+    const { client, sent } = oldRealm();
+    const tomorrow = Math.floor(Date.now() / 1000) + 86_400;
+    for (const call of [
+      () => client.createReminder({ messageId: 5, scheduledDeliveryTimestamp: tomorrow }),
+      () => client.getReminders(),
+      () => client.deleteReminder(3),
+    ]) {
+      await expect(call()).rejects.toMatchObject({
+        code: 'CORE_UNSUPPORTED',
+        message: 'Reminders needs Zulip feature level 399 or newer; this realm is at 300',
+        details: { feature: 'reminders', featureLevel: 300, needs: 399 },
+      });
+    }
+    expect(sent).toEqual([]);
+  });
+});
+
+describe('attachments', () => {
+  it('come with the messages that link them, the same at both levels', async () => {
+    const seen = {} as Record<421 | 512, unknown>;
+    for (const [level] of LEVELS_) {
+      const f = realms[level];
+      const before = Math.floor(Date.now() / 1000);
+      const up = await f.client.uploadFile({
+        filename: 'notes.txt',
+        contentType: 'text/plain',
+        size: 5,
+        body: [new TextEncoder().encode('notes')],
+      });
+      const a = (
+        await f.client.sendMessage({
+          type: 'stream',
+          to: 'general',
+          topic: 'files',
+          content: `[n](${up.url})`,
+        })
+      ).id;
+      const b = (
+        await f.client.sendMessage({
+          type: 'stream',
+          to: 'general',
+          topic: 'files',
+          content: `again [n](${up.url})`,
+        })
+      ).id;
+      const mark = f.sim.requests.length;
+      const [mine] = await f.client.getAttachments();
+      expect(f.sim.requests.slice(mark).map((r) => r.path)).toEqual(['/api/v1/attachments']);
+      expect(mine).toMatchObject({ name: 'notes.txt', size: 5, message_ids: [a, b] });
+      expect(up.url).toBe(`/user_uploads/${mine?.path_id}`);
+      // Seconds at both levels (milliseconds on the wire before 443).
+      expect(mine?.create_time).toBeGreaterThanOrEqual(before - 1);
+      expect(mine?.create_time).toBeLessThan(before + 60);
+      seen[level] = { ...mine, id: 0, path_id: '', create_time: 0, message_ids: mine?.message_ids.length };
+    }
+    expect(seen[512]).toEqual(seen[421]);
   });
 });
