@@ -268,7 +268,9 @@ describe('attachments', () => {
         filename: 'notes.txt',
         contentType: 'text/plain',
         size: 5,
-        body: [new TextEncoder().encode('notes')],
+        body: (async function* () {
+          yield new TextEncoder().encode('notes');
+        })(),
       });
       const a = (
         await f.client.sendMessage({
