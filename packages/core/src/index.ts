@@ -117,8 +117,14 @@ export {
 } from './history/narrow.js';
 export type { AroundResult, HistoryPagerOptions, HistoryResult } from './history/pager.js';
 export { HistoryPager, MAX_MESSAGES_PER_REQUEST } from './history/pager.js';
-export type { ReadMessageOptions, ReadNarrowQuery, ReadNarrowResult, ReadRange } from './read/read-gate.js';
-export { readMessage, readNarrow } from './read/read-gate.js';
+export type {
+  ReadMessageOptions,
+  ReadMessagesResult,
+  ReadNarrowQuery,
+  ReadNarrowResult,
+  ReadRange,
+} from './read/read-gate.js';
+export { readMessage, readMessages, readNarrow } from './read/read-gate.js';
 
 // --- text: markdown, length, escaping, message line, helpers, policy rules ---
 
