@@ -235,3 +235,63 @@ describe('mentions', () => {
     expect(realms[421].sim.requests.slice(mark).filter((r) => r.path === '/api/v1/messages')).toHaveLength(0);
   });
 });
+
+describe('attachments with the messages that link them', () => {
+  it('list_attachments answers the same on both realms (message_ids on 512, messages[] on 421)', async () => {
+    const runs = {} as Record<Level, { text: string; data: unknown; requests: string[] }>;
+    for (const level of LEVELS) {
+      const h = realms[level];
+      const { bot } = h.realm;
+      const up = h.sim.realm.upload(
+        bot.userId,
+        'report <final>.txt',
+        new TextEncoder().encode('numbers'),
+        'text/plain',
+      );
+      const say = (stream: string, content: string) =>
+        h.sim.realm.sendMessage({
+          senderId: bot.userId,
+          type: 'stream',
+          stream,
+          topic: 'files',
+          content,
+          client: 'API',
+        });
+      const first = say('general', `the report: [report](${up.url})`);
+      const second = say('general', `again: [report](${up.url})`);
+      say('secret', `for the secret stream: [report](${up.url})`);
+      h.sim.realm.upload(bot.userId, 'unused.bin', new Uint8Array([1, 2, 3]), 'application/octet-stream');
+      // A file linked only in a stream this session may not read: counted, never named.
+      const closed = h.sim.realm.upload(bot.userId, 'closed-plans.txt', new Uint8Array([7]), 'text/plain');
+      say('secret', `only here: [plans](${closed.url})`);
+      const { result, requests } = await counted(h, 'list_attachments', {});
+      const { text, structured } = checkedOk(h.tools, 'list_attachments', result);
+      const files = structured.attachments as { message_ids: number[]; withheld: number; path: string }[];
+      expect(files.map((f) => [f.message_ids, f.withheld])).toEqual([
+        [[], 0],
+        [[first, second], 1],
+      ]);
+      expect(text).toContain(
+        `linked from ${first} (#general > files), ${second} (#general > files); 1 message you may not read`,
+      );
+      // Zulip stores a sanitized name (the line escapes whatever it gets).
+      expect(text).toContain('report-final.txt (7 bytes, /user_uploads/');
+      expect(text).not.toContain('secret stream');
+      expect(text).not.toContain('closed-plans');
+      expect(text).toContain('1 more file only in conversations you may not read.');
+      expect(structured.closed_files).toBe(1);
+      runs[level] = {
+        text: comparable(h, text)
+          .replace(/\/user_uploads\/\S+?,/g, 'PATH,')
+          .replace(/\d+ \(#/g, 'N (#'),
+        data: files.map((f) => ({ ...f, path: '', message_ids: f.message_ids.length })),
+        requests: requests.map((r) => `${r.method} ${r.path}`),
+      };
+    }
+    expect(runs[512].text).toBe(runs[421].text);
+    expect(runs[512].data).toEqual(runs[421].data);
+    // One list and one read of the linking messages, on both realms.
+    expect(runs[512].requests).toEqual(['GET /api/v1/attachments', 'GET /api/v1/messages']);
+    expect(runs[421].requests).toEqual(runs[512].requests);
+  });
+});
