@@ -253,6 +253,29 @@ const rows: Record<string, Row> = {
     check: (out) => expect(out.images).toBe(1),
     bad: { args: {}, field: 'path' },
   },
+  list_attachments: {
+    ok: () => ({}),
+    check: (out) => expect(out.structured).toMatchObject({ attachments: expect.any(Array) }),
+    bad: { args: { limit: 'all' }, field: 'limit' },
+  },
+  remind_me: {
+    ok: (f) => ({ message_id: f.anyId, when: 'in 2 hours', note: 'look again' }),
+    check: (out) => expect(out.text).toMatch(/^Reminder \d+ set for /),
+    bad: { args: { message_id: 1, when: 'someday' }, field: 'when' },
+  },
+  list_reminders: {
+    ok: () => ({}),
+    check: (out) => expect(out.text).toMatch(/reminders? pending/),
+    bad: { args: { limit: 0 }, field: 'limit' },
+  },
+  cancel_reminder: {
+    ok: (f) => ({
+      reminder_id: sim.realm.addReminder(demo.botId, f.anyId, Math.floor(Date.now() / 1000) + 3600)
+        .reminderId,
+    }),
+    check: (out) => expect(out.text).toMatch(/^Reminder \d+ cancelled\.$/),
+    bad: { args: { reminder_id: 'next' }, field: 'reminder_id' },
+  },
   send_message: {
     ok: () => ({ stream: 'general', topic: 'catalog test', content: 'Hello from the catalog test' }),
     bad: { args: { stream: 'general', topic: 'x', content: 42 }, field: 'content' },
@@ -429,6 +452,8 @@ describe('DM reads', () => {
 });
 
 const WRITE_TOOLS = [
+  'remind_me',
+  'cancel_reminder',
   'reply',
   'listen',
   'send_message',

@@ -291,6 +291,28 @@ const plan: Record<string, () => Promise<void>> = {
     for (const path of pathForms()) await fuzz('fetch_attachment', { path });
     for (const shape of hostileShapes({ path: p.files.open })) await fuzz('fetch_attachment', shape);
   },
+  async list_attachments() {
+    await fuzz('list_attachments', { limit: 200 });
+    for (const shape of hostileShapes({ limit: 5 })) await fuzz('list_attachments', shape);
+  },
+  async remind_me() {
+    // Closed messages, and readable ones in streams the bot may not write to.
+    const targets = [
+      ...closedIds(),
+      ...(p.openMessageIds.naiveNfd ?? []),
+      ...(p.openMessageIds.offlimits ?? []),
+    ];
+    for (const id of targets) await fuzz('remind_me', { message_id: id, when: 'in 2 hours' });
+    for (const shape of hostileShapes({ message_id: 1, when: 'in 1 hour', note: 'x' }))
+      await fuzz('remind_me', shape);
+  },
+  async list_reminders() {
+    await fuzz('list_reminders', { limit: 200 });
+  },
+  async cancel_reminder() {
+    for (const id of [1, 2, 3, 2_147_483_647]) await fuzz('cancel_reminder', { reminder_id: id });
+    for (const shape of hostileShapes({ reminder_id: 1 })) await fuzz('cancel_reminder', shape);
+  },
   async send_message() {
     for (const stream of streamRefs())
       await fuzz('send_message', { stream, topic: 'fuzz', content: 'must not arrive' });

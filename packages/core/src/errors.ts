@@ -24,12 +24,22 @@ export type ZmcpErrorCode =
   | 'CORE_NOT_FOUND'
   /** Zulip refused the request (HTTP 4xx); `zulipCode` carries Zulip's own code. */
   | 'CORE_BAD_REQUEST'
+  /**
+   * Zulip refused to start a new topic: the channel's `can_create_topic_group` (feature level
+   * 441) leaves this account out. Posting to (or moving into) an existing topic still works.
+   */
+  | 'CORE_TOPIC_CREATION_DENIED'
   /** Zulip failed (HTTP 5xx) and the retry budget ran out. */
   | 'CORE_SERVER_ERROR'
   /** The response was not what Zulip sends: unparseable JSON, a missing required field. */
   | 'CORE_BAD_RESPONSE'
   /** Read-only mode refused a request that would change the realm; nothing was sent. */
   | 'CORE_READ_ONLY'
+  /**
+   * The realm's Zulip is too old for what was asked (its feature level is below the one that
+   * added it); nothing was sent. `details`: `feature`, `featureLevel`, `needs`.
+   */
+  | 'CORE_UNSUPPORTED'
   /** The access policy refused a read or write (private stream, DM, write allowlist). */
   | 'CORE_ACCESS_DENIED'
   /** A download is larger than the cap the caller set; `details.maxBytes` (and `declared` when known). */

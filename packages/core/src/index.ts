@@ -22,7 +22,10 @@ export type {
   ZulipEvent,
   ZulipEventType,
 } from './api/events.js';
+export type { ZulipFeature } from './api/features.js';
+export { hasFeature, ZULIP_FEATURES } from './api/features.js';
 export type {
+  CreateReminderParams,
   DownloadOptions,
   EditableFlag,
   GetEventsParams,
@@ -45,6 +48,7 @@ export type {
   UploadFileParams,
 } from './api/params.js';
 export type {
+  CreateReminderResponse,
   GetEventsResponse,
   GetMessageResponse,
   GetMessagesResponse,
@@ -57,12 +61,14 @@ export type {
   UpdateFlagsForNarrowResponse,
   UpdateFlagsResponse,
   UpdateMessageResponse,
+  ZulipAttachment,
 } from './api/responses.js';
 export type {
   Message,
   ProfileField,
   Reaction,
   RealmEmoji,
+  Reminder,
   Stream,
   Subscription,
   Topic,
@@ -74,6 +80,7 @@ export {
   ProfileFieldSchema,
   ReactionSchema,
   RealmEmojiSchema,
+  ReminderSchema,
   StreamSchema,
   SubscriptionSchema,
   TopicSchema,
@@ -110,8 +117,14 @@ export {
 } from './history/narrow.js';
 export type { AroundResult, HistoryPagerOptions, HistoryResult } from './history/pager.js';
 export { HistoryPager, MAX_MESSAGES_PER_REQUEST } from './history/pager.js';
-export type { ReadMessageOptions, ReadNarrowQuery, ReadNarrowResult, ReadRange } from './read/read-gate.js';
-export { readMessage, readNarrow } from './read/read-gate.js';
+export type {
+  ReadMessageOptions,
+  ReadMessagesResult,
+  ReadNarrowQuery,
+  ReadNarrowResult,
+  ReadRange,
+} from './read/read-gate.js';
+export { readMessage, readMessages, readNarrow } from './read/read-gate.js';
 
 // --- text: markdown, length, escaping, message line, helpers, policy rules ---
 
@@ -166,7 +179,13 @@ export {
 } from './text/message-line.js';
 export { isNoBotsContent, isNoBotsMessage, isNoBotsTopic } from './text/nobots.js';
 export type { PermalinkTarget } from './text/permalink.js';
-export { decodeHashComponent, encodeHashComponent, messagePermalink, permalink } from './text/permalink.js';
+export {
+  checkedMessageUrl,
+  decodeHashComponent,
+  encodeHashComponent,
+  messagePermalink,
+  permalink,
+} from './text/permalink.js';
 export type { NamedPerson } from './text/person-names.js';
 export { PersonNames, personLabel, quotePerson } from './text/person-names.js';
 export { splitMessage } from './text/split.js';
@@ -177,7 +196,13 @@ export type {
   TimeStyle,
   TimestampFormatter,
 } from './text/time.js';
-export { createTimestampFormatter, formatTimestamp, isValidTimeZone, parseDateRange } from './text/time.js';
+export {
+  createTimestampFormatter,
+  formatTimestamp,
+  isValidTimeZone,
+  parseDateRange,
+  parseFutureTime,
+} from './text/time.js';
 export type { CheckTopicOptions } from './text/topic.js';
 export { checkTopicName, MAX_TOPIC_LENGTH, RESOLVED_TOPIC_PREFIX } from './text/topic.js';
 export { codePointLength } from './text/unicode.js';

@@ -3,7 +3,7 @@ import { narrow } from '../src/history/narrow.js';
 import { ALL_STREAMS } from '../src/policy/allowlist.js';
 import { AccessPolicy, type NarrowInput } from '../src/policy/policy.js';
 import { createStreamLookup } from '../src/policy/streams.js';
-import { readMessage, readNarrow } from '../src/read/read-gate.js';
+import { readMessage, readMessages, readNarrow } from '../src/read/read-gate.js';
 import { type SimRealmFixture, startSimRealm } from './helpers/sim.js';
 
 let f: SimRealmFixture;
@@ -135,5 +135,26 @@ describe('readMessage', () => {
       expect(JSON.stringify(err) + err.message).not.toMatch(/secret plans|psst/);
     }
     expect((await readMessage(f.client, everything, dmId)).content).toBe('psst');
+  });
+});
+
+describe('readMessages', () => {
+  it('returns by id only what the policy lets through, and counts the rest', async () => {
+    const ids = [dmId, secretId, publicId, publicId, 999_999];
+    const shut = await readMessages(f.client, closed, ids);
+    expect(shut.messages.map((m) => m.id)).toEqual([publicId]);
+    expect(shut.withheld).toBe(3);
+    const open = await readMessages(f.client, everything, ids);
+    expect(open.messages.map((m) => m.id)).toEqual([publicId, secretId, dmId]);
+    expect(open.withheld).toBe(1);
+  });
+
+  it('reads nothing for no ids, and refuses a bad id before fetching', async () => {
+    const mark = f.sim.requests.length;
+    expect(await readMessages(f.client, closed, [])).toEqual({ messages: [], withheld: 0 });
+    await expect(readMessages(f.client, closed, [-1])).rejects.toMatchObject({
+      code: 'CORE_INVALID_ARGUMENT',
+    });
+    expect(messageFetches(mark)).toBe(0);
   });
 });

@@ -69,6 +69,13 @@ function everyMethod(c: ZulipClient): Record<string, () => Promise<unknown>> {
       c.uploadFile({ filename: 'x.bin', contentType: 'application/octet-stream', size: 1, body: body() }),
     downloadUpload: () => c.downloadUpload(upload, { maxBytes: 100 }),
     getTemporaryUploadUrl: () => c.getTemporaryUploadUrl(upload),
+    hasFeature: () => c.hasFeature('reminders'),
+    requireFeature: () => c.requireFeature('reminders', 'Reminders'),
+    createReminder: () =>
+      c.createReminder({ messageId, scheduledDeliveryTimestamp: Math.floor(Date.now() / 1000) + 3600 }),
+    getReminders: () => c.getReminders(),
+    deleteReminder: () => c.deleteReminder(1),
+    getAttachments: () => c.getAttachments(),
   };
 }
 
@@ -91,6 +98,10 @@ const READS = new Set([
   'getCustomProfileFields',
   'downloadUpload',
   'getTemporaryUploadUrl',
+  'hasFeature',
+  'requireFeature',
+  'getReminders',
+  'getAttachments',
 ]);
 
 describe('read-only mode against the simulator', () => {

@@ -4,6 +4,7 @@ import { channelTools } from './channels/index.js';
 import { ToolError } from './errors.js';
 import { monitorTools } from './monitor/index.js';
 import { readTools } from './read/index.js';
+import { reminderTools } from './reminders/index.js';
 import type { ToolServices } from './services.js';
 import { sessionTools } from './session/index.js';
 import {
@@ -25,15 +26,17 @@ export const TOOLSETS: readonly Toolset[] = [
   'manage',
   'monitor',
   'attention',
+  'reminders',
 ];
 
 /** What a host serves when the operator chose nothing: what agents do most. */
 export const DEFAULT_TOOLSETS: readonly Toolset[] = ['read', 'write', 'session'];
 
-/** The realm tools (read and write), unbound: they stand on {@link ToolServices} alone. */
+/** The realm tools (read, write and reminders), unbound: they stand on {@link ToolServices} alone. */
 export const realmTools: readonly ToolDefinition<z.ZodObject, z.ZodObject, ToolServices>[] = [
   ...readTools,
   ...writeTools,
+  ...reminderTools,
 ];
 
 /**

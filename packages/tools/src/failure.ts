@@ -27,6 +27,8 @@ const hints: Readonly<Record<string, string>> = {
   CORE_NETWORK: 'Zulip could not be reached; try again shortly.',
   CORE_SERVER_ERROR: 'Zulip failed; try again shortly.',
   CORE_BAD_REQUEST: 'Zulip refused the request; read its message above and correct the arguments.',
+  CORE_TOPIC_CREATION_DENIED:
+    'This channel does not let this bot start new topics: reply in a topic that already exists (get_stream_topics lists them), or ask a channel administrator to add the bot (or its owner) to who may start topics.',
   TOOLS_INVALID_INPUT: 'Correct the arguments named above and call again.',
   TOOLS_AMBIGUOUS: 'Pass the user id (or email) of the one you mean.',
   TOOLS_DEADLINE: 'The call ran out of time; try again, perhaps with a smaller limit.',

@@ -117,13 +117,19 @@ export interface RealmFacts {
   maxMessageLength: number | undefined;
   /** `max_file_upload_size_mib` in bytes, when the realm told it. */
   maxFileBytes: number | undefined;
+  /**
+   * The realm's API feature level (`zulip_feature_level`). The client remembers it too, so the
+   * tools' feature checks (`client.hasFeature`) cost no request after start-up.
+   */
+  featureLevel: number;
 }
 
 /**
- * Reads the account (GET /users/me) and, unless `readOnly`, the realm's limits: Zulip reports
- * them only in POST /register, so a queue is registered for the `realm` state alone and
- * deleted at once. In read-only mode nothing but GETs may leave, and nothing is sent that the
- * limits would bound, so the limits stay unknown.
+ * Reads the account (GET /users/me), the realm's feature level and, unless `readOnly`, the
+ * realm's limits: Zulip reports them only in POST /register, so a queue is registered for the
+ * `realm` state alone and deleted at once (its answer carries the feature level). In read-only
+ * mode nothing but GETs may leave, and nothing is sent that the limits would bound, so the limits
+ * stay unknown and the feature level comes from GET /server_settings.
  */
 export async function loadRealmFacts(
   client: ZulipClient,
@@ -137,7 +143,10 @@ export async function loadRealmFacts(
     full_name: me.full_name,
     is_bot: me.is_bot === true,
   };
-  if (options.readOnly) return { identity, maxMessageLength: undefined, maxFileBytes: undefined };
+  if (options.readOnly) {
+    const featureLevel = await client.getFeatureLevel(call);
+    return { identity, maxMessageLength: undefined, maxFileBytes: undefined, featureLevel };
+  }
   const state = await client.register({ eventTypes: ['heartbeat'], fetchEventTypes: ['realm'] }, call);
   await client.deleteQueue(state.queue_id, call).catch(() => undefined);
   const mib = state.max_file_upload_size_mib;
@@ -145,5 +154,6 @@ export async function loadRealmFacts(
     identity,
     maxMessageLength: state.max_message_length,
     maxFileBytes: mib === undefined ? undefined : Math.floor(mib * 1024 * 1024),
+    featureLevel: await client.getFeatureLevel(call),
   };
 }

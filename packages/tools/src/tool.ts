@@ -35,7 +35,9 @@ export type Toolset =
   /** Unread monitoring with read cursors kept by the server. */
   | 'monitor'
   /** Attention controls of live delivery: muting channels, filters, reaction visibility. */
-  | 'attention';
+  | 'attention'
+  /** Zulip reminders: remind_me, list_reminders, cancel_reminder. */
+  | 'reminders';
 
 /** Per-call context the call contract hands a tool handler. */
 export interface ToolCallContext {

@@ -18,6 +18,7 @@ const NAMES = [
   'get_user_profile',
   'list_emojis',
   'fetch_attachment',
+  'list_attachments',
 ];
 
 let h: Harness;

@@ -9,12 +9,16 @@ export type Target =
   | { kind: 'dm'; why: string }
   | { kind: 'unknown'; why: string };
 
-/** Requests that change nothing anyone else sees: queues, the bot's own flags, an unlinked upload. */
+/**
+ * Requests that change nothing anyone else sees: queues, the bot's own flags, an unlinked upload,
+ * cancelling one of the bot's own reminders.
+ */
 const NEUTRAL: readonly [string, RegExp][] = [
   ['POST', /^\/api\/v1\/register$/],
   ['DELETE', /^\/api\/v1\/events$/],
   ['POST', /^\/api\/v1\/messages\/flags(?:\/narrow)?$/],
   ['POST', /^\/api\/v1\/user_uploads$/],
+  ['DELETE', /^\/api\/v1\/reminders\/\d+$/],
 ];
 
 function json(value: unknown): unknown {
@@ -113,6 +117,10 @@ export function targetsOf(sim: ZulipSim, places: MessagePlaces, r: SimRequestRec
     return subs.map((s) =>
       streamRef(sim, typeof s === 'object' && s !== null ? (s as { name?: unknown }).name : s, why),
     );
+  }
+  // A reminder acts in the conversation of the message it is about.
+  if (r.path === '/api/v1/reminders' && r.method === 'POST') {
+    return placesOf(places, Number(p.message_id), why);
   }
   const topic = /^\/api\/v1\/streams\/(\d+)\/delete_topic$/.exec(r.path);
   if (topic !== null) return [{ kind: 'stream', streamId: Number(topic[1]), why }];

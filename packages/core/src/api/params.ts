@@ -181,3 +181,13 @@ export interface DownloadOptions {
   signal?: AbortSignal | undefined;
   timeoutMs?: number | undefined;
 }
+
+/** Parameters of {@link ZulipClient.createReminder} (POST /reminders). */
+export interface CreateReminderParams {
+  /** The message to be reminded of; the reminder quotes it. */
+  messageId: number;
+  /** When Zulip delivers the reminder, UNIX seconds; it must be in the future. */
+  scheduledDeliveryTimestamp: number;
+  /** A note shown above the quoted message (feature level 415), at most 1000 characters. */
+  note?: string | undefined;
+}

@@ -2,7 +2,9 @@ import { z } from 'zod';
 import {
   MessageSchema,
   ProfileFieldSchema,
+  RawAttachmentSchema,
   RealmEmojiSchema,
+  ReminderSchema,
   StreamSchema,
   SubscriptionSchema,
   TopicSchema,
@@ -87,6 +89,10 @@ export type GetMessageResponse = z.infer<typeof GetMessageResponseSchema>;
 export const SendMessageResponseSchema = z.looseObject({
   id: z.number().int(),
   automatic_new_visibility_policy: z.number().optional(),
+  /** The message's `near` permalink (FL508); check it with `checkedMessageUrl` before printing it. */
+  message_url: z.string().optional(),
+  /** A Markdown link to the message, `[#channel > topic @ 💬](URL)`, or the bare URL for a DM (FL508). */
+  message_link: z.string().optional(),
 });
 /** POST /messages. */
 export type SendMessageResponse = z.infer<typeof SendMessageResponseSchema>;
@@ -200,3 +206,33 @@ export const GetProfileFieldsResponseSchema = z.looseObject({
 });
 /** GET /realm/profile_fields. */
 export type GetProfileFieldsResponse = z.infer<typeof GetProfileFieldsResponseSchema>;
+
+/** POST /reminders. */
+export const CreateReminderResponseSchema = z.looseObject({ reminder_id: z.number().int() });
+/** POST /reminders. */
+export type CreateReminderResponse = z.infer<typeof CreateReminderResponseSchema>;
+
+/** GET /reminders. */
+export const GetRemindersResponseSchema = z.looseObject({ reminders: z.array(ReminderSchema) });
+
+/** GET /attachments. */
+export const GetAttachmentsResponseSchema = z.looseObject({
+  attachments: z.array(RawAttachmentSchema),
+  upload_space_used: z.number().optional(),
+});
+
+/**
+ * One of the account's uploads (GET /attachments), the same whatever the realm's feature level:
+ * `create_time` in UNIX seconds (milliseconds below feature level 443) and `message_ids`, the
+ * messages that link it (from `messages[].id` below feature level 472).
+ */
+export interface ZulipAttachment {
+  id: number;
+  /** The file name. */
+  name: string;
+  /** The path after `/user_uploads/`. */
+  path_id: string;
+  size: number;
+  create_time: number;
+  message_ids: number[];
+}

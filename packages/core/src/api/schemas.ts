@@ -152,3 +152,34 @@ export const ProfileFieldSchema = z.looseObject({
 });
 /** A custom profile field defined by the realm. */
 export type ProfileField = z.infer<typeof ProfileFieldSchema>;
+
+/**
+ * A reminder not delivered yet (GET /reminders): Notification Bot sends `content` to its owner as
+ * a direct message at `scheduled_delivery_timestamp`. `content` quotes the message it is about,
+ * so it is untrusted text.
+ */
+export const ReminderSchema = z.looseObject({
+  reminder_id: z.number().int(),
+  type: z.string().optional(),
+  to: z.array(z.number().int()).optional(),
+  content: z.string(),
+  rendered_content: z.string().optional(),
+  scheduled_delivery_timestamp: z.number(),
+  failed: z.boolean().optional(),
+  reminder_target_message_id: z.number().int(),
+});
+/** A reminder not delivered yet. */
+export type Reminder = z.infer<typeof ReminderSchema>;
+
+/** One of the account's uploads as GET /attachments lists it, in either shape Zulip has used. */
+export const RawAttachmentSchema = z.looseObject({
+  id: z.number().int(),
+  name: z.string(),
+  path_id: z.string(),
+  size: z.number().int(),
+  create_time: z.number(),
+  /** Feature level 472 and above. */
+  message_ids: z.array(z.number().int()).optional(),
+  /** Below feature level 472: the messages linking the file, with their send times. */
+  messages: z.array(z.looseObject({ id: z.number().int(), date_sent: z.number().optional() })).optional(),
+});

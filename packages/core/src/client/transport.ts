@@ -121,6 +121,12 @@ function headerValue(headers: RawResponse['headers'], name: string): string | un
 const MAX_MSG = 300;
 
 /**
+ * Zulip's refusal of a new topic under `can_create_topic_group` (FL441). Zulip gives it no code
+ * of its own (`BAD_REQUEST`), so the message is what tells it apart; bots get it in English.
+ */
+const TOPIC_CREATION_DENIED = /^You do not have permission to create new topics in this channel\.?$/;
+
+/**
  * The one HTTP path to a realm: every request of a client goes through {@link Transport.request},
  * {@link Transport.upload} or {@link Transport.download}, which enforce read-only mode, the
  * deadline, retries, rate-limit pacing and the error mapping. Internal to the package.
@@ -589,8 +595,9 @@ export class Transport {
       kind = 'idempotent';
     } else if (status === 404 || (isDownload && status === 403) || zulipCode === 'STREAM_DOES_NOT_EXIST') {
       code = 'CORE_NOT_FOUND';
-    } else if (status >= 400) code = 'CORE_BAD_REQUEST';
-    else code = 'CORE_BAD_RESPONSE';
+    } else if (status >= 400) {
+      code = TOPIC_CREATION_DENIED.test(rawMsg) ? 'CORE_TOPIC_CREATION_DENIED' : 'CORE_BAD_REQUEST';
+    } else code = 'CORE_BAD_RESPONSE';
     const extra: Record<string, unknown> = {};
     if (body !== undefined) {
       for (const [k, v] of Object.entries(body)) if (k !== 'result' && k !== 'msg') extra[k] = v;
@@ -600,7 +607,9 @@ export class Transport {
         ? `Zulip rejected the credentials of ${this.email}`
         : code === 'CORE_RATE_LIMITED'
           ? `Zulip's rate limit refused ${label}`
-          : `Zulip refused ${label}`;
+          : code === 'CORE_TOPIC_CREATION_DENIED'
+            ? `Zulip refused ${label}: the channel's can_create_topic_group setting does not let this account start a new topic`
+            : `Zulip refused ${label}`;
     const err = new ZulipApiError(
       code,
       `${what} (HTTP ${status}${zulipCode === undefined ? '' : ` ${zulipCode}`})${msg === '' ? '' : `: ${msg}`}`,

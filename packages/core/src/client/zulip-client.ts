@@ -5,7 +5,9 @@ import {
   isGetMessageResponseFast,
   isGetMessagesResponseFast,
 } from '../api/fast-check.js';
+import { hasFeature, ZULIP_FEATURES, type ZulipFeature } from '../api/features.js';
 import type {
+  CreateReminderParams,
   DownloadOptions,
   GetEventsParams,
   GetMessageParams,
@@ -24,7 +26,10 @@ import type {
   UploadFileParams,
 } from '../api/params.js';
 import {
+  type CreateReminderResponse,
+  CreateReminderResponseSchema,
   EmptyResponseSchema,
+  GetAttachmentsResponseSchema,
   type GetEventsResponse,
   GetEventsResponseSchema,
   type GetMessageResponse,
@@ -33,6 +38,7 @@ import {
   GetMessagesResponseSchema,
   GetProfileFieldsResponseSchema,
   GetRealmEmojiResponseSchema,
+  GetRemindersResponseSchema,
   GetStreamIdResponseSchema,
   GetStreamMembersResponseSchema,
   GetStreamsResponseSchema,
@@ -60,8 +66,17 @@ import {
   type UpdateMessageResponse,
   UpdateMessageResponseSchema,
   UploadResponseSchema,
+  type ZulipAttachment,
 } from '../api/responses.js';
-import type { ProfileField, RealmEmoji, Stream, Subscription, Topic, User } from '../api/schemas.js';
+import type {
+  ProfileField,
+  RealmEmoji,
+  Reminder,
+  Stream,
+  Subscription,
+  Topic,
+  User,
+} from '../api/schemas.js';
 import { credentialProblem } from '../credentials.js';
 import { ZmcpError } from '../errors.js';
 import { validateNarrow } from '../history/narrow.js';
@@ -281,13 +296,40 @@ export class ZulipClient {
   }
 
   /**
-   * The realm's API feature level, fetched once per client and then remembered.
+   * The realm's API feature level: remembered from the last answer that carried it (GET
+   * /server_settings, or POST /register, which reports it too), else fetched once with GET
+   * /server_settings (a GET, so read-only mode allows it).
    * @throws {ZmcpError} as {@link getServerSettings}.
    */
   async getFeatureLevel(options?: CallOptions): Promise<number> {
     if (this.#featureLevel !== undefined) return this.#featureLevel;
     await this.getServerSettings(options);
     return this.#featureLevel ?? 0;
+  }
+
+  /**
+   * Whether the realm has a Zulip API change (see {@link ZULIP_FEATURES}), by its feature level
+   * ({@link getFeatureLevel}: no request once the level is known).
+   * @throws {ZmcpError} as {@link getServerSettings}, when the level is not known yet.
+   */
+  async hasFeature(feature: ZulipFeature, options?: CallOptions): Promise<boolean> {
+    return hasFeature(await this.getFeatureLevel(options), feature);
+  }
+
+  /**
+   * Refuses, before anything is sent, what the realm's Zulip is too old for.
+   * @throws {ZmcpError} `CORE_UNSUPPORTED` naming `what`, the level it needs and the realm's;
+   *   as {@link getServerSettings} when the level is not known yet.
+   */
+  async requireFeature(feature: ZulipFeature, what: string, options?: CallOptions): Promise<void> {
+    const level = await this.getFeatureLevel(options);
+    if (hasFeature(level, feature)) return;
+    const needs = ZULIP_FEATURES[feature];
+    throw new ZmcpError(
+      'CORE_UNSUPPORTED',
+      `${what} needs Zulip feature level ${needs} or newer; this realm is at ${level}`,
+      { details: { feature, featureLevel: level, needs } },
+    );
   }
 
   /**
@@ -299,7 +341,7 @@ export class ZulipClient {
     if (params.queueLifespanSecs !== undefined) requireCount('queueLifespanSecs', params.queueLifespanSecs);
     for (const t of params.eventTypes ?? []) requireText('eventTypes[]', t);
     for (const t of params.fetchEventTypes ?? []) requireText('fetchEventTypes[]', t);
-    return this.#call(
+    const state = await this.#call(
       'POST',
       '/register',
       RegisterResponseSchema,
@@ -316,6 +358,10 @@ export class ZulipClient {
       },
       options,
     );
+    // Every register answer carries the realm's feature level: remember it (a realm may have
+    // been upgraded since it was last read).
+    if (state.zulip_feature_level !== undefined) this.#featureLevel = state.zulip_feature_level;
+    return state;
   }
 
   /**
@@ -802,6 +848,77 @@ export class ZulipClient {
       };
     } else throw invalid("type must be 'direct' or 'stream'");
     await this.#call('POST', '/typing', EmptyResponseSchema, wire, options, { idempotent: true });
+  }
+
+  /**
+   * POST /reminders: Zulip will send this account a direct message (from Notification Bot) quoting
+   * the message at the given time. Not retried once it may have reached Zulip. Refused in
+   * read-only mode.
+   * @throws {ZmcpError} `CORE_INVALID_ARGUMENT`, `CORE_UNSUPPORTED` (reminders need feature level
+   *   399, a note 415), `CORE_READ_ONLY`, `CORE_BAD_REQUEST` (a time not in the future, a message
+   *   this account cannot see, a note over 1000 characters), and the request codes.
+   */
+  async createReminder(params: CreateReminderParams, options?: CallOptions): Promise<CreateReminderResponse> {
+    requireId('messageId', params.messageId);
+    requireId('scheduledDeliveryTimestamp', params.scheduledDeliveryTimestamp);
+    if (params.note !== undefined) requireText('note', params.note, true);
+    await this.requireFeature('reminders', 'Reminders', options);
+    if (params.note !== undefined) await this.requireFeature('reminderNote', 'A reminder note', options);
+    return this.#call(
+      'POST',
+      '/reminders',
+      CreateReminderResponseSchema,
+      {
+        message_id: params.messageId,
+        scheduled_delivery_timestamp: params.scheduledDeliveryTimestamp,
+        note: params.note,
+      },
+      options,
+    );
+  }
+
+  /**
+   * GET /reminders: this account's reminders not delivered yet.
+   * @throws {ZmcpError} `CORE_UNSUPPORTED` (below feature level 399), and the request codes.
+   */
+  async getReminders(options?: CallOptions): Promise<Reminder[]> {
+    await this.requireFeature('reminders', 'Reminders', options);
+    return (await this.#call('GET', '/reminders', GetRemindersResponseSchema, undefined, options)).reminders;
+  }
+
+  /**
+   * DELETE /reminders/{id}: cancels one of this account's reminders. Refused in read-only mode.
+   * @throws {ZmcpError} `CORE_INVALID_ARGUMENT`, `CORE_UNSUPPORTED`, `CORE_READ_ONLY`,
+   *   `CORE_NOT_FOUND` (no such reminder of this account, or delivered already), and the request codes.
+   */
+  async deleteReminder(reminderId: number, options?: CallOptions): Promise<void> {
+    requireId('reminderId', reminderId);
+    await this.requireFeature('reminders', 'Reminders', options);
+    await this.#call('DELETE', `/reminders/${reminderId}`, EmptyResponseSchema, undefined, options);
+  }
+
+  /**
+   * GET /attachments: this account's uploads, each with the messages that link it, in one shape
+   * whatever the realm's feature level (see {@link ZulipAttachment}).
+   * @throws {ZmcpError} the request codes.
+   */
+  async getAttachments(options?: CallOptions): Promise<ZulipAttachment[]> {
+    const res = await this.#call('GET', '/attachments', GetAttachmentsResponseSchema, undefined, options);
+    const level = await this.getFeatureLevel(options);
+    const seconds = hasFeature(level, 'attachmentSeconds');
+    const ids = hasFeature(level, 'attachmentMessageIds');
+    return res.attachments.map((a) => {
+      const fromMessages = a.messages?.map((m) => m.id);
+      const linked = (ids ? (a.message_ids ?? fromMessages) : (fromMessages ?? a.message_ids)) ?? [];
+      return {
+        id: a.id,
+        name: a.name,
+        path_id: a.path_id,
+        size: a.size,
+        create_time: seconds ? a.create_time : Math.floor(a.create_time / 1000),
+        message_ids: [...linked].sort((x, y) => x - y),
+      };
+    });
   }
 
   /**

@@ -6,7 +6,10 @@ import { HistoryPager } from './pager.js';
 
 // A GET /messages over an in-memory history with Zulip's anchor semantics, to check what the
 // pager asks for. Behaviour against a realm is covered in test/history.test.ts on the simulator.
-function history(count: number, opts: { featureLevel?: number; dateAnchor?: 'at-or-after' | 'before' } = {}) {
+function history(
+  count: number,
+  opts: { featureLevel?: number; dateAnchor?: 'at-or-after' | 'before' | 'after' } = {},
+) {
   const { agent, pool } = mockRealm();
   // Ids with gaps, timestamps one minute apart.
   const messages = Array.from({ length: count }, (_, i) =>
@@ -34,8 +37,8 @@ function history(count: number, opts: { featureLevel?: number; dateAnchor?: 'at-
       else if (rawAnchor === 'date') {
         const t = Date.parse(q.get('anchor_date') as string) / 1000;
         const idx = messages.findIndex((m) => (m.timestamp as number) >= t);
-        const at =
-          idx === -1 ? messages.length - 1 : opts.dateAnchor === 'before' ? Math.max(0, idx - 1) : idx;
+        const shift = opts.dateAnchor === 'before' ? -1 : opts.dateAnchor === 'after' ? 1 : 0;
+        const at = idx === -1 ? messages.length - 1 : Math.min(messages.length - 1, Math.max(0, idx + shift));
         anchor = messages[at]?.id as number;
       } else anchor = Number(rawAnchor);
       const older = messages.filter((m) => (m.id as number) < anchor);
@@ -171,14 +174,38 @@ describe('HistoryPager date ranges', () => {
   });
 
   it.each(['at-or-after', 'before'] as const)(
-    'uses the server date anchor at feature level 445 (anchor lands %s)',
+    'reads a range from the server date anchor in one request at feature level 445 (anchor lands %s)',
     async (dateAnchor) => {
       const h = history(20_000, { featureLevel: 445, dateAnchor });
       const res = await pagerOver(h, 1000).between(at(h, 7000), at(h, 7005), 100);
       expect(ids(res.messages)).toEqual(ids(h.messages.slice(7000, 7005) as { id: number }[]));
-      const dateRequests = h.requests.filter((q) => q.get('anchor') === 'date');
-      expect(dateRequests).toHaveLength(1);
-      expect(h.requests.length).toBeLessThanOrEqual(3);
+      expect(res.hasMore).toBe(false);
+      expect(h.requests.map((q) => q.get('anchor'))).toEqual(['date']);
     },
   );
+
+  it('pages on from the date anchor when the range is longer than one request', async () => {
+    const h = history(5000, { featureLevel: 445 });
+    const res = await pagerOver(h, 100).between(at(h, 1000), at(h, 1250), 200);
+    expect(ids(res.messages)).toEqual(ids(h.messages.slice(1000, 1200) as { id: number }[]));
+    expect(res.hasMore).toBe(true);
+    expect(h.requests[0]?.get('anchor')).toBe('date');
+    expect(h.requests.length).toBeLessThanOrEqual(4);
+  });
+
+  it('searches from the bounds the date anchor gave when it landed past the boundary', async () => {
+    const h = history(20_000, { featureLevel: 445, dateAnchor: 'after' });
+    const res = await pagerOver(h, 1000).between(at(h, 7000), at(h, 7005), 100);
+    expect(ids(res.messages)).toEqual(ids(h.messages.slice(7000, 7005) as { id: number }[]));
+    expect(h.requests.filter((q) => q.get('anchor') === 'date')).toHaveLength(1);
+    expect(h.requests.length).toBeLessThan(30);
+  });
+
+  it('answers the same below feature level 445, without the date anchor', async () => {
+    const h = history(20_000, { featureLevel: 444 });
+    const res = await pagerOver(h, 1000).between(at(h, 7000), at(h, 7005), 100);
+    expect(ids(res.messages)).toEqual(ids(h.messages.slice(7000, 7005) as { id: number }[]));
+    expect(h.requests.filter((q) => q.get('anchor') === 'date')).toHaveLength(0);
+    expect(h.requests.length).toBeGreaterThan(3);
+  });
 });

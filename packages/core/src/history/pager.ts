@@ -1,3 +1,4 @@
+import { hasFeature } from '../api/features.js';
 import type { Message } from '../api/schemas.js';
 import type { CallOptions } from '../client/transport.js';
 import type { ZulipClient } from '../client/zulip-client.js';
@@ -6,9 +7,6 @@ import { type NarrowTerm, validateNarrow } from './narrow.js';
 
 /** Zulip's cap on one GET /messages. */
 export const MAX_MESSAGES_PER_REQUEST = 5000;
-
-/** The feature level that added `anchor: "date"` with `anchor_date` to GET /messages. */
-export const DATE_ANCHOR_FEATURE_LEVEL = 445;
 
 /** Options of a {@link HistoryPager}. */
 export interface HistoryPagerOptions {
@@ -20,7 +18,7 @@ export interface HistoryPagerOptions {
   pageSize?: number | undefined;
   /** Per-request deadline and a signal shared by every request the pager makes. */
   call?: CallOptions | undefined;
-  /** The realm's feature level, if known; otherwise asked once (GET /server_settings) when a date range needs it. */
+  /** The realm's feature level, if known; otherwise the client's (asked once, GET /server_settings, if the client does not know it yet) when a date range needs it. */
   featureLevel?: number | undefined;
 }
 
@@ -29,6 +27,12 @@ export interface HistoryResult {
   messages: Message[];
   /** More messages match beyond the last one read, in the direction of travel. */
   hasMore: boolean;
+}
+
+/** What a search for a date's first message already knows: an id older than it, an id not older. */
+interface SearchBounds {
+  lower?: number | undefined;
+  upper?: number | undefined;
 }
 
 /** Messages on both sides of an anchor, oldest first. */
@@ -251,8 +255,10 @@ export class HistoryPager {
 
   /**
    * Messages sent in `[from, to)`, oldest first, at most `limit`; `hasMore` when the range holds
-   * more. The start is found with the server's date anchor (FL445) where available, else by a
-   * binary search over message ids with one-message probes; nothing outside the range is paged.
+   * more. At feature level 445 and above the range is read from the server's date anchor, in one
+   * request when it fits a page; otherwise (or when the anchor did not land on the boundary) the
+   * start is found by a binary search over message ids with one-message probes. Nothing outside
+   * the range is paged.
    * @throws {ZmcpError} `CORE_INVALID_ARGUMENT` (bad dates or limit), and the request codes of {@link ZulipClient.getMessages}.
    */
   async between(from: Date | number, to: Date | number, limit: number): Promise<HistoryResult> {
@@ -260,10 +266,61 @@ export class HistoryPager {
     const toS = toSeconds('to', to);
     count('limit', limit);
     if (toS <= fromS || limit === 0) return { messages: [], hasMore: false };
-    const start = await this.firstIdAtOrAfter(from);
-    if (start === undefined) return { messages: [], hasMore: false };
-    const res = await this.#newerFrom(start, limit, (m) => m.timestamp >= toS);
+    const until = (m: Message) => m.timestamp >= toS;
+    let res: HistoryResult | SearchBounds | undefined;
+    if (await this.#hasDateAnchor()) res = await this.#fromDateAnchor(fromS, limit, until);
+    if (res === undefined || !('messages' in res)) {
+      const start =
+        res === undefined
+          ? await this.firstIdAtOrAfter(from)
+          : await this.#searchFirst(fromS, res.lower, res.upper);
+      if (start === undefined) return { messages: [], hasMore: false };
+      res = await this.#newerFrom(start, limit, until);
+    }
     return { messages: res.messages.filter((m) => m.timestamp >= fromS), hasMore: res.hasMore };
+  }
+
+  async #hasDateAnchor(): Promise<boolean> {
+    this.#featureLevel ??= await this.#client.getFeatureLevel(this.#call);
+    return hasFeature(this.#featureLevel, 'dateAnchor');
+  }
+
+  /**
+   * Reads up to `limit` messages from the first one sent at or after `fromS` with the date anchor:
+   * one message before the anchor (to confirm it is the boundary) and a page after it. When the
+   * anchor did not land on the boundary (timestamps need not grow with ids), the bounds it gives
+   * the caller's search instead.
+   */
+  async #fromDateAnchor(
+    fromS: number,
+    limit: number,
+    until: (m: Message) => boolean,
+  ): Promise<HistoryResult | SearchBounds> {
+    const numAfter = Math.max(1, Math.min(limit + 1, this.#pageSize - 1));
+    const res = await this.#fetch('date', 1, numAfter, { anchorDate: new Date(fromS * 1000) });
+    const at = res.messages.findIndex((m) => m.timestamp >= fromS);
+    if (at < 0) {
+      const last = res.messages[res.messages.length - 1];
+      return res.found_newest !== false || last === undefined
+        ? { messages: [], hasMore: false }
+        : { lower: last.id };
+    }
+    if (at === 0 && res.found_oldest === false) return { upper: (res.messages[0] as Message).id };
+    const kept: Message[] = [];
+    for (const m of res.messages.slice(at)) {
+      if (until(m)) return { messages: kept.slice(0, limit), hasMore: kept.length > limit };
+      kept.push(m);
+    }
+    const last = kept[kept.length - 1] as Message;
+    let hasMore = res.found_newest === false;
+    if (kept.length <= limit && hasMore) {
+      const more = await this.#newer(last.id, limit + 1 - kept.length, until);
+      kept.push(...more.messages);
+      hasMore = more.hasMore;
+    }
+    return kept.length > limit
+      ? { messages: kept.slice(0, limit), hasMore: true }
+      : { messages: kept, hasMore };
   }
 
   async #newerFrom(startId: number, limit: number, until: (m: Message) => boolean): Promise<HistoryResult> {
@@ -281,10 +338,9 @@ export class HistoryPager {
    */
   async firstIdAtOrAfter(when: Date | number): Promise<number | undefined> {
     const target = toSeconds('when', when);
-    this.#featureLevel ??= await this.#client.getFeatureLevel(this.#call);
     let upper: number | undefined;
     let lower: number | undefined;
-    if (this.#featureLevel >= DATE_ANCHOR_FEATURE_LEVEL) {
+    if (await this.#hasDateAnchor()) {
       const res = await this.#fetch('date', 1, 1, { anchorDate: new Date(target * 1000) });
       const hit = res.messages.find((m) => m.timestamp >= target);
       const first = res.messages[0];

@@ -2,7 +2,7 @@ import type { Message } from '../api/schemas.js';
 import type { CallOptions } from '../client/transport.js';
 import type { ZulipClient } from '../client/zulip-client.js';
 import { ZmcpError } from '../errors.js';
-import { HistoryPager } from '../history/pager.js';
+import { HistoryPager, MAX_MESSAGES_PER_REQUEST } from '../history/pager.js';
 import type { AccessPolicy, NarrowInput, NarrowScopeKind } from '../policy/policy.js';
 import { createStreamLookup, type StreamInfoLookup } from '../policy/streams.js';
 
@@ -149,4 +149,43 @@ export async function readMessage(
     );
   }
   return res.message;
+}
+
+/** What {@link readMessages} returns: the messages the policy lets through, by ascending id. */
+export interface ReadMessagesResult {
+  messages: Message[];
+  /** Ids Zulip did not return (gone, or not visible to this account) or the policy kept closed. */
+  withheld: number;
+}
+
+/**
+ * The gate for reading messages by id (GET /messages with `message_ids`, 5000 a request): every
+ * message that comes back passes `isReadable`; the others, and the ids Zulip did not return, are
+ * counted, never shown.
+ * @throws {ZmcpError} `CORE_INVALID_ARGUMENT` (a bad id), and the request codes of {@link ZulipClient.getMessages}.
+ */
+export async function readMessages(
+  client: ZulipClient,
+  policy: AccessPolicy,
+  ids: readonly number[],
+  options: ReadMessageOptions = {},
+): Promise<ReadMessagesResult> {
+  const wanted = [...new Set(ids)].sort((a, b) => a - b);
+  if (wanted.length === 0) return { messages: [], withheld: 0 };
+  const streams = await lookupFor(client, options.streams, options.call);
+  const messages: Message[] = [];
+  for (let i = 0; i < wanted.length; i += MAX_MESSAGES_PER_REQUEST) {
+    const res = await client.getMessages(
+      {
+        messageIds: wanted.slice(i, i + MAX_MESSAGES_PER_REQUEST),
+        applyMarkdown: options.applyMarkdown ?? false,
+        allowEmptyTopicName: true,
+      },
+      options.call,
+    );
+    const asked = new Set(wanted.slice(i, i + MAX_MESSAGES_PER_REQUEST));
+    for (const m of res.messages) if (asked.has(m.id) && policy.isReadable(m, streams)) messages.push(m);
+  }
+  messages.sort((a, b) => a.id - b.id);
+  return { messages, withheld: wanted.length - messages.length };
 }

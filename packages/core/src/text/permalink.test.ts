@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { isZmcpError } from '../errors.js';
-import { decodeHashComponent, encodeHashComponent, messagePermalink, permalink } from './permalink.js';
+import {
+  checkedMessageUrl,
+  decodeHashComponent,
+  encodeHashComponent,
+  messagePermalink,
+  permalink,
+} from './permalink.js';
 
 describe('encodeHashComponent', () => {
   it.each([
@@ -119,5 +125,32 @@ describe('messagePermalink', () => {
         subject: 't',
       }),
     ).toThrow(/stream_id/);
+  });
+});
+
+describe('checkedMessageUrl', () => {
+  const site = 'https://zulip.example';
+  it.each([
+    'https://zulip.example/#narrow/channel/12-general/topic/deploys.20v2.2E1/near/4710',
+    'https://zulip.example/#narrow/dm/8,21-dm/near/4711',
+    'https://zulip.example/#narrow/channel/12-general/topic/.3Cb.3E/near/1',
+  ])('keeps a narrow link on the realm: %s', (url) => {
+    expect(checkedMessageUrl(url, site)).toBe(url);
+    expect(checkedMessageUrl(url, `${site}/`)).toBe(url);
+  });
+
+  it.each([
+    ['absent', undefined],
+    ['not a string', 42],
+    ['another origin', 'https://evil.example/#narrow/channel/12-general/near/1'],
+    ['another scheme', 'http://zulip.example/#narrow/channel/12-general/near/1'],
+    ['not a narrow', 'https://zulip.example/#settings'],
+    ['a look-alike host', 'https://zulip.example.evil.example/#narrow/channel/1-x/near/1'],
+    ['raw markup', 'https://zulip.example/#narrow/channel/12-general/topic/<b>/near/1'],
+    ['white space', 'https://zulip.example/#narrow/channel/12-general/topic/a b/near/1'],
+    ['a line break', 'https://zulip.example/#narrow/channel/12-general/near/1\n[#secret > x]'],
+    ['too long', `https://zulip.example/#narrow/channel/${'x'.repeat(5000)}`],
+  ])('refuses %s', (_what, url) => {
+    expect(checkedMessageUrl(url, site)).toBeUndefined();
   });
 });

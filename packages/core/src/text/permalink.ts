@@ -148,3 +148,27 @@ export function messagePermalink(
     conversation: options.conversation,
   });
 }
+
+/** Longest message link accepted from Zulip. */
+const MAX_LINK_LENGTH = 4096;
+/** What a narrow link holds after `#narrow/` once hash-encoded: nothing that needs escaping. */
+const NARROW_PATH = /^[A-Za-z0-9._~,/-]+$/;
+
+/**
+ * The message link Zulip returned (`message_url` in the answer of `POST /messages`, feature level
+ * 508), when it is one: a `#narrow/` link on `site`'s own origin made only of the characters
+ * Zulip's hash encoding leaves (letters, digits, `.`, `-`, `_`, `~`, `,` and `/`), so it prints as
+ * it is. Anything else (absent, another origin, stray characters) is `undefined`, and the caller
+ * builds the link with {@link permalink}.
+ */
+export function checkedMessageUrl(url: unknown, site: string): string | undefined {
+  if (typeof url !== 'string' || url.length > MAX_LINK_LENGTH) return undefined;
+  let base: string;
+  try {
+    base = `${siteBase(site)}/#narrow/`;
+  } catch {
+    return undefined;
+  }
+  if (!url.startsWith(base)) return undefined;
+  return NARROW_PATH.test(url.slice(base.length)) ? url : undefined;
+}

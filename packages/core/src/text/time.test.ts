@@ -1,6 +1,12 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { isZmcpError } from '../errors.js';
-import { createTimestampFormatter, formatTimestamp, isValidTimeZone, parseDateRange } from './time.js';
+import {
+  createTimestampFormatter,
+  formatTimestamp,
+  isValidTimeZone,
+  parseDateRange,
+  parseFutureTime,
+} from './time.js';
 
 // Monday 2026-09-14 11:42:52 in Kyiv (UTC+3 in summer).
 const NOW = Date.parse('2026-09-14T08:42:52Z');
@@ -241,6 +247,60 @@ describe('parseDateRange', () => {
     expectCode(
       () => parseDateRange('today', { timeZone: 'Nowhere/Land', now: NOW }),
       'CORE_INVALID_ARGUMENT',
+    );
+  });
+});
+
+describe('parseFutureTime', () => {
+  // Monday 2026-09-14 11:42:52 in Kyiv (UTC+3).
+  const now = Date.UTC(2026, 8, 14, 8, 42, 52);
+  const at = (input: string, timeZone = 'Europe/Kyiv') =>
+    parseFutureTime(input, { timeZone, now }).toISOString();
+
+  it.each([
+    ['in 30 minutes', '2026-09-14T09:12:52.000Z'],
+    ['in 90 min', '2026-09-14T10:12:52.000Z'],
+    ['in an hour', '2026-09-14T09:42:52.000Z'],
+    ['In 2 Hours', '2026-09-14T10:42:52.000Z'],
+    ['in 3 days', '2026-09-17T08:42:52.000Z'],
+    ['in a week', '2026-09-21T08:42:52.000Z'],
+    ['today 17:00', '2026-09-14T14:00:00.000Z'],
+    ['tomorrow 9am', '2026-09-15T06:00:00.000Z'],
+    ['tomorrow at 9:30 pm', '2026-09-15T18:30:00.000Z'],
+    ['friday at 14:30', '2026-09-18T11:30:00.000Z'],
+    ['monday 12:00', '2026-09-14T09:00:00.000Z'],
+    ['monday 11:00', '2026-09-21T08:00:00.000Z'],
+    ['2026-09-20 08:15', '2026-09-20T05:15:00.000Z'],
+    ['2026-09-20 at 8:15', '2026-09-20T05:15:00.000Z'],
+    ['2026-09-20T08:15:00Z', '2026-09-20T08:15:00.000Z'],
+    ['2026-09-20T08:15+01:00', '2026-09-20T07:15:00.000Z'],
+  ])('%s is %s', (input, expected) => {
+    expect(at(input)).toBe(expected);
+  });
+
+  it('reads a wall time across a DST change in the zone', () => {
+    // Kyiv moves to UTC+2 on 2026-10-25: 09:00 the day after is 07:00 UTC.
+    expect(at('2026-10-26 09:00')).toBe('2026-10-26T07:00:00.000Z');
+  });
+
+  it.each([
+    ['', 'it is empty'],
+    ['tomorrow', 'say what time of day'],
+    ['friday', 'say what time of day'],
+    ['2026-09-20', 'say what time of day'],
+    ['today 9:00', 'not in the future'],
+    ['2026-09-14T08:00Z', 'not in the future'],
+    ['in 0 minutes', 'unrecognised'],
+    ['yesterday 10:00', 'unrecognised'],
+    ['tomorrow 25:00', 'unrecognised'],
+    ['tomorrow 13pm', 'unrecognised'],
+    ['tomorrow 9', 'unrecognised'],
+    ['someday 9:00', 'unrecognised'],
+    ['2026-02-30 09:00', 'unrecognised'],
+    ['x'.repeat(200), 'too long'],
+  ])('refuses %j (%s)', (input, why) => {
+    expect(() => parseFutureTime(input, { timeZone: 'Europe/Kyiv', now })).toThrow(
+      expect.objectContaining({ code: 'CORE_INVALID_ARGUMENT', message: expect.stringContaining(why) }),
     );
   });
 });

@@ -548,3 +548,105 @@ export function parseDateRange(input: string, options: ParseDateRangeOptions = {
   if (end < start) throw fail('the range ends before it starts');
   return { start: new Date(start * 1000), end: new Date(end * 1000) };
 }
+
+// ---------------------------------------------------------------------------------------------
+// Future instants (when to be reminded)
+
+const IN_RE = /^in (\d{1,6}|an?) (minute|min|hour|hr|day|week)s?$/;
+const CLOCK_RE = /^(\d{1,2})(?::(\d{2}))?(?: ?(am|pm))?$/;
+const DAY_AT_RE = /^(today|tomorrow|[a-z]+|\d{4}-\d{2}-\d{2})(?: at)? (.+)$/;
+const UNIT_SECONDS: Readonly<Record<string, number>> = {
+  minute: 60,
+  min: 60,
+  hour: 3600,
+  hr: 3600,
+  day: 86_400,
+  week: 604_800,
+};
+
+/** A wall-clock time of day, `14:30`, `9:05`, `9am`, `5:30 pm`, in seconds after midnight. */
+function parseClock(text: string): number | undefined {
+  const m = CLOCK_RE.exec(text);
+  if (m === null) return undefined;
+  let h = Number(m[1]);
+  const mi = m[2] === undefined ? 0 : Number(m[2]);
+  const half = m[3];
+  if (half === undefined && m[2] === undefined) return undefined; // a bare number is no time
+  if (mi > 59) return undefined;
+  if (half !== undefined) {
+    if (h < 1 || h > 12) return undefined;
+    h = (h % 12) + (half === 'pm' ? 12 : 0);
+  } else if (h > 23) return undefined;
+  return h * 3600 + mi * 60;
+}
+
+/**
+ * Reads a future instant in the agent's time zone, for a reminder: `in 30 minutes`, `in 2 hours`,
+ * `in 3 days`, `in a week`; a day and a time, `today 17:00`, `tomorrow 9am`, `friday at 14:30`
+ * (the next such day, today if that time is still ahead), `2026-09-14 09:00`; or a date-time with
+ * a zone, `2026-09-14T09:00:00Z`, `2026-09-14T09:00+03:00`. A day without a time is refused rather
+ * than guessed.
+ *
+ * @throws `CORE_INVALID_ARGUMENT` for input it cannot read, an instant that is not after `now`,
+ *   an unknown zone, or an invalid `now`.
+ */
+export function parseFutureTime(input: string, options: ParseDateRangeOptions = {}): Date {
+  const zone = getZone(options.timeZone);
+  const now = toSeconds(options.now, 'now');
+  const ctx: Context = { zone, now, today: Math.floor((now + zone.offset(now)) / 86_400) };
+  const text = typeof input === 'string' ? input.trim().toLowerCase().replace(/\s+/g, ' ') : '';
+  const fail = (why: string): ZmcpError =>
+    new ZmcpError(
+      'CORE_INVALID_ARGUMENT',
+      `Cannot read ${JSON.stringify(String(input).slice(0, 80))} as a time to come: ${why}. Use in 30 minutes, in 2 hours, in 3 days, today 17:00, tomorrow 9am, friday 14:30, or YYYY-MM-DD HH:MM.`,
+      { details: { input: String(input).slice(0, 200) } },
+    );
+  if (text === '' || text.length > 100) throw fail(text === '' ? 'it is empty' : 'it is too long');
+  const at = readFuture(text, ctx);
+  if (at === 'no-time') throw fail('say what time of day');
+  if (at === undefined) throw fail('unrecognised');
+  if (at <= now) throw fail('that is not in the future');
+  return new Date(at * 1000);
+}
+
+function readFuture(text: string, ctx: Context): number | 'no-time' | undefined {
+  let m = IN_RE.exec(text);
+  if (m !== null) {
+    const n = parseCount(m[1] as string);
+    if (n < 1 || n > MAX_COUNT) return undefined;
+    return ctx.now + n * (UNIT_SECONDS[m[2] as string] as number);
+  }
+  if (DATE_TIME_RE.test(text)) return parseSingle(text, ctx)?.[0];
+  m = DAY_AT_RE.exec(text);
+  if (m === null) {
+    // A day alone (tomorrow, friday, 2026-09-14) has no time of day.
+    return parseSingle(text, ctx) === undefined ? undefined : 'no-time';
+  }
+  const clock = parseClock(m[2] as string);
+  if (clock === undefined) return undefined;
+  const day = m[1] as string;
+  let first: number;
+  if (day === 'today') first = ctx.today;
+  else if (day === 'tomorrow') first = ctx.today + 1;
+  else {
+    const dm = DATE_RE.exec(day);
+    if (dm !== null) {
+      const [y, mo, d] = [Number(dm[1]), Number(dm[2]), Number(dm[3])];
+      if (!validDate(y, mo, d)) return undefined;
+      first = ymdToDay(y, mo, d);
+    } else {
+      const target = WEEKDAYS[day];
+      if (target === undefined) return undefined;
+      const todayIndex = (((ctx.today + 3) % 7) + 7) % 7; // 1970-01-01 was a Thursday
+      first = ctx.today + ((target - todayIndex + 7) % 7);
+      if (wallTime(ctx, first, clock) <= ctx.now) first += 7;
+    }
+  }
+  return wallTime(ctx, first, clock);
+}
+
+/** The UTC instant of `clock` seconds after local midnight of local day `day`. */
+function wallTime(ctx: Context, day: number, clock: number): number {
+  const [y, mo, d] = dayToYmd(day);
+  return zonedToUtc(ctx.zone, y, mo, d, Math.floor(clock / 3600), Math.floor((clock % 3600) / 60));
+}

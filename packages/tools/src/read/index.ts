@@ -10,6 +10,7 @@ import { getMessageTool } from './get-message.js';
 import { getMessageLinkTool } from './get-message-link.js';
 import { getStreamTopicsTool } from './get-stream-topics.js';
 import { getUserProfileTool } from './get-user-profile.js';
+import { listAttachmentsTool } from './list-attachments.js';
 import { listEmojisTool } from './list-emojis.js';
 import { listStreamMembersTool } from './list-stream-members.js';
 import { listStreamsTool } from './list-streams.js';
@@ -32,4 +33,5 @@ export const readTools: readonly ToolDefinition<z.ZodObject, z.ZodObject, ToolSe
   getUserProfileTool,
   listEmojisTool,
   fetchAttachmentTool,
+  listAttachmentsTool,
 ];

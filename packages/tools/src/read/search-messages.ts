@@ -1,4 +1,4 @@
-import { isNoBotsTopic, type NarrowTerm, type ReadRange } from '@zmcp/core';
+import { type CallOptions, isNoBotsTopic, type NarrowTerm, quotePerson, type ReadRange } from '@zmcp/core';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
 import type { ToolServices } from '../services.js';
@@ -44,6 +44,7 @@ const InputSchema = z.object({
     .optional()
     .describe('Words to find in messages and topics'),
   sender: UserRefSchema.optional().describe('Sender: id, email or name'),
+  mentions: UserRefSchema.optional().describe('Who is @-mentioned (not @all): id, email or name'),
   stream: StreamRefSchema.optional(),
   topic: TopicInputSchema.optional(),
   has: z
@@ -56,7 +57,7 @@ const InputSchema = z.object({
     .min(1)
     .max(3)
     .optional(),
-  when: WhenSchema.optional().describe(`${WHEN_HELP}; results then run forwards from its start`),
+  when: WhenSchema.optional().describe(`${WHEN_HELP}; read forwards`),
   limit: limitSchema(100, 20),
   cursor: CursorSchema,
 });
@@ -67,12 +68,41 @@ const OutputSchema = z.object({
   direction: z.enum(['older', 'newer']),
 });
 
+/**
+ * Adds the narrow term for messages that mention `userId` directly: Zulip's `mentions` operator
+ * where the realm has it (feature level 446). Older realms can tell only the bot's own mentions,
+ * by its `mentioned` flag: `is:mentioned` (which also takes wildcard mentions) narrowed to the
+ * flag, returned as the filter of what really matches.
+ * @throws ToolError `TOOLS_INVALID_INPUT` for someone else's mentions on an older realm.
+ */
+async function mentionsTerm(
+  services: ToolServices,
+  userId: number,
+  narrow: NarrowTerm[],
+  call: CallOptions,
+): Promise<MessageReadPlan['keep']> {
+  if (await services.client.hasFeature('mentionsOperator', call)) {
+    narrow.push({ operator: 'mentions', operand: userId });
+    return undefined;
+  }
+  if (userId !== services.identity.user_id) {
+    const level = await services.client.getFeatureLevel(call);
+    throw new ToolError(
+      'TOOLS_INVALID_INPUT',
+      `Invalid arguments: mentions: this realm runs Zulip at feature level ${level}, which can find mentions of this bot only; mentions of anyone else need Zulip 12 (feature level 446). Search for the person's name with query instead.`,
+      { field: 'mentions' },
+    );
+  }
+  narrow.push({ operator: 'is', operand: 'mentioned' });
+  return (m) => m.flags?.includes('mentioned') === true;
+}
+
 /** `search_messages`: full-text and filter search through the access gate. */
 export const searchMessagesTool = defineTool({
   name: NAME,
   title: 'Search messages',
   description:
-    'Search messages by words and filters (give at least one). The most recent matches, oldest first, one message line each; without stream, only public streams are searched unless the server reads everything.',
+    'Search messages by words and filters (at least one). The newest matches, oldest first, a line each; without stream only public streams are searched, unless the server reads everything.',
   inputSchema: InputSchema,
   outputSchema: OutputSchema,
   annotations: READ_ANNOTATIONS,
@@ -86,6 +116,7 @@ export const searchMessagesTool = defineTool({
     if (
       input.query === undefined &&
       input.sender === undefined &&
+      input.mentions === undefined &&
       input.stream === undefined &&
       input.topic === undefined &&
       input.has === undefined &&
@@ -94,7 +125,7 @@ export const searchMessagesTool = defineTool({
     ) {
       throw new ToolError(
         'TOOLS_INVALID_INPUT',
-        'Invalid arguments: query: give search words or at least one filter (sender, stream, topic, has, is, when).',
+        'Invalid arguments: query: give search words or at least one filter (sender, mentions, stream, topic, has, is, when).',
       );
     }
     const span = input.when === undefined ? undefined : dateSpan(services, input.when);
@@ -123,6 +154,13 @@ export const searchMessagesTool = defineTool({
     if (input.sender !== undefined) {
       const { user } = await services.directory.user(input.sender, call);
       narrow.push({ operator: 'sender', operand: user.user_id });
+    }
+    let keep: MessageReadPlan['keep'];
+    let mentioning = '';
+    if (input.mentions !== undefined) {
+      const { user } = await services.directory.user(input.mentions, call);
+      mentioning = ` mentioning ${quotePerson(user.full_name, user.user_id, 'member', services.directory.people)}`;
+      keep = await mentionsTerm(services, user.user_id, narrow, call);
     }
     for (const has of input.has ?? []) narrow.push({ operator: 'has', operand: has });
     for (const is of input.is ?? []) narrow.push({ operator: 'is', operand: is });
@@ -155,7 +193,7 @@ export const searchMessagesTool = defineTool({
       : undefined;
     const page = await readMessagePage(
       services,
-      { narrow, range, direction, beyond, unscoped: 'public-streams', alsoNarrow },
+      { narrow, range, direction, beyond, unscoped: 'public-streams', alsoNarrow, keep },
       call,
     );
     const publicOnly = streamName === undefined && page.scope === 'public-streams';
@@ -163,7 +201,7 @@ export const searchMessagesTool = defineTool({
     if (topicPart !== '')
       where = streamName === undefined ? `topic ${topicPart} of ${where}` : `${where} > ${topicPart}`;
     const cursor = nextCursor(NAME, query, page.next);
-    const within = span === undefined ? '' : ` between ${span.from} and ${span.to}`;
+    const within = `${mentioning}${span === undefined ? '' : ` between ${span.from} and ${span.to}`}`;
     let head =
       page.shown.length === 0
         ? `No matches in ${where}${within}`

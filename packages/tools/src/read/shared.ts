@@ -267,6 +267,12 @@ export interface MessageReadPlan {
    * messages plus the public streams' history, say). Both pass the gate on their own.
    */
   alsoNarrow?: NarrowTerm[] | undefined;
+  /**
+   * For a narrow the server can only approximate (an older realm's): the messages that really
+   * match. The others are left out, counted nowhere, and the page reads on to make up for them
+   * (a few times at most), as it does for `/nobots` messages.
+   */
+  keep?: ((m: Message) => boolean) | undefined;
 }
 
 /** One page of messages read through the access gate, cut to the page budget. */
@@ -371,6 +377,7 @@ export async function readMessagePage(
   if (plan.alsoNarrow !== undefined)
     readers.push(await narrowReader(services, plan.alsoNarrow, plan.unscoped, call));
   const older = plan.direction === 'older';
+  const { keep } = plan;
   const limit = rangeLimit(plan.range);
   let read: Message[] = [];
   let more = true;
@@ -395,7 +402,7 @@ export async function readMessagePage(
       }
     }
     read = older ? [...batch, ...read] : [...read, ...batch];
-    const need = limit - visibleCount(read);
+    const need = limit - visibleCount(keep === undefined ? read : read.filter(keep));
     const edge = older ? read[0] : read[read.length - 1];
     range =
       !more || need <= 0 || edge === undefined
@@ -404,7 +411,8 @@ export async function readMessagePage(
           ? { kind: 'before', beforeId: edge.id, limit: need }
           : { kind: 'since', afterId: edge.id, limit: need };
   }
-  const { visible, hidden } = splitNoBots(read);
+  // The continuation starts from the edge of what was read, matching or not.
+  const { visible, hidden } = splitNoBots(keep === undefined ? read : read.filter(keep));
   const lines = await services.lines(visible, call);
   const budget = itemBudget(services);
   const fit = older ? fitFromEnd(lines, budget) : fitToBudget(lines, budget, ID_BYTES);

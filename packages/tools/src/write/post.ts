@@ -1,5 +1,6 @@
 import {
   type Conversation,
+  checkedMessageUrl,
   checkMessageLength,
   errorCode,
   isZmcpError,
@@ -298,15 +299,17 @@ export async function sendPost(
   }
   const { to } = prepared;
   const ids: number[] = [];
+  let sentUrl: string | undefined;
   for (const content of contents) {
     try {
       // readBySender: the bot wrote it, so it is not unread for the bot.
-      const { id } = await services.client.sendMessage(
+      const { id, message_url } = await services.client.sendMessage(
         to.kind === 'stream'
           ? { type: 'stream', to: to.streamId, topic: to.topic, content, readBySender: true }
           : { type: 'direct', to: [...to.userIds], content, readBySender: true },
         { signal },
       );
+      if (ids.length === 0) sentUrl = checkedMessageUrl(message_url, services.site);
       ids.push(id);
       prepared.onSent?.(id);
     } catch (err) {
@@ -317,7 +320,8 @@ export async function sendPost(
   return {
     ids,
     contents,
-    permalink: linkTo(services, prepared, ids[0] as number),
+    // Zulip's own link where it sends one (feature level 508), else built as Zulip builds it.
+    permalink: sentUrl ?? linkTo(services, prepared, ids[0] as number),
     uploaded,
     length,
     normalized: prepared.normalized,
