@@ -32,6 +32,7 @@ const forbiddenExternal: Record<string, readonly RegExp[]> = {
   '@zmcp/cli': [/^@modelcontextprotocol\//],
   // On the MCP SDK v2 (@modelcontextprotocol/server, client): never the v1 package beside it.
   '@zmcp/mcpl': [/^@modelcontextprotocol\/sdk(\/|$)/],
+  '@zmcp/server-kit': [/^@modelcontextprotocol\/sdk(\/|$)/],
   '@zmcp/mcpl-server': [/^@modelcontextprotocol\/sdk(\/|$)/],
 };
 

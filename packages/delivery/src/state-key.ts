@@ -59,7 +59,9 @@ export function parseSessionId(value: unknown): string {
   }
   if (value.startsWith('.')) return fail(`${JSON.stringify(value)} starts with a dot`);
   if (RESERVED_ENDING.test(value)) {
-    return fail(`${JSON.stringify(value)} ends in a reserved suffix (.delivery, .filters, .key, .agent, .task)`);
+    return fail(
+      `${JSON.stringify(value)} ends in a reserved suffix (.delivery, .filters, .key, .agent, .task)`,
+    );
   }
   return value;
 }
