@@ -33,6 +33,7 @@ const forbiddenExternal: Record<string, readonly RegExp[]> = {
   // On the MCP SDK v2 (@modelcontextprotocol/server, client): never the v1 package beside it.
   '@zmcp/mcpl': [/^@modelcontextprotocol\/sdk(\/|$)/],
   '@zmcp/server-kit': [/^@modelcontextprotocol\/sdk(\/|$)/],
+  '@zmcp/mcp-server': [/^@modelcontextprotocol\/sdk(\/|$)/],
   '@zmcp/mcpl-server': [/^@modelcontextprotocol\/sdk(\/|$)/],
 };
 

@@ -1,7 +1,5 @@
 import { request as httpRequest } from 'node:http';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+import { Client, LATEST_PROTOCOL_VERSION, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { bindTool, defineTool } from '@zmcp/tools';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -41,10 +39,11 @@ async function start(overrides: Partial<HttpServerOptions> = {}): Promise<Starte
     maxSessions: 8,
     sessionIdleMs: 60_000,
     logger: createLogger({ level: 'debug', write: (line) => logs.push(line), secrets: [token] }),
-    createServer: () =>
+    createServer: ({ era }) =>
       createMcpServer({
         name: 'http-test',
         version: '0',
+        era,
         tools: [echoTool],
         deadlineMs: 10_000,
       }),
@@ -263,7 +262,8 @@ describe('Streamable HTTP transport', () => {
       port: 0,
       maxSessions: 1,
       sessionIdleMs: 60_000,
-      createServer: () => createMcpServer({ name: 'x', version: '0', tools: [], deadlineMs: 1000 }),
+      createServer: ({ era }) =>
+        createMcpServer({ name: 'x', version: '0', era, tools: [], deadlineMs: 1000 }),
     });
     await expect(attempt).rejects.toMatchObject({ code: 'MCP_HTTP_TOKEN_REQUIRED' });
   });
@@ -313,10 +313,11 @@ describe('Streamable HTTP transport', () => {
     const started = await start({
       maxSessions: 2,
       requestTimeoutMs: 30_000,
-      createServer: () =>
+      createServer: ({ era }) =>
         createMcpServer({
           name: 'http-test',
           version: '0',
+          era,
           tools: [bindTool(hold, null)],
           deadlineMs: 30_000,
         }),
@@ -449,8 +450,8 @@ describe('Streamable HTTP transport', () => {
     const started = await start({
       sessionIdleMs: 1234,
       setIdleTimer,
-      createServer: () =>
-        createMcpServer({ name: 't', version: '0', tools: [slow.tool], deadlineMs: 10_000 }),
+      createServer: ({ era }) =>
+        createMcpServer({ name: 't', version: '0', era, tools: [slow.tool], deadlineMs: 10_000 }),
     });
     const { client, transport } = await connectClient(started.server.url);
 
