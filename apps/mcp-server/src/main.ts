@@ -154,7 +154,9 @@ function sessionServer(
     resources: agent.resources,
     resourceTemplates: agent.resourceTemplates,
     resourceChanges: agent.resourceChanges,
-    liveResourceUpdates: true,
+    // 2026 era: the entry answers subscriptions/listen itself, so changes are followed for the
+    // connection's life, which runs the monitor's event queue; only where the monitor is served.
+    liveResourceUpdates: config.toolsets.includes('monitor'),
     tasks: extra.tasks,
     track: extra.track,
     ...(extra.channels === true && services.channels !== undefined
