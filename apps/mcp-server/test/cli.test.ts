@@ -1,7 +1,6 @@
 // The built bin, dist/cli.js (built by test/global-setup.ts when stale), spawned as a
-// client would spawn it. It is run through its shebang; NODE_OPTIONS resolves the
-// workspace libraries it imports to their sources (as every test here does), so the
-// test does not depend on other packages' dist/ being current.
+// client would spawn it. It is run through its shebang; it bundles the workspace libraries
+// from their sources, so the test does not depend on other packages' dist/ being current.
 import { spawn } from 'node:child_process';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -33,8 +32,7 @@ function childEnv(extra: Record<string, string> = {}): Record<string, string> {
   return {
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? '/tmp',
-    NODE_OPTIONS: '--conditions=@zmcp/source --import tsx',
-    ZULIP_STATE_DIR: stateDir,
+        ZULIP_STATE_DIR: stateDir,
     ...extra,
   };
 }

@@ -25,8 +25,7 @@ function startProcess(): Promise<string> {
     cwd: appDir,
     env: {
       PATH: process.env.PATH ?? '',
-      NODE_OPTIONS: '--conditions=@zmcp/source --import tsx',
-      ...realm.env(stateDir, { ZMCP_HTTP_TOKEN: token, ZMCP_LOG_LEVEL: 'info' }),
+            ...realm.env(stateDir, { ZMCP_HTTP_TOKEN: token, ZMCP_LOG_LEVEL: 'info' }),
     },
   });
   children.push(child);
