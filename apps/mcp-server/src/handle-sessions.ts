@@ -210,6 +210,11 @@ export class HandleSessions {
     live.rev = next.rev;
   }
 
+  /** Lets go of a session that was never stored (its first call failed): nothing of it stays. */
+  discard(live: LiveSession): void {
+    if (live.rev < 0) this.#release(live);
+  }
+
   /** Ends a session for good: its stored state (monitor cursors too) goes, and a later call with its handle is refused. */
   async end(live: LiveSession): Promise<void> {
     await this.#o.store.delete(this.#key(live.sid));
@@ -334,6 +339,7 @@ function withHandle(definition: AnyToolDefinition): ToolDefinition<z.ZodObject, 
         if (result.isError === true) {
           // A session that never got going is not kept; one that did keeps what the call changed.
           if (live.rev >= 0) await bound.sessions.save(live);
+          else bound.sessions.discard(live);
           return result;
         }
         if (definition.name === 'end_session') await bound.sessions.end(live);

@@ -259,7 +259,8 @@ async function serveStdioMain(config: Config, services: Services, logger: Logger
   stdin.unpipe(input);
   input.end();
   await close();
-  if (stdin !== process.stdin || why !== 'stdin ended') stdin.pause();
+  // Nothing reads stdin any more: a stdin still open (shutdown asked for) must not hold the exit.
+  stdin.pause();
   await tasks?.close();
   await agent.close();
 }

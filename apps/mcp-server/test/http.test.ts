@@ -505,6 +505,25 @@ describe('Streamable HTTP transport', () => {
     expect(server.sessionCount()).toBe(0);
   });
 
+  it('serves the 2025 era only with eras: legacy: a pinned 2026 client fails, auto falls back', async () => {
+    const { server } = await start({ eras: 'legacy' });
+    const pinned = new Client(
+      { name: 'pinned', version: '0' },
+      { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+    );
+    await expect(pinned.connect(new StreamableHTTPClientTransport(new URL(server.url)))).rejects.toThrow(
+      /did not offer pinned protocol version 2026-07-28/,
+    );
+    const auto = new Client({ name: 'auto', version: '0' }, { versionNegotiation: { mode: 'auto' } });
+    await auto.connect(new StreamableHTTPClientTransport(new URL(server.url)));
+    cleanup.push(() => auto.close());
+    expect(auto.getNegotiatedProtocolVersion()).toBe('2025-11-25');
+    expect((await auto.callTool({ name: 'echo', arguments: { text: 'hi' } })).structuredContent).toEqual({
+      text: 'hi',
+      echoed: 'hi',
+    });
+  });
+
   it('closes every session on shutdown', async () => {
     const started = await start();
     await connectClient(started.server.url);
