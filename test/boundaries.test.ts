@@ -177,3 +177,26 @@ describe('servers stand on @zmcp/server-kit', () => {
     expect(found).toEqual([]);
   });
 });
+
+// The MCP SDK is extended through its hooks (request handlers, onclose, onerror), never by
+// replacing what its objects do: no server wraps a transport's onmessage, send or start, nor a
+// server's connect or request path, and no JSON-RPC path runs beside the SDK's.
+const sdkServers = ['@zmcp/server-kit', '@zmcp/mcp-server', '@zmcp/mcpl-server'];
+const wrapsSdk: readonly [RegExp, string][] = [
+  [/\.onmessage\s*=(?!=)/, 'a transport onmessage replaced'],
+  [/\.(send|start|connect|request|notification)\s*=(?!=)/, 'an SDK method replaced'],
+  [/\bserializeMessage\(|\bReadBuffer\b/, 'JSON-RPC framed by hand'],
+];
+
+describe('servers extend the MCP SDK through its hooks only', () => {
+  it.each(sdkServers)('%s wraps no SDK object and frames no JSON-RPC itself', (name) => {
+    const ws = all.find((w) => w.name === name) as Workspace;
+    const found: string[] = [];
+    for (const file of sourceFiles(join(ws.dir, 'src'))) {
+      const text = readFileSync(file, 'utf8');
+      for (const [pattern, what] of wrapsSdk)
+        if (pattern.test(text)) found.push(`${relative(root, file)}: ${what}`);
+    }
+    expect(found).toEqual([]);
+  });
+});
