@@ -94,7 +94,7 @@ async function connect(kind: Kind, extra: Record<string, string> = {}): Promise<
           ...env,
           ...extra,
           PATH: process.env.PATH ?? '',
-                    ZMCP_LOG_LEVEL: 'error',
+          ZMCP_LOG_LEVEL: 'error',
         },
         stderr: 'ignore',
       }),

@@ -32,7 +32,7 @@ function childEnv(extra: Record<string, string> = {}): Record<string, string> {
   return {
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? '/tmp',
-        ZULIP_STATE_DIR: stateDir,
+    ZULIP_STATE_DIR: stateDir,
     ...extra,
   };
 }

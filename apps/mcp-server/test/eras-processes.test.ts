@@ -25,7 +25,7 @@ function startProcess(): Promise<string> {
     cwd: appDir,
     env: {
       PATH: process.env.PATH ?? '',
-            ...realm.env(stateDir, { ZMCP_HTTP_TOKEN: token, ZMCP_LOG_LEVEL: 'info' }),
+      ...realm.env(stateDir, { ZMCP_HTTP_TOKEN: token, ZMCP_LOG_LEVEL: 'info' }),
     },
   });
   children.push(child);
