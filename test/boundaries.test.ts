@@ -33,6 +33,8 @@ const forbiddenExternal: Record<string, readonly RegExp[]> = {
   '@zmcp/cli': [/^@modelcontextprotocol\//],
   // On the MCP SDK v2 (@modelcontextprotocol/server, client): never the v1 package beside it.
   '@zmcp/mcpl': [/^@modelcontextprotocol\/sdk(\/|$)/],
+  '@zmcp/server-kit': [/^@modelcontextprotocol\/sdk(\/|$)/],
+  '@zmcp/mcp-server': [/^@modelcontextprotocol\/sdk(\/|$)/],
   '@zmcp/mcpl-server': [/^@modelcontextprotocol\/sdk(\/|$)/],
   '@zmcp/fleet': [/^@modelcontextprotocol\//],
 };
@@ -171,6 +173,29 @@ describe('bins stand on @zmcp/server-kit', () => {
     for (const file of sourceFiles(join((ws as Workspace).dir, 'src'))) {
       const text = readFileSync(file, 'utf8');
       for (const [pattern, what] of openedBySpine)
+        if (pattern.test(text)) found.push(`${relative(root, file)}: ${what}`);
+    }
+    expect(found).toEqual([]);
+  });
+});
+
+// The MCP SDK is extended through its hooks (request handlers, onclose, onerror), never by
+// replacing what its objects do: no server wraps a transport's onmessage, send or start, nor a
+// server's connect or request path, and no JSON-RPC path runs beside the SDK's.
+const sdkServers = ['@zmcp/server-kit', '@zmcp/mcp-server', '@zmcp/mcpl-server'];
+const wrapsSdk: readonly [RegExp, string][] = [
+  [/\.onmessage\s*=(?!=)/, 'a transport onmessage replaced'],
+  [/\.(send|start|connect|request|notification)\s*=(?!=)/, 'an SDK method replaced'],
+  [/\bserializeMessage\(|\bReadBuffer\b/, 'JSON-RPC framed by hand'],
+];
+
+describe('servers extend the MCP SDK through its hooks only', () => {
+  it.each(sdkServers)('%s wraps no SDK object and frames no JSON-RPC itself', (name) => {
+    const ws = all.find((w) => w.name === name) as Workspace;
+    const found: string[] = [];
+    for (const file of sourceFiles(join(ws.dir, 'src'))) {
+      const text = readFileSync(file, 'utf8');
+      for (const [pattern, what] of wrapsSdk)
         if (pattern.test(text)) found.push(`${relative(root, file)}: ${what}`);
     }
     expect(found).toEqual([]);

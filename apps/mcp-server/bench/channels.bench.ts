@@ -6,10 +6,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import {
+  Client,
+  type JSONRPCMessage,
+  ReadBuffer,
+  serializeMessage,
+  type Transport,
+} from '@modelcontextprotocol/client';
 import { ZulipClient } from '@zmcp/core';
 import { startZulipSim } from '@zmcp/zulip-sim';
 import { z } from 'zod';
@@ -77,15 +80,17 @@ const exited = main(
 );
 await serving;
 
-// The client side, as Claude Code has it: a handler for the channel event.
-const client = new Client({ name: 'claude-code', version: 'bench' });
+// The client side, as Claude Code has it: it probes server/discover, falls back to the 2025
+// handshake (channels are served only there), and handles the channel event.
+const client = new Client(
+  { name: 'claude-code', version: 'bench' },
+  { versionNegotiation: { mode: 'auto' } },
+);
 const clock = arrivalClock();
 client.setNotificationHandler(
-  z.object({
-    method: z.literal('notifications/claude/channel'),
-    params: z.object({ content: z.string(), meta: z.record(z.string(), z.string()).optional() }),
-  }),
-  ({ params }) => clock.heard(params.meta?.message_id ?? ''),
+  'notifications/claude/channel',
+  { params: z.looseObject({ content: z.string(), meta: z.record(z.string(), z.string()).optional() }) },
+  (params) => clock.heard(params.meta?.message_id ?? ''),
 );
 await client.connect(new StreamClientTransport(stdout, stdin));
 

@@ -1,12 +1,13 @@
 // `pnpm --filter @zmcp/mcp-server bench`: the built zulip-mcp against zulip-sim, each figure
-// as a ratio to a baseline measured in the same run.
-//   1. cold start: spawn to the first tools/list answer, vs a minimal SDK stdio server with one tool;
+// as a ratio to a baseline measured in the same run, each target with a PASS/FAIL verdict.
+//   1. cold start: spawn to the first tools/list answer, vs a minimal SDK v2 stdio server with one
+//      tool, in each era (2025: initialize first; 2026-07-28: the request alone);
 //   2. what the model reads of a 100-message fetch_history: bytes as text and as the JSON of the
 //      structured result (Claude Code shows the latter);
 //   3. tools/list of the default surface and of `all`: name+description+input schema, and whole;
-//   4. fetch_history of 100 messages over stdio, vs the sum of its floors: the raw GET of the same
-//      page plus a minimal SDK stdio server answering the same bytes;
-//   5. the first tools/list round trip as an SDK client sees it (validators compiled), vs a
+//   4. fetch_history of 100 messages over stdio, in each era, vs the sum of its floors: the raw GET
+//      of the same page plus a minimal SDK v2 stdio server answering the same bytes in that era;
+//   5. the first tools/list round trip as an SDK v2 client sees it (validators compiled), vs a
 //      minimal one-tool SDK server;
 //   6. text bytes each message line adds beyond the message body.
 import { spawn } from 'node:child_process';
@@ -15,9 +16,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+import { Client, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { escapeMsgText } from '@zmcp/core';
 import { DEFAULT_TOOLSETS, TOOLSETS, ToolHost } from '@zmcp/tools';
 import { startZulipSim } from '@zmcp/zulip-sim';
@@ -39,7 +39,20 @@ const median = (xs: number[]) => {
   return s[Math.floor(s.length / 2)] as number;
 };
 const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
-const verdict = (ratio: number, target: number) => (ratio <= target ? 'meets' : 'MISSES');
+const verdict = (ratio: number, target: number) => (ratio <= target ? 'PASS' : 'FAIL');
+
+/** The two protocol eras a client may open with. */
+type Era = '2025' | '2026';
+const ERAS: readonly Era[] = ['2025', '2026'];
+/** The per-request envelope of a 2026-07-28 request. */
+const ENVELOPE = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientCapabilities': {},
+  'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1' },
+};
+/** A request's params in `era`: the 2026 ones carry the envelope. */
+const paramsIn = (era: Era, params: Record<string, unknown> = {}) =>
+  era === '2026' ? { ...params, _meta: ENVELOPE } : params;
 
 const BODIES = [
   'Deploy of build 4711 went out at noon; error rate flat.',
@@ -83,7 +96,7 @@ const env = {
  * Spawn to the first tools/list answer, speaking raw JSON-RPC on the child's stdio: what is
  * timed is the server's work, not a client's processing of the answer.
  */
-function coldStart(args: string[]): Promise<number> {
+function coldStart(args: string[], era: Era): Promise<number> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
     const child = spawn(process.execPath, args, { env, stdio: ['pipe', 'pipe', 'ignore'] });
@@ -104,32 +117,37 @@ function coldStart(args: string[]): Promise<number> {
       }
     });
     const send = (m: unknown) => child.stdin.write(`${JSON.stringify(m)}\n`);
-    send({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'initialize',
-      params: {
-        protocolVersion: LATEST_PROTOCOL_VERSION,
-        capabilities: {},
-        clientInfo: { name: 'bench', version: '1' },
-      },
-    });
-    send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-    send({ jsonrpc: '2.0', id: 2, method: 'tools/list' });
+    if (era === '2025') {
+      send({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: {
+          protocolVersion: LATEST_PROTOCOL_VERSION,
+          capabilities: {},
+          clientInfo: { name: 'bench', version: '1' },
+        },
+      });
+      send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    }
+    send({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: paramsIn(era) });
   });
 }
 
 // 1. Cold start, alternating the two servers so load drifts hit both alike.
-const ours: number[] = [];
-const base: number[] = [];
-for (let i = 0; i < 10; i++) {
-  ours.push(await coldStart([bin]));
-  base.push(await coldStart([minimal]));
+const cold = new Map<Era, { ours: number; base: number }>();
+for (const era of ERAS) {
+  const ours: number[] = [];
+  const base: number[] = [];
+  for (let i = 0; i < 10; i++) {
+    ours.push(await coldStart([bin], era));
+    base.push(await coldStart([minimal], era));
+  }
+  cold.set(era, { ours: median(ours), base: median(base) });
 }
-const coldRatio = median(ours) / median(base);
 
 /** A raw JSON-RPC client on a spawned server's stdio. */
-function rpcClient(args: string[], extraEnv: Record<string, string> = {}) {
+function rpcClient(args: string[], era: Era, extraEnv: Record<string, string> = {}) {
   const child = spawn(process.execPath, args, {
     env: { ...env, ...extraEnv },
     stdio: ['pipe', 'pipe', 'ignore'],
@@ -146,19 +164,23 @@ function rpcClient(args: string[], extraEnv: Record<string, string> = {}) {
     }
   });
   let nextId = 1;
-  const rpc = (method: string, params?: unknown) =>
+  const send = (method: string, params: Record<string, unknown>) =>
     new Promise<Record<string, unknown>>((resolve) => {
       const id = nextId++;
       waiting.set(id, resolve);
       child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id, method, params })}\n`);
     });
-  const ready = rpc('initialize', {
-    protocolVersion: LATEST_PROTOCOL_VERSION,
-    capabilities: {},
-    clientInfo: { name: 'bench', version: '1' },
-  }).then(() => {
-    child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
-  });
+  const rpc = (method: string, params: Record<string, unknown> = {}) => send(method, paramsIn(era, params));
+  const ready =
+    era === '2026'
+      ? send('server/discover', paramsIn(era)).then(() => undefined)
+      : send('initialize', {
+          protocolVersion: LATEST_PROTOCOL_VERSION,
+          capabilities: {},
+          clientInfo: { name: 'bench', version: '1' },
+        }).then(() => {
+          child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
+        });
   return { child, rpc, ready };
 }
 
@@ -167,21 +189,26 @@ interface ToolResult {
   structuredContent?: Record<string, unknown>;
 }
 
-const { child: server, rpc, ready } = rpcClient([bin]);
-await ready;
 const auth = `Basic ${Buffer.from(`${creds.email}:${creds.apiKey}`).toString('base64')}`;
 const narrow = JSON.stringify([
   { operator: 'channel', operand: 'bench' },
   { operator: 'topic', operand: 'load' },
 ]);
 const rawUrl = `${creds.site}/api/v1/messages?anchor=newest&num_before=100&num_after=0&apply_markdown=false&narrow=${encodeURIComponent(narrow)}`;
-const call = async () =>
+const servers = new Map<Era, ReturnType<typeof rpcClient>>();
+for (const era of ERAS) {
+  const client = rpcClient([bin], era);
+  await client.ready;
+  servers.set(era, client);
+}
+const callIn = async (era: Era) =>
   (
-    await rpc('tools/call', {
+    await (servers.get(era) as ReturnType<typeof rpcClient>).rpc('tools/call', {
       name: 'fetch_history',
       arguments: { stream: 'bench', topic: 'load', limit: 100 },
     })
   ).result as ToolResult;
+const call = () => callIn('2025');
 const raw = async () => {
   const res = await request(rawUrl, { headers: { authorization: auth } });
   await res.body.json();
@@ -197,7 +224,7 @@ const readRatio = jsonBytes / textBytes;
 
 // 3. tools/list sizes, from the servers as a client lists them.
 async function listSizes(toolsets: string): Promise<{ model: number; whole: number; count: number }> {
-  const lister = rpcClient([bin], { ZULIP_TOOLSETS: toolsets });
+  const lister = rpcClient([bin], '2025', { ZULIP_TOOLSETS: toolsets });
   await lister.ready;
   const listed = (await lister.rpc('tools/list')).result as { tools: Record<string, unknown>[] };
   lister.child.kill();
@@ -212,36 +239,53 @@ async function listSizes(toolsets: string): Promise<{ model: number; whole: numb
 const defaults = await listSizes(DEFAULT_TOOLSETS.join(','));
 const everything = await listSizes('all');
 
-// 4. fetch_history over stdio vs its floors: the raw GET, and a minimal SDK server answering the
-// very same result (same bytes on the wire), measured alternately in this run.
+// 4. fetch_history over stdio vs its floors, in each era: the raw GET, and a minimal SDK v2 server
+// answering the very same result (same bytes on the wire, the same era), measured alternately.
+// The result as each era's server sends it (the 2026 one carries resultType and server info).
 const pageFile = join(stateDir, 'page.json');
 await writeFile(pageFile, JSON.stringify(page));
-const floor = rpcClient([floorServer, pageFile]);
-await floor.ready;
-const floorCall = () => floor.rpc('tools/call', { name: 'page', arguments: {} });
+const floors = new Map<Era, ReturnType<typeof rpcClient>>();
+for (const era of ERAS) {
+  const floor = rpcClient([floorServer, pageFile], era);
+  await floor.ready;
+  floors.set(era, floor);
+}
+const floorCall = (era: Era) =>
+  (floors.get(era) as ReturnType<typeof rpcClient>).rpc('tools/call', { name: 'page', arguments: {} });
+// Every round measures all five, so drifts in the machine's load hit each alike.
+const samples = new Map<string, number[]>();
+const sample = async (key: string, work: () => Promise<unknown>) => {
+  const t = performance.now();
+  await work();
+  const list = samples.get(key) ?? [];
+  list.push(performance.now() - t);
+  samples.set(key, list);
+};
 for (let i = 0; i < 50; i++) {
-  await call();
+  for (const era of ERAS) {
+    await callIn(era);
+    await floorCall(era);
+  }
   await raw();
-  await floorCall();
 }
-const toolMs: number[] = [];
-const rawMs: number[] = [];
-const floorMs: number[] = [];
 for (let i = 0; i < 300; i++) {
-  let t = performance.now();
-  await call();
-  toolMs.push(performance.now() - t);
-  t = performance.now();
-  await raw();
-  rawMs.push(performance.now() - t);
-  t = performance.now();
-  await floorCall();
-  floorMs.push(performance.now() - t);
+  await sample('raw', raw);
+  for (const era of ERAS) {
+    await sample(`tool ${era}`, () => callIn(era));
+    await sample(`floor ${era}`, () => floorCall(era));
+  }
 }
-floor.child.kill();
-const floorsMs = median(rawMs) + median(floorMs);
-const fetchRatio = median(toolMs) / floorsMs;
-const answerBytes = Buffer.byteLength(JSON.stringify({ jsonrpc: '2.0', id: 1, result: page }));
+const fetched = new Map<Era, { tool: number; raw: number; floor: number; bytes: number }>();
+for (const era of ERAS) {
+  const answer = await floorCall(era);
+  fetched.set(era, {
+    tool: median(samples.get(`tool ${era}`) ?? []),
+    raw: median(samples.get('raw') ?? []),
+    floor: median(samples.get(`floor ${era}`) ?? []),
+    bytes: Buffer.byteLength(JSON.stringify(answer)),
+  });
+}
+for (const { child } of floors.values()) child.kill();
 
 // Where the time goes: the same tool call in this process, without a transport.
 const services = await buildServices(parseConfig(env, []), silentLogger);
@@ -259,7 +303,7 @@ await services.close();
 // 5. The first tools/list as an SDK client sees it: the round trip plus compiling a validator for
 // every output schema, against a minimal one-tool SDK server (a fresh client each round).
 async function firstList(args: string[], toolsets?: string): Promise<number> {
-  const client = new Client({ name: 'bench', version: '1' });
+  const client = new Client({ name: 'bench', version: '1' }, { versionNegotiation: { mode: 'legacy' } });
   await client.connect(
     new StdioClientTransport({
       command: process.execPath,
@@ -294,15 +338,18 @@ for (const id of shownIds) {
   counted++;
 }
 const perLine = counted === 0 ? Number.NaN : overhead / counted;
-server.kill();
+for (const { child } of servers.values()) child.kill();
 await sim.close();
 await rm(stateDir, { recursive: true, force: true });
 
 const kib = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`;
 console.log('zulip-mcp bench (figures are medians; ratios against a baseline from this same run)');
-console.log(
-  `cold start to tools/list: ${fmt(median(ours))} vs minimal SDK server ${fmt(median(base))}: ratio ${coldRatio.toFixed(2)} (target <= 1.3, ${verdict(coldRatio, 1.3)})`,
-);
+for (const [era, { ours, base }] of cold) {
+  const ratio = ours / base;
+  console.log(
+    `cold start to tools/list, ${era} era: ${fmt(ours)} vs minimal SDK v2 server ${fmt(base)}: ratio ${ratio.toFixed(2)} (target <= 1.3, ${verdict(ratio, 1.3)})`,
+  );
+}
 console.log(
   `what the model reads of fetch_history(100), ${shownIds.length} messages shown: text ${kib(textBytes)}, JSON of the structured result ${kib(jsonBytes)}: ratio ${readRatio.toFixed(3)} (target <= 1.15, ${verdict(readRatio, 1.15)})`,
 );
@@ -312,9 +359,13 @@ console.log(
 console.log(
   `tools/list, all toolsets (${everything.count} tools): name+description+input schema ${kib(everything.model)}; whole ${kib(everything.whole)}`,
 );
-console.log(
-  `fetch_history 100 msgs over stdio: ${fmt(median(toolMs))} vs its floors ${fmt(floorsMs)} (raw GET ${fmt(median(rawMs))} + minimal SDK server answering the same ${kib(answerBytes)} ${fmt(median(floorMs))}): ratio ${fetchRatio.toFixed(2)} (target <= 1.3, ${verdict(fetchRatio, 1.3)})`,
-);
+for (const [era, f] of fetched) {
+  const floors = f.raw + f.floor;
+  const ratio = f.tool / floors;
+  console.log(
+    `fetch_history 100 msgs over stdio, ${era} era: ${fmt(f.tool)} vs its floors ${fmt(floors)} (raw GET ${fmt(f.raw)} + minimal SDK v2 server answering the same ${kib(f.bytes)} ${fmt(f.floor)}): ratio ${ratio.toFixed(2)} (target <= 1.15, ${verdict(ratio, 1.15)})`,
+  );
+}
 console.log(`  of which the tool itself, in process: ${fmt(median(inProcessMs))}`);
 console.log(
   `first tools/list round trip in an SDK client (validators compiled): ${fmt(median(listOurs))} vs minimal one-tool server ${fmt(median(listBase))}: ratio ${listRatio.toFixed(2)} (target <= 2, ${verdict(listRatio, 2)})`,

@@ -1,8 +1,7 @@
 // `pnpm demo`: serves the seeded demo realm over Streamable HTTP, prints how to connect
 // Claude Code, Cursor and the MCP Inspector, runs a short scripted client tour that prints
 // what an agent sees, then keeps serving until Ctrl-C.
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { main } from '../src/main.js';
 
 const port = process.env.ZMCP_HTTP_PORT ?? '0';
@@ -37,10 +36,16 @@ out(`  MCP Inspector   npx @modelcontextprotocol/inspector  (transport: Streamab
 out();
 
 async function tour(): Promise<void> {
-  const client = new Client({ name: 'zmcp-demo-tour', version: '1' });
+  // A 2026-07-28 client (it falls back to the 2025 handshake against servers that lack it).
+  const client = new Client(
+    { name: 'zmcp-demo-tour', version: '1' },
+    { versionNegotiation: { mode: 'auto' } },
+  );
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
   const { tools } = await client.listTools();
-  out(`The agent sees ${tools.length} tools: ${tools.map((t) => t.name).join(', ')}`);
+  out(
+    `The agent speaks MCP ${client.getNegotiatedProtocolVersion()} and sees ${tools.length} tools: ${tools.map((t) => t.name).join(', ')}`,
+  );
   const step = async (title: string, name: string, args: Record<string, unknown>) => {
     out();
     out(`> ${title}: ${name} ${JSON.stringify(args)}`);

@@ -1,4 +1,4 @@
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { Server } from '@modelcontextprotocol/server';
 import {
   type AccessPolicy,
   type CallOptions,
@@ -180,17 +180,17 @@ class PermissionRelay {
   attach(server: Server): void {
     this.#server = server;
     server.setNotificationHandler(
-      z.object({
-        method: z.literal(PERMISSION_REQUEST),
+      PERMISSION_REQUEST,
+      {
         params: z.looseObject({
           request_id: z.string(),
           tool_name: z.string(),
           description: z.string(),
           input_preview: z.string(),
         }),
-      }),
-      (notification) =>
-        this.#request(notification.params).catch((err: unknown) =>
+      },
+      (params) =>
+        this.#request(params).catch((err: unknown) =>
           this.#o.logger.warn('a permission prompt was not relayed', { err }),
         ),
     );

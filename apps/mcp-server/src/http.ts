@@ -1,12 +1,22 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type Server as NodeServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import {
+  type AuthInfo,
+  createMcpHandler,
+  InMemoryServerEventBus,
+  isInitializeRequest,
+  isLegacyRequest,
+  type Server,
+  type ServerEventBus,
+  type ServerNotifier,
+  WebStandardStreamableHTTPServerTransport,
+} from '@modelcontextprotocol/server';
 import { isLoopbackHost } from '@zmcp/core';
+import type { McpEra } from '@zmcp/server-kit';
 import { McpServerError } from './errors.js';
 import { type Logger, silentLogger } from './logging.js';
-import type { McpSession } from './register.js';
+import { nodeHandler } from './node-http.js';
 
 /**
  * Why an HTTP session ended: idle too long, ended by the client (`DELETE`), closed at shutdown,
@@ -14,6 +24,21 @@ import type { McpSession } from './register.js';
  * full), or closed otherwise.
  */
 export type SessionCloseReason = 'idle' | 'deleted' | 'shutdown' | 'reclaimed' | 'closed';
+
+/** What `createServer` is told about the instance it builds. */
+export interface HttpServerContext {
+  /** `legacy`: the server of one 2025-era session; `modern`: the server of one 2026-era request. */
+  era: McpEra;
+  /** The caller's credentials (the bearer token) when the server checks one. */
+  authInfo: AuthInfo | undefined;
+}
+
+/** A `subscriptions/listen` request a 2026-era client opened, as {@link HttpServerOptions.onListen} sees it. */
+export interface HttpListen {
+  /** The resource URIs the client asked to hear about. */
+  resourceSubscriptions: readonly string[];
+  authInfo: AuthInfo | undefined;
+}
 
 /** Options of {@link startHttpServer}. */
 export interface HttpServerOptions {
@@ -26,8 +51,9 @@ export interface HttpServerOptions {
   /** Browser origins allowed to call; unset allows loopback origins only. */
   allowedOrigins?: readonly string[] | undefined;
   /**
-   * Most concurrent sessions. A new session beyond it takes the place of the least recently used
-   * session with no request in flight; only when every session has one is it refused with 503.
+   * Most concurrent 2025-era sessions. A new session beyond it takes the place of the least
+   * recently used session with no request in flight; only when every session has one is it refused
+   * with 503.
    */
   maxSessions: number;
   /**
@@ -37,10 +63,31 @@ export interface HttpServerOptions {
   requestTimeoutMs?: number | undefined;
   /** A session with no request in progress and none for this long is closed, in milliseconds. */
   sessionIdleMs: number;
-  /** Builds the MCP server of a new session. */
-  createServer: () => McpSession;
-  /** Releases what `createServer` built beside the server (an agent session, say), once the session ended. */
-  releaseServer?: ((server: McpSession) => Promise<void>) | undefined;
+  /**
+   * Builds an MCP server instance: one per 2025-era session (`era: 'legacy'`), or one per
+   * 2026-era request (`era: 'modern'`), which any process may serve.
+   */
+  createServer: (context: HttpServerContext) => Server | Promise<Server>;
+  /** Releases what `createServer` built beside a session's server (an agent session, say), once the session ended. */
+  releaseServer?: ((server: Server) => Promise<void>) | undefined;
+  /**
+   * The eras served: `both` (default: 2026-07-28 per request, the 2025 era in sessions) or
+   * `legacy` (every request goes to the 2025 sessions; a 2026 client's `server/discover` gets 400,
+   * and clients in `auto` fall back).
+   */
+  eras?: 'both' | 'legacy' | undefined;
+  /**
+   * The bus that carries resource updates to 2026-era `subscriptions/listen` streams; default an
+   * in-memory one (this process only). Give every process the same shared bus to reach listeners
+   * on other processes.
+   */
+  bus?: ServerEventBus | undefined;
+  /**
+   * Called when a 2026-era client opens `subscriptions/listen` for some resources, with a promise
+   * that settles when its stream ends: the place to start what reports those resources' changes
+   * (and publish them through {@link RunningHttpServer.notify}).
+   */
+  onListen?: ((listen: HttpListen, ended: Promise<void>) => void) | undefined;
   logger?: Logger | undefined;
   /** Largest request body, in bytes; a larger one gets 413 and the session carries on. Default 4 MiB (the bin passes the limit the upload settings need). */
   maxBodyBytes?: number | undefined;
@@ -59,9 +106,11 @@ export interface RunningHttpServer {
   readonly url: string;
   /** The bound port (useful with port 0). */
   readonly port: number;
-  /** How many sessions are open. */
+  /** Publishes resource and list changes to 2026-era `subscriptions/listen` streams (through the bus). */
+  readonly notify: ServerNotifier;
+  /** How many 2025-era sessions are open. */
   sessionCount(): number;
-  /** Closes every session, then stops listening. */
+  /** Closes every session and aborts 2026-era requests in flight, then stops listening. */
   close(): Promise<void>;
 }
 
@@ -70,8 +119,8 @@ interface Session {
   id: string;
   /** What the logs call the session instead: 1, 2, ... in the order sessions were created. */
   label: number;
-  transport: StreamableHTTPServerTransport;
-  server: McpSession;
+  transport: WebStandardStreamableHTTPServerTransport;
+  server: Server;
   /** POST and DELETE exchanges in progress. */
   active: number;
   /** When each exchange in progress started (`performance.now()`), oldest first. */
@@ -87,19 +136,13 @@ interface Session {
 
 const endpointPath = '/mcp';
 
-function sendJsonRpcError(
-  res: ServerResponse,
+function jsonRpcError(
   status: number,
   code: number,
   message: string,
   headers: Record<string, string> = {},
-): void {
-  if (res.headersSent) {
-    res.end();
-    return;
-  }
-  res.writeHead(status, { 'content-type': 'application/json', ...headers });
-  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
+): Response {
+  return Response.json({ jsonrpc: '2.0', error: { code, message }, id: null }, { status, headers });
 }
 
 function digest(value: string): Buffer {
@@ -128,43 +171,57 @@ function hostnameOf(hostHeader: string): string | undefined {
 
 class BodyTooLarge extends Error {}
 
-function readBody(req: IncomingMessage, limit: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const declared = Number(req.headers['content-length']);
-    if (Number.isFinite(declared) && declared > limit) {
-      reject(new BodyTooLarge());
-      return;
+/** Reads a request body up to `limit` bytes; past it the read stops and {@link BodyTooLarge} is thrown. */
+async function readBody(request: Request, limit: number): Promise<string> {
+  const declared = Number(request.headers.get('content-length'));
+  if (Number.isFinite(declared) && declared > limit) throw new BodyTooLarge();
+  if (request.body === null) return '';
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => undefined);
+      throw new BodyTooLarge();
     }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        // Stop buffering; the 413 goes out with `connection: close`, which ends the upload.
-        req.off('data', onData);
-        reject(new BodyTooLarge());
-        return;
-      }
-      chunks.push(chunk);
-    };
-    req.on('data', onData);
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks, size).toString('utf8');
+}
+
+/** The resource URIs of a `subscriptions/listen` request body, or `undefined` for any other body. */
+function listenedResources(body: unknown): readonly string[] | undefined {
+  if (
+    typeof body !== 'object' ||
+    body === null ||
+    (body as { method?: unknown }).method !== 'subscriptions/listen'
+  )
+    return undefined;
+  const uris = (body as { params?: { notifications?: { resourceSubscriptions?: unknown } } }).params
+    ?.notifications?.resourceSubscriptions;
+  return Array.isArray(uris) ? uris.filter((u): u is string => typeof u === 'string') : [];
 }
 
 /**
- * Serves MCP over Streamable HTTP at `/mcp`: one MCP session (and one server from
- * `createServer`) per client, keyed by the `Mcp-Session-Id` header. Requests are checked
- * in order: path (404), `Host` when bound to loopback (403, DNS-rebinding protection),
- * `Origin` against the allow-list (403; requests without one pass), bearer token in
- * constant time (401 with `WWW-Authenticate: Bearer`). A new session beyond `maxSessions`
- * takes the place of the least recently used session with no request in flight (closed as
- * `reclaimed`; a session is busy from the moment a request for it arrives, body still on its
- * way, until the response ends, and a busy one is never evicted); only when every session has
- * a request in flight is it refused with 503, a JSON-RPC error and a `Retry-After` of when
- * the soonest busy session's requests reach `requestTimeoutMs`. A session with no request in
- * progress for `sessionIdleMs` is closed; `DELETE` ends one at once. Session ids are never logged.
+ * Serves MCP over Streamable HTTP at `/mcp`, both protocol eras. A web-standard router (mounted on
+ * `node:http`) checks every request in order, before a byte of its body is read: path (404),
+ * `Host` when bound to loopback (403, DNS-rebinding protection), `Origin` against the allow-list
+ * (403; requests without one pass), bearer token in constant time (401 with
+ * `WWW-Authenticate: Bearer`); then the body, up to `maxBodyBytes` (413). A 2026-era request (a
+ * POST carrying the per-request `_meta` envelope, no session header) goes to the SDK's
+ * `createMcpHandler` (strict: it refuses 2025-era traffic), which builds one server per request
+ * with no server-side session, so any process can serve it. Everything else is the 2025 era, in
+ * sessions keyed by the `Mcp-Session-Id` header, each with its own server from `createServer`: a
+ * new session beyond `maxSessions` takes the place of the least recently used session with no
+ * request in flight (closed as `reclaimed`; a session is busy from the moment a request for it
+ * arrives, body still on its way, until the response ends, and a busy one is never evicted); only
+ * when every session has a request in flight is it refused with 503, a JSON-RPC error and a
+ * `Retry-After` of when the soonest busy session's requests reach `requestTimeoutMs`. A session
+ * with no request in progress for `sessionIdleMs` is closed; `DELETE` ends one at once; an unknown
+ * session id gets 404. Session ids are never logged.
  *
  * @throws McpServerError `MCP_HTTP_TOKEN_REQUIRED` when `host` is not loopback and no
  * token is set; `MCP_HTTP_LISTEN_FAILED` when the address cannot be bound.
@@ -184,10 +241,23 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   const sessions = new Map<string, Session>();
   // Sessions being created: counted against the bound until initialize has run.
   const reserved = new Set<Session>();
+  // Sessions whose server is still being built: counted too.
+  let building = 0;
   let shuttingDown = false;
   let created = 0;
   let uses = 0;
   const requestTimeoutMs = options.requestTimeoutMs ?? 61_000;
+  const bus =
+    options.bus ?? new InMemoryServerEventBus((err) => logger.debug('a listen stream failed', { err }));
+  const modern =
+    options.eras === 'legacy'
+      ? undefined
+      : createMcpHandler((ctx) => options.createServer({ era: 'modern', authInfo: ctx.authInfo }), {
+          legacy: 'reject',
+          bus,
+          maxRequestBodySize: maxBodyBytes,
+          onerror: (err) => logger.debug('a 2026-era request failed', { err }),
+        });
 
   /**
    * Makes room for a new session in a full table: closes the least recently used session that
@@ -271,23 +341,27 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     finish(session);
   };
 
-  const newSession = (): Session => {
-    const transport = new StreamableHTTPServerTransport({
+  const newSession = async (authInfo: AuthInfo | undefined): Promise<Session> => {
+    const label = ++created;
+    let session: Session | undefined;
+    const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
+        if (session === undefined) return;
         session.id = id;
         reserved.delete(session);
         sessions.set(id, session);
         logger.info('session opened', { session: session.label, open: sessions.size });
       },
       onsessionclosed: () => {
-        session.closeReason ??= 'deleted';
+        if (session !== undefined) session.closeReason ??= 'deleted';
       },
+      maxRequestBodySize: maxBodyBytes,
     });
-    const server = options.createServer();
-    const session: Session = {
+    const server = await options.createServer({ era: 'legacy', authInfo });
+    session = {
       id: '',
-      label: ++created,
+      label,
       transport,
       server,
       active: 0,
@@ -297,8 +371,14 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
       closeReason: undefined,
       finished: false,
     };
-    server.onclose = () => finish(session);
-    server.onerror = (err) => logger.debug('MCP transport error', { session: session.label, err });
+    const current = session;
+    // The server's own close hook (it releases its resource subscriptions) runs first.
+    const closed = server.onclose;
+    server.onclose = () => {
+      closed?.();
+      finish(current);
+    };
+    server.onerror = (err) => logger.debug('MCP transport error', { session: label, err });
     return session;
   };
 
@@ -306,7 +386,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
    * Counts a request as in flight on `session` from now until its response ends (the standalone
    * GET stream only listens, so it does not keep a session alive), and marks the session used.
    */
-  const track = (session: Session, method: string, res: ServerResponse): void => {
+  const track = (session: Session, method: string, ended: Promise<void>): void => {
     const counts = method !== 'GET';
     const started = performance.now();
     session.lastUsed = ++uses;
@@ -315,7 +395,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
       session.inFlightSince.push(started);
     }
     scheduleIdle(session);
-    res.on('close', () => {
+    void ended.then(() => {
       if (counts) {
         session.active--;
         session.inFlightSince.splice(session.inFlightSince.indexOf(started), 1);
@@ -325,88 +405,85 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     });
   };
 
-  const authorized = (req: IncomingMessage): boolean => {
-    if (expectedToken === undefined) return true;
-    const header = req.headers.authorization ?? '';
+  /** The caller's credentials when the bearer token matches (constant time), `null` when it does not. */
+  const authenticate = (request: Request): AuthInfo | undefined | null => {
+    if (expectedToken === undefined) return undefined;
+    const header = request.headers.get('authorization') ?? '';
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     // Both sides are hashed first, so the comparison is constant-time and length-blind.
-    return match !== null && timingSafeEqual(digest(match[1] as string), expectedToken);
+    if (match === null || !timingSafeEqual(digest(match[1] as string), expectedToken)) return null;
+    return { token: match[1] as string, clientId: 'zulip-mcp', scopes: [] };
   };
 
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
+  const route = async (request: Request, ended: Promise<void>): Promise<Response> => {
+    const url = new URL(request.url);
     if (url.pathname !== endpointPath) {
-      sendJsonRpcError(res, 404, -32000, `Not found: the MCP endpoint is ${endpointPath}`);
-      return;
+      return jsonRpcError(404, -32000, `Not found: the MCP endpoint is ${endpointPath}`);
     }
     if (loopback) {
-      const hostHeader = req.headers.host;
-      const hostname = hostHeader === undefined ? undefined : hostnameOf(hostHeader);
+      const hostHeader = request.headers.get('host');
+      const hostname = hostHeader === null ? undefined : hostnameOf(hostHeader);
       if (hostname === undefined || !isLoopbackHost(hostname)) {
-        sendJsonRpcError(res, 403, -32000, 'Forbidden: Host header is not a loopback name');
-        return;
+        return jsonRpcError(403, -32000, 'Forbidden: Host header is not a loopback name');
       }
     }
-    const origin = req.headers.origin;
-    if (origin !== undefined) {
+    const origin = request.headers.get('origin');
+    if (origin !== null) {
       const allowed = allowedOrigins ? allowedOrigins.has(origin) : isLoopbackOrigin(origin);
       if (!allowed) {
         logger.warn('refused a request from a disallowed origin', { origin });
-        sendJsonRpcError(res, 403, -32000, 'Forbidden: origin not allowed');
-        return;
+        return jsonRpcError(403, -32000, 'Forbidden: origin not allowed');
       }
     }
-    if (!authorized(req)) {
-      const presented = req.headers.authorization !== undefined;
-      sendJsonRpcError(res, 401, -32000, 'Unauthorized: a valid bearer token is required', {
+    const authInfo = authenticate(request);
+    if (authInfo === null) {
+      const presented = request.headers.get('authorization') !== null;
+      return jsonRpcError(401, -32000, 'Unauthorized: a valid bearer token is required', {
         'www-authenticate': presented
           ? 'Bearer realm="zulip-mcp", error="invalid_token"'
           : 'Bearer realm="zulip-mcp"',
       });
-      return;
     }
-    if (shuttingDown) {
-      sendJsonRpcError(res, 503, -32000, 'Server is shutting down');
-      return;
-    }
+    if (shuttingDown) return jsonRpcError(503, -32000, 'Server is shutting down');
 
-    const method = req.method ?? 'GET';
+    const method = request.method;
     if (method !== 'POST' && method !== 'GET' && method !== 'DELETE') {
-      sendJsonRpcError(res, 405, -32000, 'Method not allowed', { allow: 'GET, POST, DELETE' });
-      return;
+      return jsonRpcError(405, -32000, 'Method not allowed', { allow: 'GET, POST, DELETE' });
     }
 
     // A session is busy from the moment a request for it arrives, before its body is read: a
     // session whose body is still on its way must not be reclaimed for a new one.
-    const sessionHeader = req.headers['mcp-session-id'];
-    const sessionId = Array.isArray(sessionHeader) ? sessionHeader[0] : sessionHeader;
+    const sessionId = request.headers.get('mcp-session-id');
     let session: Session | undefined;
-    if (sessionId !== undefined) {
+    if (sessionId !== null) {
       session = sessions.get(sessionId);
-      if (!session) {
-        sendJsonRpcError(res, 404, -32001, 'Session not found');
-        return;
-      }
-      track(session, method, res);
+      if (!session) return jsonRpcError(404, -32001, 'Session not found');
+      track(session, method, ended);
     }
 
     let body: unknown;
     if (method === 'POST') {
       try {
-        body = JSON.parse(await readBody(req, maxBodyBytes));
+        body = JSON.parse(await readBody(request, maxBodyBytes));
       } catch (err) {
         if (err instanceof BodyTooLarge)
-          sendJsonRpcError(
-            res,
+          return jsonRpcError(
             413,
             -32600,
             `Request too large: over the ${maxBodyBytes}-byte (${(maxBodyBytes / 1048576).toFixed(1)} MiB) limit of one message on this transport. It was not read; the session carries on. Attach large files from an upload root ({ "file": "<root>/<path>" }) instead of inline base64 data.`,
-            {
-              connection: 'close',
-            },
+            { connection: 'close' },
           );
-        else sendJsonRpcError(res, 400, -32700, 'Parse error: invalid JSON');
-        return;
+        return jsonRpcError(400, -32700, 'Parse error: invalid JSON');
+      }
+    }
+
+    // 2026-07-28: one request, one server, no session; any process serves it.
+    if (session === undefined && modern !== undefined && method === 'POST') {
+      if (!(await isLegacyRequest(request, body, { maxRequestBodySize: maxBodyBytes }))) {
+        const listened = listenedResources(body);
+        if (listened !== undefined && listened.length > 0)
+          options.onListen?.({ resourceSubscriptions: listened, authInfo }, ended);
+        return modern.fetch(request, { ...(authInfo === undefined ? {} : { authInfo }), parsedBody: body });
       }
     }
 
@@ -414,39 +491,41 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
       const initializing =
         method === 'POST' &&
         (Array.isArray(body) ? body.some(isInitializeRequest) : isInitializeRequest(body));
-      if (!initializing) {
-        sendJsonRpcError(res, 400, -32000, 'Bad Request: Mcp-Session-Id header is required');
-        return;
-      }
-      if (sessions.size + reserved.size >= options.maxSessions && !reclaimIdle()) {
+      if (!initializing) return jsonRpcError(400, -32000, 'Bad Request: Mcp-Session-Id header is required');
+      if (sessions.size + reserved.size + building >= options.maxSessions && !reclaimIdle()) {
         const retryAfter = retryAfterSeconds();
         logger.warn('refused a new session: every session has a request in flight', {
           open: sessions.size,
           max: options.maxSessions,
           retryAfter,
         });
-        sendJsonRpcError(
-          res,
+        return jsonRpcError(
           503,
           -32000,
           `Too many sessions (at most ${options.maxSessions}), each with a request in flight; retry in ${retryAfter} s`,
           { 'retry-after': String(retryAfter) },
         );
-        return;
       }
-      session = newSession();
+      building++;
+      try {
+        session = await newSession(authInfo);
+      } finally {
+        building--;
+      }
       reserved.add(session);
       await session.server.connect(session.transport);
-      track(session, method, res);
+      track(session, method, ended);
     } else if (session.closeReason !== undefined) {
       // Ended (DELETE, idle, shutdown) while this request's body was arriving.
-      sendJsonRpcError(res, 404, -32001, 'Session not found');
-      return;
+      return jsonRpcError(404, -32001, 'Session not found');
     }
 
     const current = session;
     try {
-      await current.transport.handleRequest(req, res, body);
+      return await current.transport.handleRequest(request, {
+        ...(body === undefined ? {} : { parsedBody: body }),
+        ...(authInfo === undefined ? {} : { authInfo }),
+      });
     } finally {
       if (reserved.has(current)) {
         // initialize did not create a session (malformed, or refused): drop it.
@@ -455,12 +534,9 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     }
   };
 
-  const httpServer: Server = createServer((req, res) => {
-    handle(req, res).catch((err: unknown) => {
-      logger.error('HTTP request failed', { err });
-      sendJsonRpcError(res, 500, -32603, 'Internal error');
-    });
-  });
+  const httpServer: NodeServer = createServer(
+    nodeHandler(route, (err) => logger.error('HTTP request failed', { err })),
+  );
 
   await new Promise<void>((resolve, reject) => {
     const onError = (err: Error) =>
@@ -481,6 +557,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   // A name can resolve beyond loopback (a hosts-file entry, say): judge the address actually bound.
   if (expectedToken === undefined && !isLoopbackHost(address.address)) {
     await new Promise<void>((resolve) => httpServer.close(() => resolve()));
+    await modern?.close();
     throw new McpServerError(
       'MCP_HTTP_TOKEN_REQUIRED',
       `Refusing to serve HTTP on ${address.address} (${options.host}) without a bearer token: set ZMCP_HTTP_TOKEN, or listen on 127.0.0.1.`,
@@ -488,17 +565,28 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   }
   const hostForUrl = address.address.includes(':') ? `[${address.address}]` : address.address;
   const url = `http://${hostForUrl}:${address.port}${endpointPath}`;
-  logger.info('listening', { url, auth: expectedToken ? 'bearer' : 'none' });
+  logger.info('listening', {
+    url,
+    auth: expectedToken ? 'bearer' : 'none',
+    eras: modern === undefined ? '2025' : '2026-07-28,2025',
+  });
 
   let closed: Promise<void> | undefined;
   return {
     url,
     port: address.port,
+    notify: {
+      toolsChanged: () => bus.publish({ kind: 'tools_list_changed' }),
+      promptsChanged: () => bus.publish({ kind: 'prompts_list_changed' }),
+      resourcesChanged: () => bus.publish({ kind: 'resources_list_changed' }),
+      resourceUpdated: (uri) => bus.publish({ kind: 'resource_updated', uri }),
+    },
     sessionCount: () => sessions.size,
     close() {
       closed ??= (async () => {
         shuttingDown = true;
         const stopped = new Promise<void>((resolve) => httpServer.close(() => resolve()));
+        await modern?.close();
         await Promise.all([...sessions.values(), ...reserved].map((s) => closeSession(s, 'shutdown')));
         await Promise.all([...releasing]);
         httpServer.closeAllConnections();

@@ -12,12 +12,18 @@ export type {
 export { configSettings, configVariableNames, helpText, legacySettings, parseConfig } from './config.js';
 export type { McpServerErrorCode } from './errors.js';
 export { McpServerError } from './errors.js';
-export type { HttpServerOptions, RunningHttpServer, SessionCloseReason } from './http.js';
+export type {
+  HttpListen,
+  HttpServerContext,
+  HttpServerOptions,
+  RunningHttpServer,
+  SessionCloseReason,
+} from './http.js';
 export { startHttpServer } from './http.js';
 export type { LogFields, Logger, LoggerOptions, LogLevel } from './logging.js';
 export { createLogger, silentLogger } from './logging.js';
 export type { MainIo } from './main.js';
 export { main } from './main.js';
-export type { CreateMcpServerOptions, McpSession } from './register.js';
-export { createMcpServer } from './register.js';
+export type { CreateMcpServerOptions } from './server.js';
+export { createMcpServer } from './server.js';
 export type { AgentSessionServices, Services } from './services.js';

@@ -1,8 +1,15 @@
 import { stat } from 'node:fs/promises';
 import type { Credentials, Logger } from '@zmcp/core';
-import { type FileStateStore, MemoryStateStore, MonitorStore, MonitorWatcher } from '@zmcp/delivery';
+import {
+  type FileStateStore,
+  MemoryStateStore,
+  MonitorStore,
+  MonitorWatcher,
+  type StateStore,
+} from '@zmcp/delivery';
 import { instructionLines, openZulipRuntime } from '@zmcp/server-kit';
 import {
+  type AgentSession,
   type BoundTool,
   createAgentSession,
   createCatalog,
@@ -39,18 +46,27 @@ export interface Services {
    * its unread tracking (the monitor tools and resources over read cursors of its own).
    * `launched` binds it to the conversation a launcher named (`SESSION_STREAM`, `SESSION_TOPIC`,
    * `TRIGGER_MESSAGE_ID`); only the stdio session, the launcher's own, is. `cursors: 'durable'`
-   * keeps the cursors of `ZULIP_SESSION_ID` under the state directory (the stdio session);
-   * `'session'` gives the session cursors of its own that end with it (each HTTP session).
+   * keeps the cursors of `stateSession` (default `ZULIP_SESSION_ID`) under the state directory
+   * (the stdio session; a 2026-era HTTP session, keyed by its handle); `'session'` gives the
+   * session cursors of its own that end with it (each 2025-era HTTP session).
    */
-  openSession(options: { launched: boolean; cursors: 'durable' | 'session' }): AgentSessionServices;
+  openSession(options: {
+    launched: boolean;
+    cursors: 'durable' | 'session';
+    stateSession?: string | undefined;
+  }): AgentSessionServices;
   /** The Claude Code channel bridge of the stdio session, when `ZULIP_CLAUDE_CHANNELS` is on. */
   channels: ClaudeChannels | undefined;
+  /** The state store every process sharing the state directory reads, and this realm and bot's key in it. */
+  state: { store: StateStore; account: string };
   /** Closes the sessions still open, then connections, timers and files; called once at shutdown. */
   close(): Promise<void>;
 }
 
 /** What one agent session adds to the catalog, and how to end it. */
 export interface AgentSessionServices {
+  /** The agent session the session tools are bound to (its state, snapshot and restore). */
+  session: AgentSession;
   /** The session tools this server serves, bound to this session. */
   tools: BoundTool[];
   prompts: PromptDefinition[];
@@ -157,8 +173,9 @@ export async function buildServices(
       tools: selectTools(createCatalog(services), selection),
       instructions: channels === undefined ? instructions : `${instructions}\n${channels.instructions}`,
       channels,
+      state: { store, account },
       maxRequestBytes: maxInlineAttachmentChars(services.maxFileBytes) + REQUEST_OVERHEAD_BYTES,
-      openSession({ launched, cursors }) {
+      openSession({ launched, cursors, stateSession }) {
         const launch = config.session.launch;
         const agent = createAgentSession(services, {
           dismissEmoji: config.session.dismissEmoji,
@@ -173,12 +190,13 @@ export async function buildServices(
         // lives and dies with this MCP session, so no client can read or stop another's.
         const monitor = new MonitorStore(cursors === 'durable' ? store : new MemoryStateStore(), {
           account,
-          session: config.sessionId,
+          session: stateSession ?? config.sessionId,
         });
         const watcher = new MonitorWatcher({ client, monitor, selfUserId: identity.user_id, logger });
         const monitoring = monitorCatalog(services, monitor, watcher);
         let closed: Promise<void> | undefined;
         const opened: AgentSessionServices = {
+          session: agent,
           tools: selectTools([...monitoring.tools, ...catalog.tools], selection),
           prompts: servesSession ? catalog.prompts : [],
           resources: monitoring.resources,

@@ -9,8 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { Client } from '@modelcontextprotocol/client';
 import type { SimRequestRecord, ZulipSim } from '@zmcp/zulip-sim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../src/index.js';
@@ -440,7 +439,7 @@ describe('messages from the event queue pass the same readability check as REST 
     const channel = `zulip://channel/${encodeURIComponent(NAMES.cafe)}/unread`;
     const status = 'zulip://monitoring/status';
     const waiting: { uri: string; resolve: () => void }[] = [];
-    c.client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+    c.client.setNotificationHandler('notifications/resources/updated', (n) => {
       for (const w of waiting.filter((x) => x.uri === n.params.uri)) {
         waiting.splice(waiting.indexOf(w), 1);
         w.resolve();

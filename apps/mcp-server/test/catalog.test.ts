@@ -1,5 +1,6 @@
 // Every tool of the catalog through the real SDK Client, against zulip-sim's demo realm, over
-// the three transports a user meets: in-memory, the built binary on stdio, and Streamable HTTP.
+// the three transports a user meets: in-memory (2025 era), the built binary on stdio (the v2 client
+// pinned to 2026-07-28), and Streamable HTTP (a 2025-era session).
 // For each tool: its success path, bad input naming the field; for reads of closed scopes a
 // permission denial; in read-only mode the write tools are gone and the realm is unchanged.
 import { readFileSync } from 'node:fs';
@@ -7,16 +8,15 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { InMemoryTransport } from '@modelcontextprotocol/server';
 import { type DemoRealmInfo, seedDemoRealm, startZulipSim, type ZulipSim } from '@zmcp/zulip-sim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config.js';
 import { startHttpServer } from '../src/http.js';
 import { silentLogger } from '../src/logging.js';
-import { createMcpServer } from '../src/register.js';
+import { createMcpServer } from '../src/server.js';
 import { buildServices, type Services } from '../src/services.js';
 
 const bin = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
@@ -75,7 +75,10 @@ function serverFor(built: Services) {
 type Kind = 'in-memory' | 'stdio' | 'http';
 
 async function connect(kind: Kind, extra: Record<string, string> = {}): Promise<Client> {
-  const client = new Client({ name: 'catalog-test', version: '1' });
+  const client = new Client(
+    { name: 'catalog-test', version: '1' },
+    { versionNegotiation: { mode: kind === 'stdio' ? { pin: '2026-07-28' } : 'legacy' } },
+  );
   if (kind === 'in-memory') {
     const server = serverFor(await services(extra));
     const [a, b] = InMemoryTransport.createLinkedPair();
@@ -91,7 +94,6 @@ async function connect(kind: Kind, extra: Record<string, string> = {}): Promise<
           ...env,
           ...extra,
           PATH: process.env.PATH ?? '',
-          NODE_OPTIONS: '--conditions=@zmcp/source --import tsx',
           ZMCP_LOG_LEVEL: 'error',
         },
         stderr: 'ignore',

@@ -6,8 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { type CallToolResult, Client } from '@modelcontextprotocol/client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { main } from '../src/index.js';
@@ -30,23 +29,25 @@ interface Seen {
 }
 
 /**
- * A client that does what Claude Code does with a channel server: it checks `claude/channel`, keeps
- * only identifier meta keys with string values, XML-escapes attribute values and puts the content in
- * verbatim; it sends permission requests and reads verdicts.
+ * A client that does what Claude Code does with a channel server: it probes `server/discover` first
+ * and falls back to `initialize` (its channel gate skips a 2026-era connection), checks
+ * `claude/channel`, keeps only identifier meta keys with string values, XML-escapes attribute
+ * values and puts the content in verbatim; it sends permission requests and reads verdicts.
  */
 class ClaudeCodeClient {
-  readonly client = new Client({ name: 'claude-code', version: '2.1.332' }, { capabilities: {} });
+  readonly client = new Client(
+    { name: 'claude-code', version: '2.1.332' },
+    { capabilities: {}, versionNegotiation: { mode: 'auto' } },
+  );
   readonly events: Seen[] = [];
   readonly verdicts: { request_id: string; behavior: string }[] = [];
   #waiters: (() => void)[] = [];
 
   constructor() {
     this.client.setNotificationHandler(
-      z.object({
-        method: z.literal('notifications/claude/channel'),
-        params: z.object({ content: z.string(), meta: z.record(z.string(), z.string()).optional() }),
-      }),
-      ({ params }) => {
+      'notifications/claude/channel',
+      { params: z.looseObject({ content: z.string(), meta: z.record(z.string(), z.string()).optional() }) },
+      (params) => {
         const meta = Object.fromEntries(Object.entries(params.meta ?? {}).filter(([k]) => META_KEY.test(k)));
         const attrs = Object.entries(meta)
           .map(([k, v]) => ` ${k}="${xmlAttr(v)}"`)
@@ -60,12 +61,10 @@ class ClaudeCodeClient {
       },
     );
     this.client.setNotificationHandler(
-      z.object({
-        method: z.literal('notifications/claude/channel/permission'),
-        params: z.object({ request_id: z.string(), behavior: z.enum(['allow', 'deny']) }),
-      }),
-      ({ params }) => {
-        this.verdicts.push(params);
+      'notifications/claude/channel/permission',
+      { params: z.looseObject({ request_id: z.string(), behavior: z.enum(['allow', 'deny']) }) },
+      (params) => {
+        this.verdicts.push({ request_id: params.request_id, behavior: params.behavior });
         this.#wake();
       },
     );
@@ -196,6 +195,10 @@ function textOf(result: CallToolResult): string {
 describe('channel events', () => {
   it('declares claude/channel and the permission relay, with instructions under 2 KB', async () => {
     const { cc } = await launch();
+    // Claude Code probed server/discover; with channels on it is not offered 2026-07-28 (-32601)
+    // and falls back to the 2025 handshake, where its channel gate lets the events through.
+    expect(cc.client.getProtocolEra()).toBe('legacy');
+    expect(cc.client.getNegotiatedProtocolVersion()).toBe('2025-11-25');
     const caps = cc.client.getServerCapabilities();
     expect(caps?.experimental?.['claude/channel']).toEqual({});
     expect(caps?.experimental?.['claude/channel/permission']).toEqual({});

@@ -4,7 +4,9 @@
 // of the Messages API on loopback. Slow: run by `pnpm test:e2e` only, after
 // scripts/install-e2e-tools.sh.
 //
-// What it shows: a mention reaches the model as a <channel> event; channel_reply lands in the
+// What it shows: Claude Code connects in the 2025 era (zulip-mcp does not offer 2026-07-28 with
+// channels on: Claude Code's channel gate skips a modern-era connection); a mention reaches the
+// model as a <channel> event; channel_reply lands in the
 // topic once the permission relay's DM is answered with a ✅ by an allowed person (a "no" from
 // someone else changes nothing); a `no <id>` reply denies the next call. Nothing left loopback.
 import { writeFile } from 'node:fs/promises';
@@ -183,6 +185,11 @@ describe('Claude Code channels with the real Claude Code', () => {
     await session.waitFor(/I am using this for local development/);
     session.type('\r');
     await fileLine(debugFile, /MCP server "zulip": Channel notifications registered/);
+    // Claude Code probed server/discover, was not offered 2026-07-28, and fell back to 2025-11-25.
+    await fileLine(
+      debugFile,
+      /MCP server "zulip": Connection established with capabilities: .*"protocolEra":"legacy","negotiatedProtocolVersion":"2025-11-25"/,
+    );
     // zulip-mcp's delivery queue (message events) is in place before anyone posts.
     await request(
       (r) =>

@@ -1,21 +1,22 @@
 // The built bin, dist/cli.js (built by test/global-setup.ts when stale), spawned as a
-// client would spawn it. It is run through its shebang; NODE_OPTIONS resolves the
-// workspace libraries it imports to their sources (as every test here does), so the
-// test does not depend on other packages' dist/ being current.
+// client would spawn it. It is run through its shebang; it bundles the workspace libraries
+// from their sources, so the test does not depend on other packages' dist/ being current.
 import { spawn } from 'node:child_process';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+import { Client, LATEST_PROTOCOL_VERSION, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport as V1StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configVariableNames } from '../src/index.js';
 
 const appDir = join(import.meta.dirname, '..');
 const bin = join(appDir, 'dist', 'cli.js');
+// What a user runs: the bin of the package, which loads the build output above.
+const userBin = join(appDir, 'bin', 'zulip-mcp.js');
 let stateDir = '';
 
 beforeAll(async () => {
@@ -31,7 +32,6 @@ function childEnv(extra: Record<string, string> = {}): Record<string, string> {
   return {
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? '/tmp',
-    NODE_OPTIONS: '--conditions=@zmcp/source --import tsx',
     ZULIP_STATE_DIR: stateDir,
     ...extra,
   };
@@ -116,19 +116,46 @@ describe('the zulip-mcp bin', () => {
     expect(asPath.stderr).not.toContain(key);
   });
 
-  it('answers initialize and tools/list over stdio', async () => {
-    const transport = new StdioClientTransport({
-      command: bin,
-      args: ['--demo'],
-      cwd: appDir,
-      env: childEnv({ ZMCP_LOG_LEVEL: 'debug' }),
-      stderr: 'pipe',
-    });
-    const client = new Client({ name: 'cli-test', version: '0' });
-    await client.connect(transport);
-    expect(client.getServerVersion()).toMatchObject({ name: 'zulip-mcp' });
-    const { tools } = await client.listTools();
-    expect(Array.isArray(tools)).toBe(true);
+  it.each([
+    ['pinned to 2026-07-28', { pin: '2026-07-28' }, '2026-07-28'],
+    ['in legacy', 'legacy', '2025-11-25'],
+  ] as const)(
+    'serves the v2 client %s over stdio: lists and calls the tools',
+    async (_label, mode, version) => {
+      const transport = new StdioClientTransport({
+        command: userBin,
+        args: ['--demo'],
+        cwd: appDir,
+        env: childEnv({ ZMCP_LOG_LEVEL: 'debug' }),
+        stderr: 'pipe',
+      });
+      const client = new Client({ name: 'cli-test', version: '0' }, { versionNegotiation: { mode } });
+      await client.connect(transport);
+      expect(client.getNegotiatedProtocolVersion()).toBe(version);
+      expect(client.getServerVersion()).toMatchObject({ name: 'zulip-mcp' });
+      const { tools } = await client.listTools();
+      expect(tools.map((t) => t.name)).toContain('fetch_history');
+      const result = await client.callTool({ name: 'list_streams', arguments: {} });
+      expect(result.isError).toBeFalsy();
+      expect(JSON.stringify(result.structuredContent)).toContain('general');
+      await client.close();
+    },
+  );
+
+  it('serves the v1 SDK client (2025 era only) over stdio', async () => {
+    const client = new V1Client({ name: 'cli-test-v1', version: '0' });
+    await client.connect(
+      new V1StdioClientTransport({
+        command: userBin,
+        args: ['--demo'],
+        cwd: appDir,
+        env: childEnv(),
+        stderr: 'pipe',
+      }),
+    );
+    expect((await client.listTools()).tools.map((t) => t.name)).toContain('fetch_history');
+    const result = await client.callTool({ name: 'list_streams', arguments: {} });
+    expect(result.isError).toBeFalsy();
     await client.close();
   });
 
@@ -165,7 +192,7 @@ describe('the zulip-mcp bin', () => {
   });
 
   it('shuts down cleanly on SIGTERM in HTTP mode, after logging the bound address', async () => {
-    const child = spawn(bin, ['--demo', '--http', '--port', '0'], {
+    const child = spawn(userBin, ['--demo', '--http', '--port', '0'], {
       cwd: appDir,
       env: childEnv(),
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -184,8 +211,17 @@ describe('the zulip-mcp bin', () => {
       });
     });
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
+    // A 2026-era client and a 2025-era one (which holds a session open until shutdown).
+    const modern = new Client(
+      { name: 'cli-test', version: '0' },
+      { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+    );
+    await modern.connect(new StreamableHTTPClientTransport(new URL(url)));
+    expect((await modern.callTool({ name: 'list_streams', arguments: {} })).isError).toBeFalsy();
+    await modern.close();
     const client = new Client({ name: 'cli-test', version: '0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    expect(client.getNegotiatedProtocolVersion()).toBe('2025-11-25');
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
     expect(stderr).toContain('session closed');

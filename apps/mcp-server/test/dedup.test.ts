@@ -1,6 +1,6 @@
 // Request de-duplication, driven with hand-written JSON-RPC: the SDK Client never reuses
 // an id, and a retry is exactly a reused id.
-import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolErrorCode } from '@modelcontextprotocol/client';
 import type { BoundTool } from '@zmcp/tools';
 import { afterEach, describe, expect, it } from 'vitest';
 import { echoTool, makePostTool } from './fake-tools.js';
@@ -8,7 +8,7 @@ import { RawSession, type Via } from './raw-session.js';
 
 afterEach(() => RawSession.closeAll());
 
-describe.each<Via>(['in memory', 'on stdio'])('request de-duplication %s', (via) => {
+describe.each<Via>(['in memory', 'on stdio, 2025', 'on stdio, 2026'])('request de-duplication %s', (via) => {
   it('answers a retried write with the first result and posts once', async () => {
     const { tool, posts } = makePostTool();
     const session = await RawSession.open([tool], via);
@@ -63,7 +63,7 @@ describe.each<Via>(['in memory', 'on stdio'])('request de-duplication %s', (via)
     await session.responsesTo(5, 1);
     session.call(5, 'post_message', { stream: 'general', content: 'two' });
     const [, reused] = await session.responsesTo(5, 2);
-    expect(reused).toMatchObject({ error: { code: ErrorCode.InvalidRequest } });
+    expect(reused).toMatchObject({ error: { code: ProtocolErrorCode.InvalidRequest } });
     expect(posts.map((p) => p.content)).toEqual(['one']);
   });
 

@@ -1,7 +1,5 @@
 import { request as httpRequest } from 'node:http';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+import { Client, LATEST_PROTOCOL_VERSION, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { bindTool, defineTool } from '@zmcp/tools';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -41,10 +39,11 @@ async function start(overrides: Partial<HttpServerOptions> = {}): Promise<Starte
     maxSessions: 8,
     sessionIdleMs: 60_000,
     logger: createLogger({ level: 'debug', write: (line) => logs.push(line), secrets: [token] }),
-    createServer: () =>
+    createServer: ({ era }) =>
       createMcpServer({
         name: 'http-test',
         version: '0',
+        era,
         tools: [echoTool],
         deadlineMs: 10_000,
       }),
@@ -263,7 +262,8 @@ describe('Streamable HTTP transport', () => {
       port: 0,
       maxSessions: 1,
       sessionIdleMs: 60_000,
-      createServer: () => createMcpServer({ name: 'x', version: '0', tools: [], deadlineMs: 1000 }),
+      createServer: ({ era }) =>
+        createMcpServer({ name: 'x', version: '0', era, tools: [], deadlineMs: 1000 }),
     });
     await expect(attempt).rejects.toMatchObject({ code: 'MCP_HTTP_TOKEN_REQUIRED' });
   });
@@ -313,10 +313,11 @@ describe('Streamable HTTP transport', () => {
     const started = await start({
       maxSessions: 2,
       requestTimeoutMs: 30_000,
-      createServer: () =>
+      createServer: ({ era }) =>
         createMcpServer({
           name: 'http-test',
           version: '0',
+          era,
           tools: [bindTool(hold, null)],
           deadlineMs: 30_000,
         }),
@@ -449,8 +450,8 @@ describe('Streamable HTTP transport', () => {
     const started = await start({
       sessionIdleMs: 1234,
       setIdleTimer,
-      createServer: () =>
-        createMcpServer({ name: 't', version: '0', tools: [slow.tool], deadlineMs: 10_000 }),
+      createServer: ({ era }) =>
+        createMcpServer({ name: 't', version: '0', era, tools: [slow.tool], deadlineMs: 10_000 }),
     });
     const { client, transport } = await connectClient(started.server.url);
 
@@ -502,6 +503,25 @@ describe('Streamable HTTP transport', () => {
       error: { code: -32600, message: expect.stringMatching(/^Request too large: over the 256-byte/) },
     });
     expect(server.sessionCount()).toBe(0);
+  });
+
+  it('serves the 2025 era only with eras: legacy: a pinned 2026 client fails, auto falls back', async () => {
+    const { server } = await start({ eras: 'legacy' });
+    const pinned = new Client(
+      { name: 'pinned', version: '0' },
+      { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+    );
+    await expect(pinned.connect(new StreamableHTTPClientTransport(new URL(server.url)))).rejects.toThrow(
+      /did not offer pinned protocol version 2026-07-28/,
+    );
+    const auto = new Client({ name: 'auto', version: '0' }, { versionNegotiation: { mode: 'auto' } });
+    await auto.connect(new StreamableHTTPClientTransport(new URL(server.url)));
+    cleanup.push(() => auto.close());
+    expect(auto.getNegotiatedProtocolVersion()).toBe('2025-11-25');
+    expect((await auto.callTool({ name: 'echo', arguments: { text: 'hi' } })).structuredContent).toEqual({
+      text: 'hi',
+      echoed: 'hi',
+    });
   });
 
   it('closes every session on shutdown', async () => {

@@ -7,7 +7,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError } from '@modelcontextprotocol/client';
 import type { SimRequestRecord } from '@zmcp/zulip-sim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Connected, connect, envFor } from './adversarial/harness.js';
@@ -104,7 +104,7 @@ async function fuzz(
         `${tool}(${JSON.stringify(args).slice(0, 140)}) showed ${secrets.join(', ')}: ${JSON.stringify(text.slice(0, 160))}`,
       ]);
   } catch (err) {
-    const code = err instanceof McpError ? err.code : 'thrown';
+    const code = err instanceof ProtocolError ? err.code : 'thrown';
     thrown.set(tool, (thrown.get(tool) ?? 0) + 1);
     if (code === -32603 || code === 'thrown')
       violations.set(tool, [

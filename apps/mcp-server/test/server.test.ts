@@ -1,5 +1,6 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { Client, ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/client';
+import { InMemoryTransport } from '@modelcontextprotocol/server';
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { type BoundTool, selectTools } from '@zmcp/tools';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type CreateMcpServerOptions, createLogger, createMcpServer } from '../src/index.js';
@@ -12,7 +13,6 @@ import {
   refusingTool,
   stubbornTool,
 } from './fake-tools.js';
-import { linkedTransports, type Via } from './raw-session.js';
 
 const closers: (() => Promise<void>)[] = [];
 
@@ -22,31 +22,44 @@ afterEach(async () => {
 
 type Connect = (tools: readonly BoundTool[], overrides?: Partial<CreateMcpServerOptions>) => Promise<Client>;
 
-/** A session over the SDK's in-memory transport: every request takes the SDK's own path. */
-const connect: Connect = (tools, overrides = {}) => connectVia('in memory', tools, overrides);
+/** A 2025-era session: the instance connected to the SDK's in-memory transport, a v2 client in legacy mode. */
+const connect: Connect = (tools, overrides = {}) => connectVia('2025', tools, overrides);
 
-/** A session over the server's stdio transport, where tools/call is served beside the SDK. */
-const connectStdio: Connect = (tools, overrides = {}) => connectVia('on stdio', tools, overrides);
+/** A 2026-era connection: `serveStdio` over the in-memory pair, a v2 client pinned to 2026-07-28. */
+const connectModern: Connect = (tools, overrides = {}) => connectVia('2026', tools, overrides);
 
 async function connectVia(
-  via: Via,
+  era: '2025' | '2026',
   tools: readonly BoundTool[],
   overrides: Partial<CreateMcpServerOptions>,
 ): Promise<Client> {
-  const { client: clientTransport, server: serverTransport } = linkedTransports(via);
-  const server = createMcpServer({
-    name: 'zulip-mcp-test',
-    version: '0.0.0',
-    tools,
-    deadlineMs: 10_000,
-    ...overrides,
-  });
-  await server.connect(serverTransport);
-  const client = new Client({ name: 'test-client', version: '0.0.0' });
+  const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
+  const build = (ctx: { era: 'legacy' | 'modern' }) =>
+    createMcpServer({
+      name: 'zulip-mcp-test',
+      version: '0.0.0',
+      era: ctx.era,
+      tools,
+      deadlineMs: 10_000,
+      ...overrides,
+    });
+  let close: () => Promise<void>;
+  if (era === '2025') {
+    const server = build({ era: 'legacy' });
+    await server.connect(serverTransport);
+    close = () => server.close();
+  } else {
+    const handle = serveStdio(build, { transport: serverTransport });
+    close = () => handle.close();
+  }
+  const client = new Client(
+    { name: 'test-client', version: '0.0.0' },
+    { versionNegotiation: { mode: era === '2025' ? 'legacy' : { pin: '2026-07-28' } } },
+  );
   await client.connect(clientTransport);
   closers.push(async () => {
     await client.close();
-    await server.close();
+    await close();
   });
   return client;
 }
@@ -93,7 +106,7 @@ describe('tools/list', () => {
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name)).toEqual(['echo']);
     const call = client.callTool({ name: 'post_message', arguments: { stream: 'general', content: 'hi' } });
-    await expect(call).rejects.toMatchObject({ code: ErrorCode.InvalidParams });
+    await expect(call).rejects.toMatchObject({ code: ProtocolErrorCode.InvalidParams });
     expect(posts).toEqual([]);
   });
 
@@ -119,9 +132,9 @@ describe('tools/list', () => {
 });
 
 describe.each([
-  ['in memory', connect],
-  ['on stdio', connectStdio],
-])('tools/call %s', (_transport, connect) => {
+  ['in the 2025 era', connect],
+  ['in the 2026 era', connectModern],
+])('tools/call %s', (_era, connect) => {
   it('answers JSON text plus matching structuredContent', async () => {
     const client = await connect([echoTool]);
     const result = await client.callTool({ name: 'echo', arguments: { text: 'ab', times: 2 } });
@@ -164,9 +177,9 @@ describe.each([
   it('makes an unknown tool a protocol error (-32602)', async () => {
     const client = await connect([echoTool]);
     const error = await client.callTool({ name: 'no_such_tool', arguments: {} }).catch((err: unknown) => err);
-    expect(error).toBeInstanceOf(McpError);
-    expect(error).toMatchObject({ code: ErrorCode.InvalidParams });
-    expect((error as McpError).message).toContain('no_such_tool');
+    expect(error).toBeInstanceOf(ProtocolError);
+    expect(error).toMatchObject({ code: ProtocolErrorCode.InvalidParams });
+    expect((error as ProtocolError).message).toContain('no_such_tool');
   });
 
   it('turns a result that breaks its output schema into a tool error', async () => {
@@ -182,13 +195,16 @@ describe.each([
     const slow = makeSlowTool();
     const client = await connect([slow.tool]);
     const seen: { progress: number; total?: number | undefined; message?: string | undefined }[] = [];
-    const call = client.callTool({ name: 'slow', arguments: {} }, undefined, {
-      onprogress: (update) => {
-        seen.push(update);
-        // The tool waits here until the client has seen its first report.
-        slow.gate.resolve();
+    const call = client.callTool(
+      { name: 'slow', arguments: {} },
+      {
+        onprogress: (update) => {
+          seen.push(update);
+          // The tool waits here until the client has seen its first report.
+          slow.gate.resolve();
+        },
       },
-    });
+    );
     const result = await call;
     expect(result.structuredContent).toEqual({ text: 'done', done: true });
     expect(seen).toEqual([
@@ -228,7 +244,7 @@ describe.each([
     expect(textOf(result)).toMatch(/deadline/);
   });
 
-  it('sends the instructions in initialize', async () => {
+  it('sends the instructions and the server’s name (initialize, server/discover)', async () => {
     const client = await connect([echoTool], { instructions: 'Read before you write.' });
     expect(client.getInstructions()).toBe('Read before you write.');
     expect(client.getServerVersion()).toMatchObject({ name: 'zulip-mcp-test', version: '0.0.0' });

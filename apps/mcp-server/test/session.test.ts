@@ -1,6 +1,6 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { type CallToolResult, Client } from '@modelcontextprotocol/client';
+import { InMemoryTransport } from '@modelcontextprotocol/server';
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { AccessPolicy, ZulipClient } from '@zmcp/core';
 import {
   type AgentSession,
@@ -12,9 +12,11 @@ import {
 } from '@zmcp/tools';
 import { type SimUser, startZulipSim, type ZulipSim } from '@zmcp/zulip-sim';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createMcpServer } from '../src/register.js';
+import { createMcpServer } from '../src/server.js';
 
-// The agent-as-teammate loop through the real SDK client, against a simulated realm.
+// The agent-as-teammate loop through the real SDK client, against a simulated realm: a 2026-era
+// connection (the v2 client pinned to 2026-07-28, served by serveStdio), where the session lives
+// with the connection as it does on stdio.
 
 interface World {
   sim: ZulipSim;
@@ -67,20 +69,27 @@ async function start(deadlineMs = 10_000): Promise<World> {
   const session = createAgentSession(services, { progressIntervalMs: 10 });
   closers.push(() => session.close());
   const teammate = sessionCatalog(services, session);
-  const server = createMcpServer({
-    name: 'zulip-mcp-test',
-    version: '0.0.0',
-    tools: [...createCatalog(services), ...teammate.tools],
-    prompts: teammate.prompts,
-    deadlineMs,
-  });
   const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
-  await server.connect(serverTransport);
-  const client = new Client({ name: 'test-client', version: '0.0.0' });
+  const handle = serveStdio(
+    (ctx) =>
+      createMcpServer({
+        name: 'zulip-mcp-test',
+        version: '0.0.0',
+        era: ctx.era,
+        tools: [...createCatalog(services), ...teammate.tools],
+        prompts: teammate.prompts,
+        deadlineMs,
+      }),
+    { transport: serverTransport },
+  );
+  const client = new Client(
+    { name: 'test-client', version: '0.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+  );
   await client.connect(clientTransport);
   closers.push(async () => {
     await client.close();
-    await server.close();
+    await handle.close();
   });
   world = { sim, ...people, client, session };
   return world;
@@ -167,12 +176,15 @@ describe('the teammate loop over MCP', () => {
     const twice = new Promise<void>((resolve) => {
       progressed = resolve;
     });
-    const listening = w.client.callTool({ name: 'listen', arguments: { timeout_seconds: 60 } }, undefined, {
-      onprogress: (p) => {
-        progress.push(p);
-        if (progress.length === 2) progressed();
+    const listening = w.client.callTool(
+      { name: 'listen', arguments: { timeout_seconds: 60 } },
+      {
+        onprogress: (p) => {
+          progress.push(p);
+          if (progress.length === 2) progressed();
+        },
       },
-    });
+    );
     await polling(w, 'incident');
     await twice;
     // The realm's custom robot_ear marks the listening agent.

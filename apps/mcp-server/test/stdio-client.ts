@@ -1,56 +1,15 @@
 // main() in-process on stdio, with an SDK client on the other end of its streams: the whole
 // stdio path (the server's StdioServerTransport included) without spawning a process.
-import { PassThrough, type Readable, type Writable } from 'node:stream';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { PassThrough } from 'node:stream';
+import { Client } from '@modelcontextprotocol/client';
 import { main } from '../src/index.js';
 import { barrier } from './fake-tools.js';
+import { StreamClientTransport } from './raw-session.js';
 
-/** A client transport over a pair of streams, framed as stdio is: one JSON message a line. */
-export class StreamClientTransport implements Transport {
-  onmessage?: (message: JSONRPCMessage) => void;
-  onclose?: () => void;
-  onerror?: (error: Error) => void;
-  readonly #buffer = new ReadBuffer();
+export { StreamClientTransport } from './raw-session.js';
 
-  constructor(
-    private readonly readable: Readable,
-    private readonly writable: Writable,
-  ) {}
-
-  async start(): Promise<void> {
-    this.readable.on('data', (chunk: Buffer) => {
-      this.#buffer.append(chunk);
-      for (;;) {
-        let message: JSONRPCMessage | null;
-        try {
-          message = this.#buffer.readMessage();
-        } catch (err) {
-          this.onerror?.(err as Error);
-          continue;
-        }
-        if (message === null) break;
-        this.onmessage?.(message);
-      }
-    });
-    this.readable.once('end', () => this.onclose?.());
-  }
-
-  async send(message: JSONRPCMessage): Promise<void> {
-    this.writable.write(serializeMessage(message));
-  }
-
-  /** Writes raw bytes, as a misbehaving client might. */
-  writeRaw(text: string): void {
-    this.writable.write(text);
-  }
-
-  async close(): Promise<void> {
-    this.writable.end();
-  }
-}
+/** How the test's client negotiates the era (the v2 client's `versionNegotiation.mode`). */
+export type ClientMode = 'legacy' | 'auto' | { pin: '2026-07-28' };
 
 /** One run of `main` on stdio with a connected client. */
 export interface StdioRun {
@@ -58,6 +17,8 @@ export interface StdioRun {
   transport: StreamClientTransport;
   /** Everything written to stderr so far. */
   stderr(): string;
+  /** Everything written to stdout (the wire) so far. */
+  stdout(): string;
   /** Resolves with the first line the server writes to stdout from now on that matches `pattern`. */
   nextOutputLine(pattern: RegExp): Promise<string>;
   /** Closes the client's end (stdin) and resolves with main's exit code. */
@@ -66,13 +27,22 @@ export interface StdioRun {
   exited: Promise<number>;
 }
 
-/** Starts `main(argv, env)` on in-memory stdio streams and connects an SDK client to it. */
-export async function startStdio(argv: string[], env: Record<string, string>): Promise<StdioRun> {
+/**
+ * Starts `main(argv, env)` on in-memory stdio streams and connects a v2 SDK client to it, in
+ * `mode` (default `auto`: the 2026 era, as a newer client picks it).
+ */
+export async function startStdio(
+  argv: string[],
+  env: Record<string, string>,
+  mode: ClientMode = 'auto',
+): Promise<StdioRun> {
   const stdin = new PassThrough();
   const stdout = new PassThrough();
   const stderr = new PassThrough();
   const errChunks: Buffer[] = [];
   stderr.on('data', (chunk: Buffer) => errChunks.push(chunk));
+  const outChunks: Buffer[] = [];
+  stdout.on('data', (chunk: Buffer) => outChunks.push(chunk));
   const ready = barrier();
   const exited = main(argv, env, { stdin, stdout, stderr, onReady: () => ready.resolve() });
   const failed = exited.then((code) => {
@@ -80,12 +50,13 @@ export async function startStdio(argv: string[], env: Record<string, string>): P
   });
   await Promise.race([ready.promise, failed]);
   const transport = new StreamClientTransport(stdout, stdin);
-  const client = new Client({ name: 'stdio-test', version: '0' });
+  const client = new Client({ name: 'stdio-test', version: '0' }, { versionNegotiation: { mode } });
   await client.connect(transport);
   return {
     client,
     transport,
     stderr: () => Buffer.concat(errChunks).toString('utf8'),
+    stdout: () => Buffer.concat(outChunks).toString('utf8'),
     nextOutputLine: (pattern) =>
       new Promise((resolve) => {
         let text = '';

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { CallToolResult, Tool, Transport } from '@modelcontextprotocol/server';
+import type { CallToolResult, Transport } from '@modelcontextprotocol/server';
 import {
   type CallOptions,
   type Credentials,
@@ -36,14 +36,18 @@ import {
   rpcError,
   withCheckpoint,
 } from '@zmcp/mcpl';
-import { instructionLines, openZulipRuntime, type ZulipRuntime } from '@zmcp/server-kit';
+import {
+  callMcpTool,
+  instructionLines,
+  listMcpTools,
+  openZulipRuntime,
+  type ZulipRuntime,
+} from '@zmcp/server-kit';
 import {
   attentionTools,
   type BoundTool,
   createCatalog,
-  isToolError,
   selectTools,
-  type ToolCallOutcome,
   type ToolIdentity,
   toMcpResult,
 } from '@zmcp/tools';
@@ -322,45 +326,11 @@ function assemble(runtime: Runtime, zulip: ZulipRuntime, filters: FileFiltersPla
       },
     },
     tools: {
-      list: ({ session }) =>
-        connectionOf(session)
-          .toolHost()
-          .listing()
-          .map(
-            (l): Tool => ({
-              name: l.name,
-              title: l.title,
-              description: l.description,
-              inputSchema: l.inputSchema as Tool['inputSchema'],
-              outputSchema: l.outputSchema as Tool['outputSchema'],
-              annotations: l.annotations,
-            }),
-          ),
+      list: ({ session }) => listMcpTools(connectionOf(session).toolHost()),
       featureSet: (name) => featureSets.get(name),
       call: async (params, context) => {
-        const conn = connectionOf(context.session);
-        const host = conn.toolHost();
-        const progressToken = context.extra.mcpReq._meta?.progressToken;
-        let outcome: ToolCallOutcome;
-        try {
-          outcome = await host.call(params.name, params.arguments ?? {}, {
-            requestId: context.extra.mcpReq.id,
-            signal: context.extra.mcpReq.signal,
-            progress:
-              progressToken === undefined
-                ? undefined
-                : (update) =>
-                    context.extra.mcpReq.notify({
-                      method: 'notifications/progress',
-                      params: { progressToken, ...update },
-                    }),
-          });
-        } catch (err) {
-          if (isToolError(err, 'TOOLS_UNKNOWN_TOOL')) throw rpcError(McplRpcCode.InvalidParams, err.message);
-          if (isToolError(err, 'TOOLS_REQUEST_ID_REUSED'))
-            throw rpcError(McplRpcCode.InvalidRequest, err.message);
-          throw err;
-        }
+        const host = connectionOf(context.session).toolHost();
+        const outcome = await callMcpTool(host, params, context.extra);
         if (!outcome.isError && SENDING_TOOLS.has(params.name)) {
           const { message_id: id, stream_id: streamId, recipient_ids: recipients } = outcome.structured;
           // Where it went: send_message gives its stream's id, send_dm its recipients.

@@ -39,6 +39,9 @@ describe('parseSessionId', () => {
     ['.hidden', /starts with a dot/],
     ['a.delivery', /reserved suffix/],
     ['a.FILTERS', /reserved suffix/],
+    ['a.key', /reserved suffix/],
+    ['a.Agent', /reserved suffix/],
+    ['a.task', /reserved suffix/],
     [42, /expected a string, got number/],
     [null, /expected a string, got null/],
     [undefined, /expected a string, got undefined/],
@@ -54,11 +57,14 @@ describe('stateFileName', () => {
     expect(stateFileName({ session: 'my-agent', kind: 'monitor' })).toBe('my-agent.json');
     expect(stateFileName({ session: 'my-agent', kind: 'delivery' })).toBe('my-agent.delivery.json');
     expect(stateFileName({ session: 'my-agent', kind: 'filters' })).toBe('my-agent.filters.json');
+    expect(stateFileName({ session: 'handles', kind: 'key' })).toBe('handles.key.json');
+    expect(stateFileName({ session: 's1', kind: 'agent' })).toBe('s1.agent.json');
+    expect(stateFileName({ session: 't1', kind: 'task' })).toBe('t1.task.json');
   });
 
   it('never maps two keys to one file', () => {
-    const sessions = ['a', 'a.b', 'a.json', 'b', 'delivery', 'filters', 'a.monitor'];
-    const kinds: StateKind[] = ['monitor', 'delivery', 'filters'];
+    const sessions = ['a', 'a.b', 'a.json', 'b', 'delivery', 'filters', 'a.monitor', 'key', 'agent', 'task'];
+    const kinds: StateKind[] = ['monitor', 'delivery', 'filters', 'key', 'agent', 'task'];
     const names = sessions.flatMap((session) => kinds.map((kind) => stateFileName({ session, kind })));
     expect(new Set(names).size).toBe(names.length);
   });

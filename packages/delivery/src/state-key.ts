@@ -1,7 +1,12 @@
 import { DeliveryError } from './errors.js';
 
-/** The kinds of per-session state, each stored separately. */
-export type StateKind = 'monitor' | 'delivery' | 'filters';
+/**
+ * The kinds of per-session state, each stored separately: a session's read cursors (`monitor`),
+ * delivery watermarks (`delivery`) and filters (`filters`); and what a server keeps for its
+ * 2026-era callers, who carry no session: the key it signs their handles with (`key`), the state
+ * of an agent session a handle names (`agent`), and a task a long call became (`task`).
+ */
+export type StateKind = 'monitor' | 'delivery' | 'filters' | 'key' | 'agent' | 'task';
 
 /**
  * Names one piece of state: which account (realm and bot) and session it belongs to, and what
@@ -16,23 +21,26 @@ export interface StateKey {
   readonly kind: StateKind;
 }
 
-const STATE_KINDS: readonly StateKind[] = ['monitor', 'delivery', 'filters'];
+const STATE_KINDS: readonly StateKind[] = ['monitor', 'delivery', 'filters', 'key', 'agent', 'task'];
 
 // The file suffix of each kind. `monitor` keeps the bare `<session>.json` of the earlier layout.
 const KIND_SUFFIX: Readonly<Record<StateKind, string>> = {
   monitor: '.json',
   delivery: '.delivery.json',
   filters: '.filters.json',
+  key: '.key.json',
+  agent: '.agent.json',
+  task: '.task.json',
 };
 
 const SESSION_ID = /^[A-Za-z0-9._-]{1,128}$/;
 // A session named `a.delivery` would own `a.delivery.json`, the delivery file of session `a`.
-const RESERVED_ENDING = /\.(?:delivery|filters)$/i;
+const RESERVED_ENDING = /\.(?:delivery|filters|key|agent|task)$/i;
 
 /**
  * Returns `value` when it is a valid session id: 1-128 characters of `[A-Za-z0-9._-]`, not
- * starting with a dot (no `.`, `..` or hidden files) and not ending in `.delivery` or `.filters`
- * (which would collide with another session's files).
+ * starting with a dot (no `.`, `..` or hidden files) and not ending in `.delivery`, `.filters`,
+ * `.key`, `.agent` or `.task` (which would collide with another session's files).
  *
  * @throws DeliveryError `DELIVERY_INVALID_SESSION_ID` naming what is wrong with the value.
  */
@@ -51,7 +59,9 @@ export function parseSessionId(value: unknown): string {
   }
   if (value.startsWith('.')) return fail(`${JSON.stringify(value)} starts with a dot`);
   if (RESERVED_ENDING.test(value)) {
-    return fail(`${JSON.stringify(value)} ends in a reserved suffix (.delivery, .filters)`);
+    return fail(
+      `${JSON.stringify(value)} ends in a reserved suffix (.delivery, .filters, .key, .agent, .task)`,
+    );
   }
   return value;
 }

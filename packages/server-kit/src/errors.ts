@@ -9,7 +9,13 @@ export type ServerKitErrorCode =
    * A bin described its shared settings wrongly: a toolset that does not exist, a default toolset
    * it does not serve, an empty bin name; `details.option` names the option.
    */
-  'SERVER_KIT_INVALID_OPTIONS';
+  | 'SERVER_KIT_INVALID_OPTIONS'
+  /**
+   * A handle a 2026-era caller presented (an agent session's, say) was not one this server minted
+   * for these credentials, or it expired; `details.reason` is `malformed`, `forged`, `expired` or
+   * `other-credentials`.
+   */
+  | 'SERVER_KIT_BAD_HANDLE';
 
 /** Options accepted by every `ServerKitError`. */
 export type ServerKitErrorOptions = ZmcpErrorOptions;

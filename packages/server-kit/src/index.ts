@@ -4,6 +4,14 @@
 export type { ServerKitErrorCode, ServerKitErrorOptions } from './errors.js';
 export { isServerKitError, ServerKitError } from './errors.js';
 export { instructionLines } from './instructions.js';
+export type { BadHandleReason, McpHandles, McpHandlesOptions } from './mcp-handles.js';
+export { openMcpHandles } from './mcp-handles.js';
+export type { CacheableMethod, McpEra, ToolServerOptions } from './mcp-server.js';
+export { clientSupportsTasks, createToolServer, DEFAULT_CACHE_HINTS, TASKS_EXTENSION } from './mcp-server.js';
+export type { McpTasks, McpTasksOptions } from './mcp-tasks.js';
+export { createMcpTasks } from './mcp-tasks.js';
+export type { McpToolCallOptions } from './mcp-tools.js';
+export { callMcpTool, callMcpToolResult, listMcpTools, mcpTool, toolCallError } from './mcp-tools.js';
 export type { OpenZulipRuntimeOptions, ZulipRuntime } from './runtime.js';
 export { loadConfiguredCredentials, openZulipRuntime } from './runtime.js';
 export type { DemoPost, DemoRealm, RunServerOptions, ServerStart } from './serve.js';

@@ -42,16 +42,19 @@ export type {
   AgentSession,
   AgentSessionLaunch,
   AgentSessionOptions,
+  AgentSessionSnapshot,
   AgentSessionState,
   ListeningIndicator,
   ListenReactionType,
   SessionEnd,
 } from './session/agent-session.js';
 export {
+  AgentSessionSnapshotSchema,
   createAgentSession,
   DEFAULT_DISMISS_EMOJI,
   DEFAULT_LISTEN_EMOJI,
   DEFAULT_PROGRESS_INTERVAL_MS,
+  sameConversation,
 } from './session/agent-session.js';
 export type { SessionCatalog } from './session/index.js';
 export { sessionCatalog, sessionTools } from './session/index.js';

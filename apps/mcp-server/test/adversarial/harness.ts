@@ -1,12 +1,12 @@
 // The server as a client meets it: the app's services built from environment variables, one
 // MCP session (shared tools, the session's own tools, prompt and resources, the instructions)
 // served to a real SDK Client over the in-memory transport.
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { Client } from '@modelcontextprotocol/client';
+import { InMemoryTransport } from '@modelcontextprotocol/server';
 import type { ZulipSim } from '@zmcp/zulip-sim';
 import { parseConfig } from '../../src/config.js';
 import { silentLogger } from '../../src/logging.js';
-import { createMcpServer } from '../../src/register.js';
+import { createMcpServer } from '../../src/server.js';
 import { buildServices } from '../../src/services.js';
 
 /** A connected client and how to take it all down. */

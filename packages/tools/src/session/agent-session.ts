@@ -19,6 +19,7 @@ import {
   parseInterruptNotes,
   watchInterruptFile,
 } from '@zmcp/delivery';
+import { z } from 'zod';
 import { asToolInput, ToolError } from '../errors.js';
 import { fitToBudget } from '../page.js';
 import { readVisibleMessage } from '../read/message-access.js';
@@ -123,6 +124,19 @@ export interface AgentSession {
   readonly interruptFile: string | undefined;
   /** What the session is bound to and has seen. */
   state(): AgentSessionState;
+  /**
+   * What the session keeps between calls, as JSON, for a host that carries a session across
+   * processes (2026-era HTTP, where no connection holds it): the conversation, where the agent has
+   * read up to, how the session ended, and the messages handed over lately. The listening
+   * indicator, typing and the interrupt file stay with the process that made them.
+   */
+  snapshot(): AgentSessionSnapshot;
+  /**
+   * Takes on what another process left (see {@link AgentSession.snapshot}). Bound to the same
+   * conversation, the read position never moves back; bound elsewhere, the snapshot wins. A listen
+   * running here carries on. A launch not yet bound is dropped: the snapshot is the session now.
+   */
+  restore(snapshot: AgentSessionSnapshot): void;
   /** Settles once the clean-up a tool left running (indicator removal, queue deletion, typing) is done. */
   settled(): Promise<void>;
   /** Stops a running listen, removes the indicator, sends typing stop and stops watching the interrupt file. Idempotent; call it at exit. */
@@ -137,6 +151,51 @@ export interface Binding {
   triggerMessageId: number | undefined;
   /** Only the bot's messages after this id count for dismissal: older ones belong to earlier sessions. */
   dismissAfterId: number;
+}
+
+const BindingSchema = z.object({
+  stream: z.string(),
+  streamId: z.number().int(),
+  topic: z.string(),
+  triggerMessageId: z.number().int().nullable(),
+  dismissAfterId: z.number().int(),
+});
+
+/** How many handed-over message ids a snapshot keeps: the newest ones, which a later read could meet again. */
+const SNAPSHOT_HANDED_OVER = 500;
+
+/** The stored form of an agent session between calls (see {@link AgentSession.snapshot}). */
+export const AgentSessionSnapshotSchema = z.object({
+  binding: BindingSchema.nullable(),
+  ended: z
+    .object({
+      reason: z.enum(['dismissed', 'nobots']),
+      stream: z.string(),
+      topic: z.string(),
+      byUserId: z.number().int().nullable(),
+      byName: z.string().nullable(),
+      messageId: z.number().int().nullable(),
+    })
+    .nullable(),
+  lastSeenId: z.number().int(),
+  newestVisibleId: z.number().int().nullable(),
+  handedOver: z.array(z.number().int()).max(SNAPSHOT_HANDED_OVER),
+});
+
+/** An agent session between calls, as JSON. */
+export type AgentSessionSnapshot = z.infer<typeof AgentSessionSnapshotSchema>;
+
+/** Whether two snapshots' sessions are bound to the same conversation (the read positions then compare). */
+export function sameConversation(
+  a: AgentSessionSnapshot['binding'],
+  b: AgentSessionSnapshot['binding'],
+): boolean {
+  if (a === null || b === null) return a === b;
+  return (
+    a.streamId === b.streamId &&
+    a.topic.toLowerCase() === b.topic.toLowerCase() &&
+    a.dismissAfterId === b.dismissAfterId
+  );
 }
 
 /** A dismiss reaction found on one of the bot's messages. */
@@ -252,6 +311,74 @@ export class SessionCore implements AgentSession {
       listening: this.#listenStop !== undefined,
       pendingInterrupts: this.#interrupts.length,
     };
+  }
+
+  snapshot(): AgentSessionSnapshot {
+    const b = this.#binding;
+    const e = this.#ended;
+    return {
+      binding:
+        b === undefined
+          ? null
+          : {
+              stream: b.stream,
+              streamId: b.streamId,
+              topic: b.topic,
+              triggerMessageId: b.triggerMessageId ?? null,
+              dismissAfterId: b.dismissAfterId,
+            },
+      ended:
+        e === undefined
+          ? null
+          : {
+              reason: e.reason,
+              stream: e.stream,
+              topic: e.topic,
+              byUserId: e.byUserId ?? null,
+              byName: e.byName ?? null,
+              messageId: e.messageId ?? null,
+            },
+      lastSeenId: this.#lastSeenId,
+      newestVisibleId: this.#newestVisibleId ?? null,
+      handedOver: [...this.#handedOver].slice(-SNAPSHOT_HANDED_OVER),
+    };
+  }
+
+  restore(snapshot: AgentSessionSnapshot): void {
+    const stored = AgentSessionSnapshotSchema.parse(snapshot);
+    const here = this.snapshot();
+    const same = sameConversation(here.binding, stored.binding);
+    this.#launch = undefined;
+    const b = stored.binding;
+    this.#binding =
+      b === null
+        ? undefined
+        : {
+            stream: b.stream,
+            streamId: b.streamId,
+            topic: b.topic,
+            triggerMessageId: b.triggerMessageId ?? undefined,
+            dismissAfterId: b.dismissAfterId,
+          };
+    const e = stored.ended;
+    this.#ended =
+      e === null
+        ? undefined
+        : {
+            reason: e.reason,
+            stream: e.stream,
+            topic: e.topic,
+            byUserId: e.byUserId ?? undefined,
+            byName: e.byName ?? undefined,
+            messageId: e.messageId ?? undefined,
+          };
+    this.#lastSeenId = same ? Math.max(this.#lastSeenId, stored.lastSeenId) : stored.lastSeenId;
+    const newest = stored.newestVisibleId ?? undefined;
+    this.#newestVisibleId =
+      same && this.#newestVisibleId !== undefined && (newest === undefined || this.#newestVisibleId > newest)
+        ? this.#newestVisibleId
+        : newest;
+    for (const id of stored.handedOver) this.#handedOver.add(id);
   }
 
   get lastSeenId(): number {
