@@ -126,7 +126,7 @@ function channelEnv(extra: Record<string, string> = {}): Record<string, string> 
   return realm.env(stateDir, {
     ZMCP_LOG_LEVEL: 'debug',
     ZULIP_CLAUDE_CHANNELS: 'on',
-    ZULIP_CHANNEL_USERS: `ann@example.test`,
+    ZULIP_ALLOWED_USERS: `ann@example.test`,
     ZULIP_PRIVATE_STREAMS: '__ALL__',
     ZULIP_CHANNEL_PERMISSION_RELAY: 'on',
     ...extra,
@@ -237,13 +237,20 @@ describe('channel events', () => {
     const second = await launch(channelEnv(), 'waiting for the delivery state');
     expect(second.stderr()).toContain(`pid=${process.pid}`);
     expect((await second.cc.client.listTools()).tools.map((t) => t.name)).toContain('channel_reply');
-    expect(realm.sim.queues(realm.botId)).toHaveLength(1);
+    // One delivery queue (each server's admission gate follows realm_user events on its own).
+    const delivery = () => realm.sim.queues(realm.botId).filter((q) => q.eventTypes?.includes('message'));
+    expect(delivery()).toHaveLength(1);
     const early = say('first one only @**Helper Bot**');
     await first.cc.event((e) => e.meta.message_id === String(early));
     // The second registers its queue once the first has given the state up.
     const registered = new Promise<void>((resolve) => {
       const off = realm.sim.onRequest((r) => {
-        if (r.method === 'POST' && r.path.endsWith('/register') && r.status === 200) {
+        if (
+          r.method === 'POST' &&
+          r.path.endsWith('/register') &&
+          r.status === 200 &&
+          String(r.params.event_types ?? '').includes('message')
+        ) {
           off();
           resolve();
         }
@@ -273,7 +280,7 @@ describe('channel events', () => {
 
   it('with nobody on the list, sends nothing at all', async () => {
     const { cc } = await launch(
-      channelEnv({ ZULIP_CHANNEL_USERS: '', ZULIP_CHANNEL_PERMISSION_RELAY: 'off' }),
+      channelEnv({ ZULIP_ALLOWED_USERS: '', ZULIP_CHANNEL_PERMISSION_RELAY: 'off' }),
     );
     expect(cc.client.getServerCapabilities()?.experimental?.['claude/channel/permission']).toBeUndefined();
     const first = say('@**Helper Bot** one');
