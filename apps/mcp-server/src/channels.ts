@@ -399,6 +399,8 @@ export async function createClaudeChannels(options: ClaudeChannelsOptions): Prom
     sink,
     timeStyle: options.services.timeStyle,
     timeZone: options.services.timeZone,
+    // DMs and mentions from anyone the gate refuses never reach the sink (counted once there).
+    admission,
     logger,
   });
   const attention = selectTools(attentionCatalog(options.services, engine), {
