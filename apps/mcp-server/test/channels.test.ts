@@ -404,4 +404,33 @@ describe('permission relay', () => {
     await cc.event((e) => e.meta.message_id === String(chat));
     expect(cc.events.some((e) => e.meta.message_id === String(answer))).toBe(false);
   });
+
+  it('takes no answer from anyone outside the gate, and tells Claude nothing of it', async () => {
+    const { cc } = await launch();
+    const prompted = nextPrompt();
+    await cc.requestPermission({
+      request_id: 'qwert',
+      tool_name: 'Bash',
+      description: 'Run shell command',
+      input_preview: 'deploy',
+    });
+    await prompted;
+    // Bo is not admitted: his "yes qwert" answers nothing and is no channel event either.
+    const stranger = realm.sim.realm.sendMessage({
+      senderId: boId,
+      type: 'direct',
+      to: [realm.botId],
+      content: 'yes qwert',
+    });
+    const ann = realm.sim.realm.sendMessage({
+      senderId: realm.annId,
+      type: 'direct',
+      to: [realm.botId],
+      content: 'no qwert',
+    });
+    await cc.until(() => cc.verdicts.length > 0);
+    expect(cc.verdicts).toEqual([{ request_id: 'qwert', behavior: 'deny' }]);
+    expect(cc.events.map((e) => e.meta.message_id)).not.toContain(String(stranger));
+    expect(cc.events.map((e) => e.meta.message_id)).not.toContain(String(ann));
+  });
 });
