@@ -175,6 +175,11 @@ export async function openZulipRuntime(options: OpenZulipRuntimeOptions): Promis
             logger,
             call: { signal: AbortSignal.timeout(settings.toolDeadlineMs) },
           });
+    // Cursors and watermarks are message ids, which mean something on one realm only: state is
+    // kept per realm and bot, so a second realm (or the demo) never reads this one's.
+    const store = new FileStateStore({ dir: settings.stateDir });
+    const account = stateAccount({ site: client.site, userId: facts.identity.user_id });
+    const accountDir = join(store.dir, account);
     const services = createToolServices({
       client,
       policy,
@@ -187,12 +192,9 @@ export async function openZulipRuntime(options: OpenZulipRuntimeOptions): Promis
       markdownAutofix: settings.markdownAutofix,
       pageBudgetBytes: settings.pageBudgetBytes,
       uploadRoots,
+      // Send once, remembered per realm and bot in the state store: a restart remembers too.
+      sendOnce: { windowMs: settings.sendOnceWindowMs, store, account },
     });
-    // Cursors and watermarks are message ids, which mean something on one realm only: state is
-    // kept per realm and bot, so a second realm (or the demo) never reads this one's.
-    const store = new FileStateStore({ dir: settings.stateDir });
-    const account = stateAccount({ site: client.site, userId: facts.identity.user_id });
-    const accountDir = join(store.dir, account);
     logger.info('connected to Zulip', {
       site: client.site,
       account: facts.identity.email,

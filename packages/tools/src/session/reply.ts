@@ -9,6 +9,7 @@ import {
   attachmentsNote,
   ContentArgSchema,
   callOf,
+  RepeatArgSchema,
   sendAndShow,
 } from '../write/common.js';
 import { preparePost } from '../write/post.js';
@@ -19,6 +20,7 @@ const encoder = new TextEncoder();
 const inputSchema = z.object({
   content: ContentArgSchema.optional().describe('Zulip Markdown; mention with @**Full Name|id**'),
   attachments: AttachmentsSchema.optional().describe(ATTACHMENTS_HELP),
+  repeat: RepeatArgSchema,
 });
 
 const outputSchema = z.object({
@@ -53,7 +55,7 @@ export const replyTool = defineTool({
       services,
       { kind: 'stream', streamId: b.streamId, topic: b.topic },
       input.content,
-      { overLength: 'refuse', attachments: input.attachments, signal },
+      { overLength: 'refuse', attachments: input.attachments, signal, repeat: input.repeat },
     );
 
     // Dismissed while not listening: only the reactions themselves can tell.

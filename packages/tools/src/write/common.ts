@@ -45,6 +45,12 @@ export const TopicArgSchema = z.string().max(2000);
 /** A message body argument; the realm's limit is checked after normalization. */
 export const ContentArgSchema = z.string().max(MAX_CONTENT_INPUT);
 
+/** The `repeat` argument of every tool that posts: send-once's way to post the same text again on purpose. */
+export const RepeatArgSchema = z
+  .boolean()
+  .optional()
+  .describe('true: post even though the same text went there minutes ago (refused otherwise)');
+
 /** A message id argument. */
 export { MessageIdSchema } from '../read/shared.js';
 

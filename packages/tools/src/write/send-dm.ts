@@ -10,6 +10,7 @@ import {
   attachmentsNote,
   ContentArgSchema,
   callOf,
+  RepeatArgSchema,
   sendAndShow,
 } from './common.js';
 import { preparePost } from './post.js';
@@ -30,6 +31,7 @@ const inputSchema = z.object({
     .describe('Recipients by user id, email or exact full name; several make a group DM'),
   content: ContentArgSchema.optional().describe('Zulip Markdown; refused, never cut, when too long'),
   attachments: AttachmentsSchema.optional().describe(ATTACHMENTS_HELP),
+  repeat: RepeatArgSchema,
 });
 
 const outputSchema = z.object({
@@ -85,7 +87,7 @@ export const sendDmTool = defineTool({
   name: 'send_dm',
   title: 'Send a direct message',
   description:
-    'Send a direct message to one or more people (by id, email or exact full name). Markdown is fixed up; too long is refused, never cut. Sent once: after a failure, read the DM before sending again.',
+    'Send a direct message to one or more people (by id, email or exact full name). Markdown is fixed up; too long is refused, never cut. Sent once: after a failure, read the DM before sending again; a repeat of a recent send is refused.',
   inputSchema,
   outputSchema,
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
@@ -101,7 +103,7 @@ export const sendDmTool = defineTool({
       services,
       { kind: 'dm', userIds: users.map((u) => u.user_id) },
       input.content,
-      { overLength: 'refuse', attachments, signal },
+      { overLength: 'refuse', attachments, signal, repeat: input.repeat },
     );
     const sent = await sendAndShow(services, prepared, signal, users);
     if ('isError' in sent) return sent;
