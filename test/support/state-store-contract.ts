@@ -68,6 +68,18 @@ export function describeStateStoreContract(
       expect(await store.read({ session: 'other', kind: 'delivery' }, CounterSchema)).toBeUndefined();
     });
 
+    it('stores every kind, the send-once memory (`sends`) included', async () => {
+      for (const kind of ['monitor', 'delivery', 'filters', 'sends'] as const) {
+        await store.write({ account: 'a.example@1', session: 'outbox', kind }, { count: 1, by: [kind] });
+      }
+      for (const kind of ['monitor', 'delivery', 'filters', 'sends'] as const) {
+        expect(await store.read({ account: 'a.example@1', session: 'outbox', kind }, CounterSchema)).toEqual({
+          count: 1,
+          by: [kind],
+        });
+      }
+    });
+
     it('keeps accounts apart, and apart from the unscoped key', async () => {
       const a: StateKey = { account: 'a.example@1', session: 'my-agent', kind: 'delivery' };
       const b: StateKey = { account: 'b.example@1', session: 'my-agent', kind: 'delivery' };

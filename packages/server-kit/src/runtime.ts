@@ -168,10 +168,10 @@ export async function openZulipRuntime(options: OpenZulipRuntimeOptions): Promis
     );
     // Who may reach the agent: emails become user ids now (one that names nobody stops start-up).
     admission =
-      settings.allowedUsers === undefined
+      settings.admissionList === undefined
         ? undefined
-        : await AdmissionGate.open(client, settings.allowedUsers, {
-            setting: settings.allowedUsersSetting,
+        : await AdmissionGate.open(client, settings.admissionList, {
+            setting: settings.admissionSetting,
             logger,
             call: { signal: AbortSignal.timeout(settings.toolDeadlineMs) },
           });

@@ -65,9 +65,9 @@ export interface ServerSettings {
    * Who may wake, steer or answer the agent (core's admission list: ids and emails); unset: no
    * gate, except where a surface needs one (Claude Code channels stay closed).
    */
-  allowedUsers: AdmissionList | undefined;
-  /** The variable `allowedUsers` came from, named when an entry names nobody (`ZULIP_ALLOWED_USERS`). */
-  allowedUsersSetting: string;
+  admissionList: AdmissionList | undefined;
+  /** The variable `admissionList` came from, named when an entry names nobody (`ZULIP_ALLOWED_USERS`). */
+  admissionSetting: string;
   /** Upload roots, their paths resolved against the working directory. */
   uploadRoots: readonly UploadRootSpec[];
   /** Largest file to upload; unset: the realm's limit. */
@@ -511,8 +511,8 @@ export function serverSettings<K extends SharedSettingName = SharedSettingName>(
         privateStreams: values.ZULIP_PRIVATE_STREAMS,
         writeStreams: values.ZULIP_WRITE_STREAMS,
         writeDms: values.ZULIP_WRITE_DMS,
-        allowedUsers: values.ZULIP_ALLOWED_USERS,
-        allowedUsersSetting: 'ZULIP_ALLOWED_USERS',
+        admissionList: values.ZULIP_ALLOWED_USERS,
+        admissionSetting: 'ZULIP_ALLOWED_USERS',
         uploadRoots: parseUploadRoots(values.ZULIP_UPLOAD_ROOTS, cwd),
         uploadMaxBytes: values.ZULIP_UPLOAD_MAX_BYTES,
         markdownAutofix: values.ZULIP_MARKDOWN_AUTOFIX,

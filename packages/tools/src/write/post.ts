@@ -327,7 +327,11 @@ export async function sendPost(
       if (earlier !== undefined) throw alreadySent(services, prepared, earlier);
     }
     const posted = await sendOnce(services, prepared, signal);
-    if (!('isError' in posted)) await once.remember(key, { ids: posted.ids, permalink: posted.permalink });
+    // The message is out: a memory that cannot be written must not turn that into a failure
+    // (a model told "failed" would send it again). It only forgets this send.
+    if (!('isError' in posted)) {
+      await once.remember(key, { ids: posted.ids, permalink: posted.permalink }).catch(() => undefined);
+    }
     return posted;
   });
 }
