@@ -3,10 +3,10 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { createRedactor } from '@zmcp/cli';
 import {
-  type CredentialSource,
   AdmissionGate,
   type AdmissionList,
   type AdmissionPath,
+  type CredentialSource,
   EventQueue,
   type Logger,
   type Message,

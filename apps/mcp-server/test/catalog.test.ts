@@ -493,6 +493,7 @@ describe('toolsets', () => {
         'list_streams',
         'get_stream_topics',
         'find_user',
+        'fetch_attachment',
         'send_message',
         'send_dm',
         'edit_message',

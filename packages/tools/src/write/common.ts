@@ -49,7 +49,7 @@ export const ContentArgSchema = z.string().max(MAX_CONTENT_INPUT);
 export const RepeatArgSchema = z
   .boolean()
   .optional()
-  .describe('true: post even though the same text went there minutes ago (refused otherwise)');
+  .describe('true: post it even if the same text went there minutes ago');
 
 /** A message id argument. */
 export { MessageIdSchema } from '../read/shared.js';

@@ -22,7 +22,7 @@ import { preparePost } from './post.js';
 const inputSchema = z.object({
   stream: StreamRefSchema,
   topic: TopicArgSchema.describe('Topic to post in (at most 60 characters); a new name starts one'),
-  content: ContentArgSchema.optional().describe('Zulip Markdown; refused, never cut, when too long'),
+  content: ContentArgSchema.optional().describe('Zulip Markdown'),
   attachments: AttachmentsSchema.optional().describe(ATTACHMENTS_HELP),
   repeat: RepeatArgSchema,
 });
@@ -42,7 +42,7 @@ export const sendMessageTool = defineTool({
   name: 'send_message',
   title: 'Send a stream message',
   description:
-    'Post to a stream topic. Markdown is fixed up for Zulip; too long is refused, never cut; attachments are uploaded and linked. Sent once: after a failure, read the topic before sending again; a repeat of a recent send is refused.',
+    'Post to a stream topic. Markdown is fixed up for Zulip; too long is refused, never cut; attachments are uploaded and linked. Not retried: after a failure, read the topic first. The same text there again within minutes is refused unless repeat.',
   inputSchema,
   outputSchema,
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
