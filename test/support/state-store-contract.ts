@@ -69,10 +69,11 @@ export function describeStateStoreContract(
     });
 
     it('stores every kind, the send-once memory (`sends`) included', async () => {
-      for (const kind of ['monitor', 'delivery', 'filters', 'sends'] as const) {
+      const kinds = ['monitor', 'delivery', 'filters', 'key', 'agent', 'task', 'sends'] as const;
+      for (const kind of kinds) {
         await store.write({ account: 'a.example@1', session: 'outbox', kind }, { count: 1, by: [kind] });
       }
-      for (const kind of ['monitor', 'delivery', 'filters', 'sends'] as const) {
+      for (const kind of kinds) {
         expect(await store.read({ account: 'a.example@1', session: 'outbox', kind }, CounterSchema)).toEqual({
           count: 1,
           by: [kind],

@@ -8,7 +8,10 @@ type Block = { type: string; text?: string; mimeType?: string; data?: string };
 /** Runs the tour against zulip-mcp at `url` (Streamable HTTP), writing each step with `out`. */
 export async function tour(url: string, out: (text?: string) => void): Promise<void> {
   // A 2026-07-28 client (it falls back to the 2025 handshake against servers that lack it).
-  const client = new Client({ name: 'zmcp-demo-tour', version: '1' }, { versionNegotiation: { mode: 'auto' } });
+  const client = new Client(
+    { name: 'zmcp-demo-tour', version: '1' },
+    { versionNegotiation: { mode: 'auto' } },
+  );
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
   try {
     const { tools } = await client.listTools();

@@ -70,11 +70,11 @@ CREATE TRIGGER filters_deleted AFTER DELETE ON state
   {
     version: 2,
     compatibleFrom: 1,
-    description: 'the sends kind: the send-once memory of recent successful sends',
+    description: 'every kind of state: the 2026-era key, agent and task, and the send-once memory',
     sql: `
 ALTER TABLE state DROP CONSTRAINT state_kind_check;
 ALTER TABLE state ADD CONSTRAINT state_kind_check
-  CHECK (kind IN ('monitor', 'delivery', 'filters', 'sends'));
+  CHECK (kind IN ('monitor', 'delivery', 'filters', 'key', 'agent', 'task', 'sends'));
 `,
   },
 ];

@@ -38,7 +38,7 @@ export const replyTool = defineTool({
   name: 'reply',
   title: 'Reply in the conversation',
   description:
-    'Post in the conversation your session is bound to. Refused if you were dismissed. Returns your message and what arrived since you last read; sent once, so after a failure read the conversation before sending again.',
+    'Post in the conversation your session is bound to. Refused if you were dismissed. Returns your message and what arrived since you last read. After a failure, read the conversation first.',
   inputSchema,
   outputSchema,
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },

@@ -84,7 +84,7 @@ export const sendDmTool = defineTool({
   name: 'send_dm',
   title: 'Send a direct message',
   description:
-    'Send a direct message to one or more people. Markdown is fixed up; too long is refused, never cut. Not retried: after a failure, read the DM first. The same text there again within minutes is refused unless repeat.',
+    'Send a direct message to one or more people. Markdown is fixed up; too long is refused, never cut. After a failure, read the DM first; the same text there again within minutes is refused unless repeat.',
   inputSchema,
   outputSchema,
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },

@@ -42,7 +42,7 @@ export const sendMessageTool = defineTool({
   name: 'send_message',
   title: 'Send a stream message',
   description:
-    'Post to a stream topic. Markdown is fixed up for Zulip; too long is refused, never cut; attachments are uploaded and linked. Not retried: after a failure, read the topic first. The same text there again within minutes is refused unless repeat.',
+    'Post to a stream topic. Markdown is fixed up for Zulip; too long is refused, never cut; attachments are uploaded and linked. After a failure, read the topic first; the same text there again within minutes is refused unless repeat.',
   inputSchema,
   outputSchema,
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
