@@ -68,6 +68,19 @@ export function describeStateStoreContract(
       expect(await store.read({ session: 'other', kind: 'delivery' }, CounterSchema)).toBeUndefined();
     });
 
+    it('stores every kind, the send-once memory (`sends`) included', async () => {
+      const kinds = ['monitor', 'delivery', 'filters', 'key', 'agent', 'task', 'sends'] as const;
+      for (const kind of kinds) {
+        await store.write({ account: 'a.example@1', session: 'outbox', kind }, { count: 1, by: [kind] });
+      }
+      for (const kind of kinds) {
+        expect(await store.read({ account: 'a.example@1', session: 'outbox', kind }, CounterSchema)).toEqual({
+          count: 1,
+          by: [kind],
+        });
+      }
+    });
+
     it('keeps accounts apart, and apart from the unscoped key', async () => {
       const a: StateKey = { account: 'a.example@1', session: 'my-agent', kind: 'delivery' };
       const b: StateKey = { account: 'b.example@1', session: 'my-agent', kind: 'delivery' };

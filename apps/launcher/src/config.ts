@@ -16,7 +16,7 @@ import {
   strictBoolean,
   text,
 } from '@zmcp/cli';
-import { ALL_STREAMS, checkEmojiName } from '@zmcp/core';
+import { ALL_STREAMS, checkEmojiName, parseAdmissionList } from '@zmcp/core';
 import { parseSessionId } from '@zmcp/delivery';
 import { type ServerSettings, serverSettings, type ZulipCredentialSettings } from '@zmcp/server-kit';
 import {
@@ -190,25 +190,18 @@ function backendArgs(backend: BackendName) {
   );
 }
 
-/** Reads `ids and emails` of ZULIP_AGENT_ALLOWED_USERS: names are refused, since anyone can take a name. */
+/** Reads ZULIP_AGENT_ALLOWED_USERS with core's one admission parser: ids and emails; names are refused. */
 export function parseAllowedUsers(raw: string): AllowedUsers | SettingProblem {
-  const userIds: number[] = [];
-  const emails: string[] = [];
-  const items = raw
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s !== '');
-  if (items.length === 0) return problem('expected user ids or email addresses, comma-separated');
-  for (const item of items) {
-    if (/^\d{1,15}$/.test(item) && Number(item) > 0) userIds.push(Number(item));
-    else if (/^[^\s@,]+@[^\s@,]+$/.test(item)) emails.push(item.toLowerCase());
-    else {
-      return problem(
-        `${JSON.stringify(item.slice(0, 60))} is neither a user id nor an email address (names are not accepted: anyone can take a name)`,
-      );
-    }
+  if (raw.split(',').every((s) => s.trim() === ''))
+    return problem('expected user ids or email addresses, comma-separated');
+  let list: ReturnType<typeof parseAdmissionList>;
+  try {
+    list = parseAdmissionList(raw, 'ZULIP_AGENT_ALLOWED_USERS');
+  } catch (err) {
+    return problem((err as Error).message.replace(/^ZULIP_AGENT_ALLOWED_USERS:? /, ''));
   }
-  return { userIds: [...new Set(userIds)], emails: [...new Set(emails)] };
+  if (list === undefined) return problem('expected user ids or email addresses, comma-separated');
+  return { userIds: list.ids, emails: list.emails };
 }
 
 function parseStreamBackends(raw: string): StreamBackendRule[] | SettingProblem {

@@ -3,6 +3,9 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { createRedactor } from '@zmcp/cli';
 import {
+  AdmissionGate,
+  type AdmissionList,
+  type AdmissionPath,
   type CredentialSource,
   EventQueue,
   type Logger,
@@ -11,6 +14,7 @@ import {
   narrow,
   noopLogger,
   PersonNames,
+  parseAdmissionList,
   type QueueItem,
   type RealmEmoji,
   type RealmUserEvent,
@@ -218,26 +222,18 @@ function peopleOf(registration: RegisterResponse): { user_id: number; full_name:
   return (registration.realm_users ?? []).map((u) => ({ user_id: u.user_id, full_name: u.full_name }));
 }
 
-function normalizeAllowedUsers(value: LauncherOptions['allowedUsers']): AllowedUsers {
-  if (!Array.isArray(value)) {
-    const users = value as AllowedUsers;
-    return { userIds: [...users.userIds], emails: users.emails.map((e) => e.toLowerCase()) };
+function normalizeAllowedUsers(value: LauncherOptions['allowedUsers']): AdmissionList {
+  const entries = Array.isArray(value)
+    ? (value as readonly (number | string)[])
+    : [...(value as AllowedUsers).userIds, ...(value as AllowedUsers).emails];
+  try {
+    return parseAdmissionList(entries, 'allowedUsers') ?? { ids: [], emails: [] };
+  } catch (err) {
+    throw new LauncherError('LAUNCHER_CONFIG_INVALID', (err as Error).message, {
+      cause: err,
+      details: { problems: ['allowedUsers'] },
+    });
   }
-  const userIds: number[] = [];
-  const emails: string[] = [];
-  for (const item of value as readonly (number | string)[]) {
-    if (typeof item === 'number' && Number.isSafeInteger(item) && item > 0) userIds.push(item);
-    else if (typeof item === 'string' && /^[^\s@,]+@[^\s@,]+$/.test(item.trim()))
-      emails.push(item.trim().toLowerCase());
-    else {
-      throw new LauncherError(
-        'LAUNCHER_CONFIG_INVALID',
-        `allowedUsers: ${JSON.stringify(String(item).slice(0, 60))} is neither a user id nor an email address (names are not accepted).`,
-        { details: { problems: ['allowedUsers'] } },
-      );
-    }
-  }
-  return { userIds, emails };
 }
 
 function positive(name: string, value: number | undefined, fallback: number, min: number): number {
@@ -263,7 +259,9 @@ function describeMinutes(ms: number): string {
 class ZulipLauncher implements Launcher {
   readonly #o: LauncherOptions;
   readonly #server: McpServerEntry;
-  readonly #allowed: AllowedUsers;
+  readonly #allowed: AdmissionList;
+  /** Who may call, wake or steer an agent: the allowlist resolved to user ids, following address changes. */
+  #gate: AdmissionGate | undefined;
   readonly #env: Readonly<Record<string, string | undefined>>;
   readonly #stateDir: string;
   readonly #logDir: string;
@@ -437,6 +435,15 @@ class ZulipLauncher implements Launcher {
     this.#client = client;
     this.#selfId = runtime.identity.user_id;
     const emoji = await client.getRealmEmoji().catch(() => [] as RealmEmoji[]);
+    // Emails become user ids now (one that names nobody stops start-up); the launcher's own
+    // queue carries realm_user events, so the gate follows address changes from it.
+    const gate = await AdmissionGate.open(client, this.#allowed, {
+      setting: 'ZULIP_AGENT_ALLOWED_USERS',
+      logger: this.#logger,
+      follow: false,
+      call: { signal: this.#stop.signal },
+    });
+    this.#gate = gate;
     this.#realmEmoji = new Map(emoji.filter((e) => e.deactivated !== true).map((e) => [e.name, e]));
     const { ledger, fresh } = await TriggerLedger.open(this.#o.store ?? runtime.store, this.#id, {
       account: runtime.account,
@@ -454,6 +461,7 @@ class ZulipLauncher implements Launcher {
     });
     this.#queue = queue;
     this.#people.replace(peopleOf(queue.registration));
+    gate.directory.loadRegistration(queue.registration);
     const upTo = queue.registration.max_message_id ?? 0;
     await this.#recover();
     if (fresh) {
@@ -506,6 +514,7 @@ class ZulipLauncher implements Launcher {
         .catch((err: unknown) => this.#logger.warn('could not save the catch-up point', { err }));
       while (this.#background.size > 0) await Promise.all([...this.#background]);
     }
+    await this.#gate?.close();
     await this.#runtime?.close();
     this.#state = 'closed';
   }
@@ -556,6 +565,7 @@ class ZulipLauncher implements Launcher {
     if (item.kind === 'gap') {
       this.#logger.warn('the event queue was replaced; reading missed triggers from history');
       this.#people.replace(peopleOf(item.registration));
+      this.#gate?.directory.loadRegistration(item.registration);
       await this.#catchUp(item.newMaxMessageId ?? this.#seen, true);
       return;
     }
@@ -568,6 +578,8 @@ class ZulipLauncher implements Launcher {
   #onRealmUser(event: RealmUserEvent): void {
     const person = event.person as { user_id: number; full_name?: unknown };
     if (typeof person.full_name === 'string') this.#people.set(person.user_id, person.full_name);
+    // An address added or changed moves the allowlist's admission with it.
+    this.#gate?.directory.apply(event);
   }
 
   /**
@@ -624,7 +636,7 @@ class ZulipLauncher implements Launcher {
     if (this.#state === 'closing' || this.#state === 'closed') return;
     const decision = classifyMessage(message, {
       selfUserId: this.#selfId,
-      allowedUsers: this.#allowed,
+      admit: (senderId, trigger) => this.#admit(senderId, trigger),
       directMessages: this.#o.directMessages ?? true,
     });
     if (decision.kind === 'ignored') {
@@ -690,6 +702,18 @@ class ZulipLauncher implements Launcher {
     );
   }
 
+  /** The gate's decision on a would-be trigger: a follow-up where an agent runs or waits, else a mention or a DM. */
+  #admit(senderId: number, trigger: TriggerInfo): boolean {
+    const path: AdmissionPath =
+      this.#runs.has(trigger.conversation) ||
+      this.#waiting.some((t) => t.conversation === trigger.conversation)
+        ? 'follow-up'
+        : trigger.kind === 'dm'
+          ? 'dm'
+          : 'mention';
+    return this.#gate?.check(senderId, path) ?? false;
+  }
+
   #backendFor(trigger: TriggerInfo): BackendName {
     if (trigger.kind === 'stream') {
       for (const rule of this.#o.streamBackends ?? []) {
@@ -725,7 +749,13 @@ class ZulipLauncher implements Launcher {
     const runDir = join(this.#runsDir, runId);
     const logFile = join(this.#logDir, `${conversationSlug(trigger)}.log`);
     const mailbox = new InterruptMailbox(join(runDir, 'interrupt'));
-    const binding: Record<string, string> = { ZULIP_INTERRUPT_FILE: mailbox.path };
+    // The agent's zulip server answers to the same people: dismissals and follow-ups from anyone
+    // else change nothing there either. Ids, resolved now (the caller was admitted when it called).
+    const admitted = this.#gate?.admitted ?? [];
+    const binding: Record<string, string> = {
+      ZULIP_INTERRUPT_FILE: mailbox.path,
+      ZULIP_ALLOWED_USERS: (admitted.length > 0 ? admitted : [trigger.senderId]).join(','),
+    };
     if (trigger.kind === 'stream') binding.TRIGGER_MESSAGE_ID = String(trigger.messageId);
     if (from === 'new') await ledger.add(storeTrigger(trigger), 'running', { runId, backend });
     else await ledger.update(trigger.messageId, { status: 'running', runId, backend });

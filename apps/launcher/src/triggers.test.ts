@@ -1,6 +1,6 @@
-import type { Message } from '@zmcp/core';
+import { AdmissionDirectory, AdmissionGate, type Message } from '@zmcp/core';
 import { describe, expect, it } from 'vitest';
-import { classifyMessage, conversationSlug, isAllowed } from './triggers.js';
+import { classifyMessage, conversationSlug } from './triggers.js';
 
 const BOT = 100;
 const ANN = 1;
@@ -33,9 +33,17 @@ function dm(ids: number[], overrides: Partial<Message> = {}): Message {
   });
 }
 
+// Ann by id, Cy by email; Bo (2) holds an address that merely contains Cy's.
+const directory = new AdmissionDirectory();
+directory.load([
+  { user_id: ANN, email: 'ann@example.test' },
+  { user_id: 2, email: 'xcy@example.test' },
+  { user_id: 9, email: 'Cy@Example.TEST' },
+]);
+const gate = new AdmissionGate({ ids: [ANN], emails: ['cy@example.test'] }, { setting: 'TEST', directory });
 const options = {
   selfUserId: BOT,
-  allowedUsers: { userIds: [ANN], emails: ['cy@example.test'] },
+  admit: (senderId: number) => gate.check(senderId, 'mention'),
   directMessages: true,
 };
 
@@ -95,17 +103,21 @@ describe('classifyMessage', () => {
   });
 });
 
-describe('isAllowed', () => {
-  const users = { userIds: [5], emails: ['cy@example.test'] };
-  it('allows by user id, and by exact email in any case', () => {
-    expect(isAllowed(users, 5, 'whoever@example.test')).toBe(true);
-    expect(isAllowed(users, 9, 'Cy@Example.TEST')).toBe(true);
-  });
-  it('never by a part of an email, and never by an empty one', () => {
-    for (const email of ['xcy@example.test', 'cy@example.test.evil', 'cy@example', '']) {
-      expect(isAllowed(users, 9, email), email).toBe(false);
+describe('the gate', () => {
+  it('is asked by sender id, and an email admits its holder only, never a name or a part of an address', () => {
+    expect(
+      classifyMessage(stream({ sender_id: 9, sender_email: 'whatever@example.test' }), options),
+    ).toMatchObject({
+      kind: 'trigger',
+    });
+    for (const [id, email, name] of [
+      [2, 'xcy@example.test', 'Cy'],
+      [3, 'cy@example.test', 'Ann Lee'],
+    ] as const) {
+      expect(
+        classifyMessage(stream({ sender_id: id, sender_email: email, sender_full_name: name }), options),
+      ).toMatchObject({ kind: 'ignored', reason: 'not-allowed' });
     }
-    expect(isAllowed({ userIds: [], emails: [] }, 5, 'cy@example.test')).toBe(false);
   });
 });
 

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import { conversationKey, dmOthers, foldTopic, isNoBotsMessage, type Message } from '@zmcp/core';
 import { z } from 'zod';
-import type { AllowedUsers } from './config.js';
 
 /** A message that calls for an agent: who sent it, and the conversation it belongs to. */
 export interface TriggerInfo {
@@ -48,7 +47,7 @@ export type IgnoreReason =
   | 'not-addressed'
   /** The message or its topic opted out of bots (`/nobots`). */
   | 'nobots'
-  /** The sender is not on the allowlist. */
+  /** The admission gate (the allowlist) refused the sender. */
   | 'not-allowed'
   /** Direct messages are switched off. */
   | 'direct-messages-off';
@@ -58,24 +57,21 @@ export type Classification =
   | { kind: 'trigger'; trigger: TriggerInfo }
   | { kind: 'ignored'; reason: IgnoreReason; messageId: number; senderId: number };
 
-/** True when the sender may start an agent: by user id, or by exact email (case-insensitive). Never by name. */
-export function isAllowed(users: AllowedUsers, senderId: number, senderEmail: string): boolean {
-  if (users.userIds.includes(senderId)) return true;
-  const email = senderEmail.toLowerCase();
-  return email !== '' && users.emails.includes(email);
-}
-
 /** What {@link classifyMessage} needs to decide. */
 export interface ClassifyOptions {
   selfUserId: number;
-  allowedUsers: AllowedUsers;
+  /**
+   * The admission gate, asked last, once the message would be a trigger: whether its sender may
+   * reach an agent that way (a mention, a DM, or a follow-up where an agent runs). Decided by user id.
+   */
+  admit: (senderId: number, trigger: TriggerInfo) => boolean;
   directMessages: boolean;
 }
 
 /**
  * Decides whether a message starts (or reaches) an agent: a direct @-mention of the bot in a
  * stream topic, a one-to-one DM to it, or a group DM that mentions it; never the bot's own
- * messages, never `/nobots` ones (content or topic), and only from someone on the allowlist.
+ * messages, never `/nobots` ones (content or topic), and only from someone the gate admits.
  */
 export function classifyMessage(message: Message, options: ClassifyOptions): Classification {
   const ignored = (reason: IgnoreReason): Classification => ({
@@ -127,8 +123,7 @@ export function classifyMessage(message: Message, options: ClassifyOptions): Cla
     };
   }
   if (isNoBotsMessage(message)) return ignored('nobots');
-  if (!isAllowed(options.allowedUsers, message.sender_id, message.sender_email))
-    return ignored('not-allowed');
+  if (!options.admit(message.sender_id, trigger)) return ignored('not-allowed');
   return { kind: 'trigger', trigger };
 }
 

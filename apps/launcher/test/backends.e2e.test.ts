@@ -229,7 +229,7 @@ describe('a follow-up to a running agent', () => {
         await w.event('trigger', (e) => e.trigger.messageId === followUp && e.action === 'followup');
         await answered;
         // A plain message after it: the agent's next listen hands it over, and anything still pending.
-        const sentinel = w.post(w.bo, topic, 'and the logs', stream);
+        const sentinel = w.post(w.cy, topic, 'and the logs', stream);
         await botPost(new RegExp(`${backend} read (\\d+,)*${sentinel}\\b`));
         const botMessage = w.messages({ topic, sender: w.bot.userId })[0];
         w.sim.realm.addReaction(w.ann.userId, botMessage?.id as number, 'stop');

@@ -285,7 +285,7 @@ describe('main', () => {
       // Handed to the running agent: the note is in its interrupt file.
       await event((e) => e.type === 'trigger' && e.trigger.messageId === followUp && e.action === 'followup');
       expect((await answered).params.content).toMatch(new RegExp(`read ${followUp}\\b|id=${followUp}\\]`));
-      const sentinel = w.post(w.bo, 'steps', 'and the logs');
+      const sentinel = w.post(w.ann, 'steps', 'and the logs');
       await botPost(new RegExp(`${backend} read (\\d+,)*${sentinel}\\b`));
       // A person dismisses it: it ends its session and exits, the trigger gets a check.
       const botMessage = w.messages({ topic: 'steps', sender: w.bot.userId })[0];

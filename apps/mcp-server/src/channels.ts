@@ -1,7 +1,7 @@
 import type { Server } from '@modelcontextprotocol/server';
 import {
   type AccessPolicy,
-  type CallOptions,
+  type AdmissionGate,
   EventQueue,
   escapeMsgName,
   escapeMsgText,
@@ -53,8 +53,6 @@ const REQUEST_ID = /^[a-km-z]{5}$/;
 const PERMISSION_TTL_MS = 15 * 60_000;
 /** Events kept for `channel_recent`. */
 const RECENT_LIMIT = 200;
-/** How often an email on the allowlist that matched nobody is looked up again, at most. */
-const ALLOWLIST_REFRESH_MS = 60_000;
 
 /** What {@link createClaudeChannels} needs: the pieces the app already built. */
 export interface ClaudeChannelsOptions {
@@ -64,8 +62,11 @@ export interface ClaudeChannelsOptions {
   /** The account's state folder: the engine's watermarks and the filters file live there. */
   stateDir: string;
   sessionId: string;
-  /** Who may reach the session, by user id or email; empty means nobody (fail closed). */
-  users: readonly string[];
+  /**
+   * Who may reach the session and answer its permission prompts: the process's admission gate
+   * (`ZULIP_ALLOWED_USERS`). Without one nobody may (fail closed).
+   */
+  admission: AdmissionGate | undefined;
   permissionRelay: boolean;
   /** The toolsets served, for the attention tools (served only when `attention` is among them). */
   toolsets: readonly Toolset[];
@@ -85,56 +86,6 @@ export interface ClaudeChannels {
   close(): Promise<void>;
 }
 
-/** Who may reach the session: user ids, and emails resolved to ids (looked up again now and then). */
-class AllowList {
-  readonly #ids = new Set<number>();
-  readonly #emails = new Set<string>();
-  readonly #client: ZulipClient;
-  #refreshedAt = Number.NEGATIVE_INFINITY;
-
-  constructor(client: ZulipClient, entries: readonly string[]) {
-    this.#client = client;
-    for (const raw of entries) {
-      const entry = raw.trim();
-      if (/^[1-9][0-9]{0,15}$/.test(entry)) this.#ids.add(Number(entry));
-      else if (entry !== '') this.#emails.add(entry.toLowerCase());
-    }
-  }
-
-  get empty(): boolean {
-    return this.#ids.size === 0 && this.#emails.size === 0;
-  }
-
-  get ids(): readonly number[] {
-    return [...this.#ids];
-  }
-
-  async refresh(call: CallOptions = {}): Promise<void> {
-    if (this.#emails.size === 0) return;
-    this.#refreshedAt = Date.now();
-    const users = await this.#client.getUsers({}, call);
-    for (const u of users) {
-      const emails = [u.email, (u as { delivery_email?: string | null }).delivery_email]
-        .filter((e): e is string => typeof e === 'string')
-        .map((e) => e.toLowerCase());
-      if (u.is_active !== false && emails.some((e) => this.#emails.has(e))) this.#ids.add(u.user_id);
-    }
-  }
-
-  /** Whether a user is known to be allowed now (no lookup). */
-  has(userId: number): boolean {
-    return this.#ids.has(userId);
-  }
-
-  /** Whether a user may reach the session; an unknown sender makes an email lookup at most once a minute. */
-  async allows(userId: number): Promise<boolean> {
-    if (this.#ids.has(userId)) return true;
-    if (this.#emails.size === 0 || Date.now() - this.#refreshedAt < ALLOWLIST_REFRESH_MS) return false;
-    await this.refresh().catch(() => undefined);
-    return this.#ids.has(userId);
-  }
-}
-
 /** A meta value a person controls: one line, no markup characters, escaped as a name. */
 function metaValue(value: string): string {
   return escapeMsgName(value.replace(/[<>[\];\r\n]/g, ''));
@@ -149,7 +100,7 @@ function chatIdOf(channel: ChannelDescriptor, item: DeliveryItem): string | unde
 
 interface BridgeState {
   readonly services: ToolServices;
-  readonly allow: AllowList;
+  readonly admission: AdmissionGate | undefined;
   readonly recent: ChannelEvent[];
 }
 
@@ -163,7 +114,6 @@ function fenced(text: string): string {
 /** Answers Claude Code's permission prompts from Zulip: DMs to allowed people, answered by reaction or `yes <id>`. */
 class PermissionRelay {
   readonly #o: ClaudeChannelsOptions;
-  readonly #allow: AllowList;
   readonly #pending = new Map<string, { prompts: Set<number>; timer: NodeJS.Timeout }>();
   /** Answer reactions that arrived before their prompt's id was known (the send's answer races the event). */
   readonly #early: ReactionEvent[] = [];
@@ -172,9 +122,8 @@ class PermissionRelay {
   #opening: Promise<EventQueue> | undefined;
   #closed = false;
 
-  constructor(options: ClaudeChannelsOptions, allow: AllowList) {
+  constructor(options: ClaudeChannelsOptions) {
     this.#o = options;
-    this.#allow = allow;
   }
 
   attach(server: Server): void {
@@ -226,7 +175,7 @@ class PermissionRelay {
   }): Promise<void> {
     const id = params.request_id.toLowerCase();
     if (!REQUEST_ID.test(id) || this.#pending.has(id) || this.#closed) return;
-    const recipients = this.#allow.ids;
+    const recipients = this.#o.admission?.admitted ?? [];
     if (recipients.length === 0) return;
     await this.#ensureQueue();
     const text = [
@@ -284,16 +233,20 @@ class PermissionRelay {
       if (this.#early.length > 100) this.#early.shift();
       return;
     }
-    if (!(await this.#allow.allows(event.user_id))) return;
+    if (this.#o.admission?.check(event.user_id, 'approval') !== true) return;
     await this.#answer(id, behavior);
   }
 
-  /** A DM `yes abcde` answering a waiting prompt; true when it was one (it is not forwarded then). */
-  async answerText(body: string): Promise<boolean> {
+  /**
+   * A DM `yes abcde` naming a waiting prompt: answered when the gate admits its sender, dropped
+   * otherwise; true when it was one (it is never forwarded as chat then).
+   */
+  async answerText(body: string, senderId: number): Promise<boolean> {
     const match = TEXT_VERDICT.exec(body);
     if (match === null) return false;
     const id = (match[2] as string).toLowerCase();
     if (!this.#pending.has(id)) return false;
+    if (this.#o.admission?.check(senderId, 'approval') !== true) return true;
     await this.#answer(id, (match[1] as string).toLowerCase().startsWith('y') ? 'allow' : 'deny');
     return true;
   }
@@ -337,23 +290,18 @@ class ChannelSink implements DeliverySink {
     item: DeliveryItem,
     extra: Record<string, string> = {},
   ): Promise<void> {
-    const allowed = this.#state.allow.has(item.author.id) || (await this.#state.allow.allows(item.author.id));
-    if (!allowed) {
-      this.#logger.debug('a channel event was held back: the sender is not allowed', {
-        sender: item.author.id,
-      });
-      return;
-    }
     const body =
       item.head === '' ? item.text : item.text.slice(item.text.indexOf(item.head) + item.head.length);
     if (
       channel.kind === 'dm' &&
       item.kind === 'message' &&
       this.#relay !== undefined &&
-      (await this.#relay.answerText(body))
+      (await this.#relay.answerText(body, item.author.id))
     ) {
       return;
     }
+    // The gate counts and logs a refusal (path and sender id, never the content).
+    if (this.#state.admission?.check(item.author.id, 'channel-event') !== true) return;
     const chatId = chatIdOf(channel, item);
     if (chatId === undefined) return;
     // The line is core's escaped rendering; escaping once more keeps any `<` (so `<channel`) out.
@@ -427,19 +375,17 @@ class ChannelSink implements DeliverySink {
  * filters file in the account's state folder), the sender gate, the reply and catch-up tools, and,
  * with `permissionRelay`, the relay. Delivery starts once the client has initialized.
  *
- * @throws DeliveryError `DELIVERY_FILTERS_INVALID` / `DELIVERY_IO_FAILED` for the filters file;
- *   the client's request codes when the allowlist's emails cannot be looked up.
+ * @throws DeliveryError `DELIVERY_FILTERS_INVALID` / `DELIVERY_IO_FAILED` for the filters file.
  */
 export async function createClaudeChannels(options: ClaudeChannelsOptions): Promise<ClaudeChannels> {
   const { logger } = options;
-  const allow = new AllowList(options.client, options.users);
-  await allow.refresh({ signal: AbortSignal.timeout(30_000) });
-  if (allow.empty)
+  const admission = options.admission;
+  if (admission === undefined)
     logger.warn(
-      'Claude Code channels are on but ZULIP_CHANNEL_USERS is empty: no event is sent (fail closed)',
+      'Claude Code channels are on but ZULIP_ALLOWED_USERS is not set: no event is sent (fail closed)',
     );
-  const state: BridgeState = { services: options.services, allow, recent: [] };
-  const relay = options.permissionRelay ? new PermissionRelay(options, allow) : undefined;
+  const state: BridgeState = { services: options.services, admission, recent: [] };
+  const relay = options.permissionRelay ? new PermissionRelay(options) : undefined;
   const sink = new ChannelSink(state, relay, logger);
   const filters = await FileFiltersPlane.open({
     file: `${options.stateDir}/${options.sessionId}.filters.json`,
@@ -453,6 +399,8 @@ export async function createClaudeChannels(options: ClaudeChannelsOptions): Prom
     sink,
     timeStyle: options.services.timeStyle,
     timeZone: options.services.timeZone,
+    // DMs and mentions from anyone the gate refuses never reach the sink (counted once there).
+    admission,
     logger,
   });
   const attention = selectTools(attentionCatalog(options.services, engine), {
@@ -462,7 +410,11 @@ export async function createClaudeChannels(options: ClaudeChannelsOptions): Prom
   let started: Promise<unknown> | undefined;
   return {
     tools: [
-      ...channelCatalog({ services: state.services, allows: (id) => allow.allows(id), recent: state.recent }),
+      ...channelCatalog({
+        services: state.services,
+        allows: async (id) => admission?.admits(id) === true,
+        recent: state.recent,
+      }),
       ...attention,
     ],
     experimental:

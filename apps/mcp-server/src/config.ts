@@ -59,8 +59,6 @@ export interface Config extends ServerSettings {
 /** Claude Code channels (stdio only): addressed messages pushed into the session, and the permission relay. */
 export interface ClaudeChannelSettings {
   enabled: boolean;
-  /** Who may reach the session, by user id or email; empty: nobody (fail closed). */
-  users: readonly string[];
   /** Relay Claude Code's permission prompts to `users` as DMs, answered by reaction or `yes <id>`. */
   permissionRelay: boolean;
 }
@@ -233,27 +231,14 @@ const configShape = {
     {
       group: 'Claude Code channels',
       flag: '--claude-channels',
-      help: 'Push messages that mention or DM the bot into a Claude Code session as channel events (stdio only; needs ZULIP_CHANNEL_USERS).',
+      help: 'Push messages that mention or DM the bot into a Claude Code session as channel events (stdio only; needs ZULIP_ALLOWED_USERS).',
     },
     false,
-  ),
-  ZULIP_CHANNEL_USERS: setting<readonly string[]>(
-    {
-      group: 'Claude Code channels',
-      defaultText: 'nobody',
-      help: 'Who may reach the session through channel events (user ids or emails, comma list); everyone else is dropped.',
-    },
-    (raw) => {
-      const entries = splitList(raw);
-      const bad = entries.find((e) => !/^[1-9][0-9]{0,15}$/.test(e) && !/^[^\s@,]+@[^\s@,]+$/.test(e));
-      return bad === undefined ? entries : problem('expected user ids or emails, comma-separated');
-    },
-    [],
   ),
   ZULIP_CHANNEL_PERMISSION_RELAY: strictBoolean(
     {
       group: 'Claude Code channels',
-      help: 'Relay Claude Code’s tool-permission prompts to ZULIP_CHANNEL_USERS by DM; a reaction or "yes <id>" answers (needs ZULIP_PRIVATE_STREAMS=__ALL__).',
+      help: 'Relay Claude Code’s tool-permission prompts to ZULIP_ALLOWED_USERS by DM; a reaction or "yes <id>" answers (needs ZULIP_PRIVATE_STREAMS=__ALL__).',
     },
     false,
   ),
@@ -320,6 +305,13 @@ const legacySettingList: readonly LegacySetting[] = [
     name: 'ZULIPMCP_MARKDOWN_AUTOFIX',
     origin: zulipmcp,
     replacement: 'ZULIP_MARKDOWN_AUTOFIX',
+    handling: 'alias',
+  },
+  // Who may reach a Claude Code session is the one admission list every surface shares now.
+  {
+    name: 'ZULIP_CHANNEL_USERS',
+    origin: 'zulip-mcp before ZULIP_ALLOWED_USERS',
+    replacement: 'ZULIP_ALLOWED_USERS',
     handling: 'alias',
   },
   {
@@ -394,7 +386,6 @@ export function parseConfig(
     },
     claudeChannels: {
       enabled: raw.ZULIP_CLAUDE_CHANNELS,
-      users: raw.ZULIP_CHANNEL_USERS,
       permissionRelay: raw.ZULIP_CHANNEL_PERMISSION_RELAY,
     },
     http: {

@@ -162,7 +162,7 @@ export async function buildServices(
           services,
           stateDir: runtime.accountDir,
           sessionId: config.sessionId,
-          users: config.claudeChannels.users,
+          admission: runtime.admission,
           permissionRelay: config.claudeChannels.permissionRelay,
           toolsets: config.toolsets,
           logger,
@@ -183,6 +183,7 @@ export async function buildServices(
           interruptFile: config.session.interruptFile,
           autoTyping: config.session.autoTyping,
           launch: launched && launch !== undefined ? launch : undefined,
+          admission: runtime.admission,
           logger,
         });
         const catalog = sessionCatalog(services, agent);

@@ -162,6 +162,8 @@ async function call(client: Client, name: string, args: Record<string, unknown>)
 interface Fixture {
   anyId: number;
   imageUrl: string;
+  /** The transport, so each one posts text of its own (the same text twice is refused: send once). */
+  kind: string;
   ownId(): Promise<number>;
 }
 
@@ -279,12 +281,16 @@ const rows: Record<string, Row> = {
     bad: { args: { reminder_id: 'next' }, field: 'reminder_id' },
   },
   send_message: {
-    ok: () => ({ stream: 'general', topic: 'catalog test', content: 'Hello from the catalog test' }),
+    ok: (f) => ({
+      stream: 'general',
+      topic: 'catalog test',
+      content: `Hello from the catalog test (${f.kind})`,
+    }),
     bad: { args: { stream: 'general', topic: 'x', content: 42 }, field: 'content' },
     denied: { stream: 'ops', topic: 'x', content: 'no' },
   },
   send_dm: {
-    ok: () => ({ to: ['Bo Chen'], content: 'A direct hello' }),
+    ok: (f) => ({ to: ['Bo Chen'], content: `A direct hello (${f.kind})` }),
     bad: { args: { to: 'Bo Chen', content: 'x' }, field: 'to' },
   },
   upload_file: {
@@ -350,7 +356,7 @@ const rows: Record<string, Row> = {
     denied: { stream: 'ops', topic: 'on-call' },
   },
   reply: {
-    ok: () => ({ content: 'On it, reading the deploy log now.' }),
+    ok: (f) => ({ content: `On it, reading the deploy log now (${f.kind}).` }),
     bad: { args: { content: 5 }, field: 'content' },
   },
   listen: {
@@ -366,7 +372,8 @@ const rows: Record<string, Row> = {
   },
 };
 
-async function fixtureFor(client: Client): Promise<Fixture> {
+async function fixtureFor(client: Client, kind: string): Promise<Fixture> {
+  let sent = 0;
   const history = await call(client, 'fetch_history', { stream: 'engineering', topic: 'deploys', limit: 20 });
   const ids = (history.structured?.ids ?? []) as number[];
   // A person's message: the bot's own replies (earlier runs post some) never count as unread.
@@ -375,14 +382,16 @@ async function fixtureFor(client: Client): Promise<Fixture> {
   return {
     anyId,
     imageUrl: sim.realm.uploads()[0]?.url as string,
+    kind,
     async ownId() {
-      const sent = await call(client, 'send_message', {
+      sent += 1;
+      const out = await call(client, 'send_message', {
         stream: 'general',
         topic: 'catalog test',
-        content: 'a message to change',
+        content: `a message to change (${kind} ${sent})`,
       });
-      expect(sent.isError, sent.text).toBe(false);
-      return (sent.structured as { message_id: number }).message_id;
+      expect(out.isError, out.text).toBe(false);
+      return (out.structured as { message_id: number }).message_id;
     },
   };
 }
@@ -393,7 +402,7 @@ for (const kind of ['in-memory', 'stdio', 'http'] as const) {
     let fixture: Fixture;
     beforeAll(async () => {
       client = await connect(kind);
-      fixture = await fixtureFor(client);
+      fixture = await fixtureFor(client, kind);
     });
 
     it('lists exactly the tools this test covers, each with annotations and an output schema', async () => {
@@ -484,6 +493,7 @@ describe('toolsets', () => {
         'list_streams',
         'get_stream_topics',
         'find_user',
+        'fetch_attachment',
         'send_message',
         'send_dm',
         'edit_message',

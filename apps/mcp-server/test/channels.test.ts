@@ -126,7 +126,7 @@ function channelEnv(extra: Record<string, string> = {}): Record<string, string> 
   return realm.env(stateDir, {
     ZMCP_LOG_LEVEL: 'debug',
     ZULIP_CLAUDE_CHANNELS: 'on',
-    ZULIP_CHANNEL_USERS: `ann@example.test`,
+    ZULIP_ALLOWED_USERS: `ann@example.test`,
     ZULIP_PRIVATE_STREAMS: '__ALL__',
     ZULIP_CHANNEL_PERMISSION_RELAY: 'on',
     ...extra,
@@ -237,13 +237,20 @@ describe('channel events', () => {
     const second = await launch(channelEnv(), 'waiting for the delivery state');
     expect(second.stderr()).toContain(`pid=${process.pid}`);
     expect((await second.cc.client.listTools()).tools.map((t) => t.name)).toContain('channel_reply');
-    expect(realm.sim.queues(realm.botId)).toHaveLength(1);
+    // One delivery queue (each server's admission gate follows realm_user events on its own).
+    const delivery = () => realm.sim.queues(realm.botId).filter((q) => q.eventTypes?.includes('message'));
+    expect(delivery()).toHaveLength(1);
     const early = say('first one only @**Helper Bot**');
     await first.cc.event((e) => e.meta.message_id === String(early));
     // The second registers its queue once the first has given the state up.
     const registered = new Promise<void>((resolve) => {
       const off = realm.sim.onRequest((r) => {
-        if (r.method === 'POST' && r.path.endsWith('/register') && r.status === 200) {
+        if (
+          r.method === 'POST' &&
+          r.path.endsWith('/register') &&
+          r.status === 200 &&
+          String(r.params.event_types ?? '').includes('message')
+        ) {
           off();
           resolve();
         }
@@ -273,7 +280,7 @@ describe('channel events', () => {
 
   it('with nobody on the list, sends nothing at all', async () => {
     const { cc } = await launch(
-      channelEnv({ ZULIP_CHANNEL_USERS: '', ZULIP_CHANNEL_PERMISSION_RELAY: 'off' }),
+      channelEnv({ ZULIP_ALLOWED_USERS: '', ZULIP_CHANNEL_PERMISSION_RELAY: 'off' }),
     );
     expect(cc.client.getServerCapabilities()?.experimental?.['claude/channel/permission']).toBeUndefined();
     const first = say('@**Helper Bot** one');
@@ -396,5 +403,34 @@ describe('permission relay', () => {
     });
     await cc.event((e) => e.meta.message_id === String(chat));
     expect(cc.events.some((e) => e.meta.message_id === String(answer))).toBe(false);
+  });
+
+  it('takes no answer from anyone outside the gate, and tells Claude nothing of it', async () => {
+    const { cc } = await launch();
+    const prompted = nextPrompt();
+    await cc.requestPermission({
+      request_id: 'qwert',
+      tool_name: 'Bash',
+      description: 'Run shell command',
+      input_preview: 'deploy',
+    });
+    await prompted;
+    // Bo is not admitted: his "yes qwert" answers nothing and is no channel event either.
+    const stranger = realm.sim.realm.sendMessage({
+      senderId: boId,
+      type: 'direct',
+      to: [realm.botId],
+      content: 'yes qwert',
+    });
+    const ann = realm.sim.realm.sendMessage({
+      senderId: realm.annId,
+      type: 'direct',
+      to: [realm.botId],
+      content: 'no qwert',
+    });
+    await cc.until(() => cc.verdicts.length > 0);
+    expect(cc.verdicts).toEqual([{ request_id: 'qwert', behavior: 'deny' }]);
+    expect(cc.events.map((e) => e.meta.message_id)).not.toContain(String(stranger));
+    expect(cc.events.map((e) => e.meta.message_id)).not.toContain(String(ann));
   });
 });

@@ -31,13 +31,16 @@ function env(extra: Record<string, string> = {}): Record<string, string> {
 // 8 MB of bytes is 10.7 MB of base64: more than the 10 MiB the SDK's stdio transport takes.
 const eightMegabytes = Buffer.alloc(8_000_000, 7).toString('base64');
 
+let sends = 0;
 function sendWith(data: string) {
+  sends += 1;
   return {
     name: 'send_message',
     arguments: {
       stream: 'general',
       topic: 'files',
-      content: 'the file',
+      // Text of its own each time: the same file and text again would be refused (send once).
+      content: `the file, take ${sends}`,
       attachments: [{ data, name: 'big.bin', mime_type: 'application/octet-stream' }],
     },
   };

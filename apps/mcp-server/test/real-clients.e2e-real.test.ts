@@ -104,7 +104,8 @@ describe('the Python mcp SDK 2.3.0', () => {
     const { stdout } = await run(python, [script, url, token, mode], { timeout: 60_000 });
     const out = JSON.parse(stdout) as { version: string; tools: number; text: string };
     expect(out.version).toBe(version);
-    expect(out.tools).toBe(15);
+    // The default surface: 16 tools (fetch_attachment among them).
+    expect(out.tools).toBe(16);
     expect(out.text).toMatch(/^3 streams this bot may read/);
     expect(sessionsOpened() - before).toBe(sessions);
   });
@@ -120,7 +121,8 @@ describe('@ai-sdk/mcp 2.0.99', () => {
     const before = sessionsOpened();
     const { stdout } = await run(process.execPath, [script, url, token, discovery], { timeout: 60_000 });
     const out = JSON.parse(stdout) as { tools: number; text: string };
-    expect(out.tools).toBe(15);
+    // The default surface: 16 tools (fetch_attachment among them).
+    expect(out.tools).toBe(16);
     expect(out.text).toMatch(/^3 streams this bot may read/);
     expect(sessionsOpened() - before).toBe(sessions);
   });
@@ -151,7 +153,7 @@ describe('the MCP Inspector CLI 2.12.0', () => {
         `Authorization: Bearer ${token}`,
       ];
       const listed = await inspect([...common, '--method', 'tools/list', url]);
-      expect(listed.result.tools).toHaveLength(15);
+      expect(listed.result.tools).toHaveLength(16);
       const called = await inspect([...common, '--method', 'tools/call', '--tool-name', 'list_streams', url]);
       expect(called.result.content?.[0]?.text).toMatch(/^3 streams this bot may read/);
       // 2026-07-28 results carry the server's info in _meta; a 2025 session answers without it.

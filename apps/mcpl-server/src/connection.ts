@@ -45,6 +45,7 @@ export class Connection {
       timeZone: config.timezone,
       catchUp: { maxMessages: config.catchUpLimit },
       markRead: config.markRead,
+      admission: runtime.admission,
       logger,
     });
     session.on('close', () => void this.close());

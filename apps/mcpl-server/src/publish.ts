@@ -1,7 +1,7 @@
 import { type CallOptions, isZmcpError, readMessage } from '@zmcp/core';
 import type { ChannelDescriptor as ZulipChannel } from '@zmcp/delivery';
 import { type ContentBlock, McplRpcCode, rpcError } from '@zmcp/mcpl';
-import { postMessage } from '@zmcp/tools';
+import { isToolError, postMessage } from '@zmcp/tools';
 import type { DataAttachment } from '@zmcp/uploads';
 import type { ReplyRouter, ReplyTarget } from './routing.js';
 import type { Runtime } from './runtime-types.js';
@@ -69,8 +69,10 @@ async function follow(
  * than refused: inline media is uploaded and linked, and every message sent is recorded for
  * rollback.
  *
- * @throws McpError `-32602` with nothing to send or no topic, `-32017` when the access policy
- *   refuses the stream; the client's request codes otherwise.
+ * @throws McpError `-32602` with nothing to send or no topic, or when the same text went to the
+ *   topic within the send-once window (`data`: `code` `TOOLS_ALREADY_SENT`, the earlier `messageId`
+ *   and `permalink`); `-32017` when the access policy refuses the stream; the client's request
+ *   codes otherwise.
  */
 export async function publishTo(
   runtime: Runtime,
@@ -94,12 +96,25 @@ export async function publishTo(
   const call: CallOptions = { signal };
   await follow(runtime, router, target, call);
   await checkChannelWrite(runtime, writeTargetOf(target), channel.id, call);
-  const posted = await postMessage(runtime.services, target, text, {
-    overLength: 'split',
-    attachments: media,
-    signal,
-    onSent: (id) => runtime.sent.record(id, writeTargetOf(target)),
-  });
+  let posted: Awaited<ReturnType<typeof postMessage>>;
+  try {
+    posted = await postMessage(runtime.services, target, text, {
+      overLength: 'split',
+      attachments: media,
+      signal,
+      onSent: (id) => runtime.sent.record(id, writeTargetOf(target)),
+    });
+  } catch (err) {
+    // Send once: the same text went to this topic a moment ago; the earlier message stands.
+    if (isToolError(err, 'TOOLS_ALREADY_SENT')) {
+      throw rpcError(McplRpcCode.InvalidParams, `channels/publish: ${err.message}`, {
+        code: err.code,
+        messageId: String(err.details?.message_id),
+        permalink: err.details?.permalink ?? null,
+      });
+    }
+    throw err;
+  }
   if ('isError' in posted) {
     throw rpcError(McplRpcCode.InternalError, `channels/publish: ${posted.text}`, { code: posted.code });
   }

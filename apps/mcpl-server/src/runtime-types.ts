@@ -1,4 +1,4 @@
-import type { AccessPolicy, Logger, ZulipClient } from '@zmcp/core';
+import type { AccessPolicy, AdmissionGate, Logger, ZulipClient } from '@zmcp/core';
 import type { FiltersPlane, StateStore } from '@zmcp/delivery';
 import type { BoundTool, ToolServices } from '@zmcp/tools';
 import type { McplConfig } from './config.js';
@@ -11,6 +11,8 @@ export interface Runtime {
   /** The one Zulip client (every call has the configured deadline). */
   readonly client: ZulipClient;
   readonly policy: AccessPolicy;
+  /** Who may wake or answer the agent (`ZULIP_ALLOWED_USERS`); `undefined`: no gate, the filters decide. */
+  readonly admission: AdmissionGate | undefined;
   readonly services: ToolServices;
   /** The realm tools served (toolsets applied); the attention tools are bound per connection. */
   readonly tools: readonly BoundTool[];

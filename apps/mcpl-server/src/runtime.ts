@@ -170,6 +170,7 @@ export async function createZulipMcpl(options: ZulipMcplOptions): Promise<ZulipM
       logger,
       client: zulip.client,
       policy: zulip.policy,
+      admission: zulip.admission,
       services: zulip.services,
       tools: selectTools(createCatalog(zulip.services), { toolsets: config.toolsets, readOnly: false }),
       // Watermarks are message ids, which mean something on one realm only: state is kept per realm and bot.

@@ -112,6 +112,27 @@ describe('catch-up and gaps', () => {
   });
 });
 
+describe('send once', () => {
+  it('refuses a publish that repeats one sent a moment ago to the same topic, naming the earlier message', async () => {
+    const s = await start();
+    await s.host.openChannel({ channelId: 'zulip:general' });
+    const asked = realm.say('general', 'is it deployed?', { topic: 'deploy' });
+    await s.incoming.first((m) => m.messageId === String(asked));
+    const published = await s.host.publish({ channelId: 'zulip:general', content: 'Deployed.' });
+    await expect(s.host.publish({ channelId: 'zulip:general', content: 'Deployed.' })).rejects.toMatchObject({
+      details: { rpcCode: -32602, data: { code: 'TOOLS_ALREADY_SENT', messageId: published?.messageId } },
+    });
+    // The send tools answer to the same memory.
+    const tool = await s.host.callTool('send_message', {
+      stream: 'general',
+      topic: 'deploy',
+      content: 'Deployed.',
+    });
+    expect(tool.isError).toBe(true);
+    expect(JSON.stringify(tool.content)).toContain(`as message ${published?.messageId}`);
+  });
+});
+
 describe('rollback', () => {
   it('deletes what was sent after a checkpoint, tool sends and publishes alike, without change lines', async () => {
     const s = await start();

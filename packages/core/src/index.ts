@@ -128,6 +128,21 @@ export { readMessage, readMessages, readNarrow } from './read/read-gate.js';
 
 // --- text: markdown, length, escaping, message line, helpers, policy rules ---
 
+export type {
+  AdmissionGateOptions,
+  AdmissionList,
+  AdmissionPath,
+  AdmissionRefusals,
+  AdmissionUser,
+  OpenAdmissionGateOptions,
+} from './policy/admission.js';
+export {
+  ADMISSION_PATHS,
+  AdmissionDirectory,
+  AdmissionGate,
+  isAdmissionEntry,
+  parseAdmissionList,
+} from './policy/admission.js';
 export type { ResolvedStreamAllowlist, StreamAllowlist } from './policy/allowlist.js';
 export { ALL_STREAMS, parseStreamAllowlist, resolveStreamAllowlist } from './policy/allowlist.js';
 export type {

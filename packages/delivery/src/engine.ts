@@ -2,6 +2,10 @@ import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   type AccessPolicy,
+  AdmissionDirectory,
+  AdmissionGate,
+  type AdmissionList,
+  type AdmissionPath,
   type CallOptions,
   type Clock,
   createMessageLineFormatter,
@@ -117,6 +121,12 @@ export interface DeliveryEngineOptions {
   stateWriteGapMs?: number | undefined;
   /** How many recent DM conversations to discover at start. Default 100. */
   recentDms?: number | undefined;
+  /**
+   * Who may wake or answer the agent (core's admission gate, by user id). With it, a DM, a
+   * mention on a closed channel and a reaction from anyone else are not delivered (each refusal
+   * counted once); ambient traffic of an open channel still is. Without it the filters decide.
+   */
+  admission?: AdmissionGate | undefined;
   logger?: Logger | undefined;
   /** Event-queue tuning (tests shorten these). */
   queue?:
@@ -306,6 +316,11 @@ export class DeliveryEngine {
   readonly #streams = new Map<number, StreamFacts>();
   #lookup: StreamInfoLookup = () => undefined;
   readonly #users = new Map<number, UserFacts>();
+  /** Who holds which address, for the filters' DM list (emails resolved to ids, as every gate does). */
+  readonly #directory = new AdmissionDirectory();
+  #dmGate: { list: AdmissionList; gate: AdmissionGate } | undefined;
+  /** Messages the admission gate refused live, so a replay does not count them again. */
+  readonly #refused = new BoundedMap<number, true>(2_000);
   readonly #channels = new Map<ChannelKey, Channel>();
   readonly #retrySet = new Set<ChannelKey>();
   readonly #seen = new BoundedMap<number, ChannelKey>(SEEN_LIMIT);
@@ -870,7 +885,37 @@ export class DeliveryEngine {
     }
     if (reg.realm_users !== undefined) {
       this.#people.replace([...this.#users].map(([user_id, u]) => ({ user_id, full_name: u.name })));
+      this.#directory.loadRegistration(reg);
     }
+  }
+
+  /** Whether the filters' DM list (`dmUsers`, absent or empty: anyone) lets this sender DM the agent. */
+  #dmAdmits(senderId: number): boolean {
+    const list = this.#filters.filters.dmList;
+    if (list === undefined) return true;
+    if (this.#dmGate?.list !== list) {
+      void this.#dmGate?.gate.close();
+      this.#dmGate = {
+        list,
+        gate: new AdmissionGate(list, {
+          setting: 'the filters file’s dmUsers',
+          directory: this.#directory,
+          logger: this.#logger,
+        }),
+      };
+    }
+    return this.#dmGate.gate.admits(senderId);
+  }
+
+  /** The admission gate's word on a message (true without a gate); a live refusal counts once. */
+  #admitted(m: Message, path: AdmissionPath, history: boolean): boolean {
+    const gate = this.#o.admission;
+    if (gate === undefined || gate.admits(m.sender_id)) return true;
+    if (!history && this.#refused.get(m.id) === undefined) {
+      this.#refused.set(m.id, true);
+      gate.check(m.sender_id, path);
+    }
+    return false;
   }
 
   #setStreams(streams: readonly StreamInfo[], subscriptions: readonly StreamInfo[]): void {
@@ -982,8 +1027,7 @@ export class DeliveryEngine {
     });
     for (const m of res.messages) {
       if (!Array.isArray(m.display_recipient)) continue;
-      if (m.sender_id !== this.#self && !this.#filters.filters.allowsDmSender(m.sender_id, m.sender_email))
-        continue;
+      if (m.sender_id !== this.#self && !this.#dmAdmits(m.sender_id)) continue;
       this.#dmChannel(dmOthers(m.display_recipient, this.#self), watermark).registered = true;
     }
   }
@@ -1244,9 +1288,7 @@ export class DeliveryEngine {
     } else {
       if (!Array.isArray(m.display_recipient)) return undefined;
       // A sender the filters keep out opens no conversation.
-      if (m.sender_id !== this.#self && !this.#filters.filters.allowsDmSender(m.sender_id, m.sender_email)) {
-        return undefined;
-      }
+      if (m.sender_id !== this.#self && !this.#dmAdmits(m.sender_id)) return undefined;
       const users = dmOthers(m.display_recipient, this.#self);
       const existing = this.#channels.get(dmKey(users));
       if (existing?.registered === true) return existing;
@@ -1299,15 +1341,16 @@ export class DeliveryEngine {
         name: facts?.name ?? String(m.display_recipient),
       };
       if (!this.#filters.filters.passesStream(ref)) return 'skip';
-    } else if (
-      m.sender_id !== this.#self &&
-      !this.#filters.filters.allowsDmSender(m.sender_id, m.sender_email)
-    ) {
+    } else if (m.sender_id !== this.#self && !this.#dmAdmits(m.sender_id)) {
       return 'skip';
     }
     if (isNoBotsMessage(m)) return 'skip';
+    // The admission gate: a DM, or a mention that would wake the agent, from anyone else is no
+    // one's business here. The bot's own messages (kept in history) are not asked about.
+    if (m.sender_id !== this.#self && m.type !== 'stream' && !this.#admitted(m, 'dm', history)) return 'skip';
     if (c.open) return 'incoming';
-    return isAddressed(addressingOf(m, this.#self)) ? 'push' : 'drop';
+    if (!isAddressed(addressingOf(m, this.#self))) return 'drop';
+    return m.sender_id === this.#self || this.#admitted(m, 'mention', history) ? 'push' : 'skip';
   }
 
   #item(c: Channel, m: Message, recovered: boolean): DeliveryItem {
@@ -1805,6 +1848,7 @@ export class DeliveryEngine {
           isBot: typeof p.is_bot === 'boolean' ? p.is_bot : (known?.isBot ?? false),
         });
         this.#people.set(p.user_id, name);
+        this.#directory.apply(event);
         return;
       }
       default:
@@ -2195,6 +2239,7 @@ export class DeliveryEngine {
     if (c === undefined || !c.registered || !c.open || !this.#showsReactions(c)) return;
     if (c.target.kind === 'stream' && !this.#streamVisible(c.target.streamId)) return;
     if (this.#filters.filters.suppresses(event)) return;
+    if (this.#o.admission !== undefined && !this.#o.admission.check(event.user_id, 'reaction')) return;
     const place = this.#reserve(c);
     if (place === undefined) return;
     const out: Entry[] = [];

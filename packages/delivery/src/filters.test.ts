@@ -80,7 +80,7 @@ describe('CompiledFilters', () => {
   it('an absent key is unrestricted; a stream list allows by id or by name, ignoring case', () => {
     const open = new CompiledFilters({});
     expect(open.allowsStream(general)).toBe(true);
-    expect(open.allowsDmSender(5, 'x@y')).toBe(true);
+    expect(open.dmList).toBeUndefined();
     const only = new CompiledFilters({ streams: ['general', 13] });
     expect(only.allowsStream(general)).toBe(true);
     expect(only.allowsStream(random)).toBe(true);
@@ -102,15 +102,14 @@ describe('CompiledFilters', () => {
     expect(new CompiledFilters({ mutedStreams: ['café'] }).isMuted(decomposed)).toBe(false);
   });
 
-  it('muted streams never pass; dmUsers matches ids and emails, and empty means anyone', () => {
-    const f = new CompiledFilters({ mutedStreams: [12], dmUsers: ['42', 'Ann@Example.com'] });
+  it('muted streams never pass; dmUsers is core’s admission list of ids and emails, and empty means anyone', () => {
+    const f = new CompiledFilters({ mutedStreams: [12], dmUsers: ['42', 'Ann@Example.com', 7] });
     expect(f.isMuted(general)).toBe(true);
     expect(f.passesStream(general)).toBe(false);
     expect(f.passesStream(random)).toBe(true);
-    expect(f.allowsDmSender(42, undefined)).toBe(true);
-    expect(f.allowsDmSender(7, 'ann@example.com')).toBe(true);
-    expect(f.allowsDmSender(7, 'bo@example.com')).toBe(false);
-    expect(new CompiledFilters({ dmUsers: [] }).allowsDmSender(7, 'bo@example.com')).toBe(true);
+    expect(f.dmList).toEqual({ ids: [42, 7], emails: ['ann@example.com'] });
+    expect(new CompiledFilters({ dmUsers: [] }).dmList).toBeUndefined();
+    expect(() => parseFiltersDocument({ dmUsers: ['Ann Lee'] })).toThrow(/expected a user id or an email/);
   });
 
   it('reaction channels match stream names and DM participants', () => {

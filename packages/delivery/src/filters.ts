@@ -1,5 +1,11 @@
 import { createHash } from 'node:crypto';
-import { foldStreamName, parseStreamAllowlist } from '@zmcp/core';
+import {
+  type AdmissionList,
+  foldStreamName,
+  isAdmissionEntry,
+  parseAdmissionList,
+  parseStreamAllowlist,
+} from '@zmcp/core';
 import { z } from 'zod';
 import { type ChannelKey, dmKey, parseChannelId } from './channel-id.js';
 import { DeliveryError } from './errors.js';
@@ -16,17 +22,10 @@ const StreamEntrySchema = z.union([
     .max(MAX_ENTRY_LENGTH)
     .refine((s) => s.trim() !== '', 'a stream name cannot be blank'),
 ]);
-// A DM sender is named by user id (number or digits) or by email.
+// A DM sender is named by user id (number or digits) or by email: core's one admission rule.
 const UserEntrySchema = z.union([
   z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
-  z
-    .string()
-    .min(1)
-    .max(MAX_ENTRY_LENGTH)
-    .refine(
-      (s) => /^[1-9][0-9]{0,15}$/.test(s) || /^[^\s@]+@[^\s@]+$/.test(s),
-      'expected a user id or an email',
-    ),
+  z.string().min(1).max(MAX_ENTRY_LENGTH).refine(isAdmissionEntry, 'expected a user id or an email'),
 ]);
 const ChannelEntrySchema = z
   .string()
@@ -188,8 +187,11 @@ export class CompiledFilters {
   readonly #streamNames: ReadonlySet<string> | undefined;
   readonly #mutedIds: ReadonlySet<number>;
   readonly #mutedNames: ReadonlySet<string>;
-  readonly #dmIds: ReadonlySet<number> | undefined;
-  readonly #dmEmails: ReadonlySet<string> | undefined;
+  /**
+   * Who may DM the agent, as core's admission list (ids, and emails a gate resolves to ids);
+   * `undefined` when anyone may (the key absent or empty).
+   */
+  readonly dmList: AdmissionList | undefined;
   readonly #reactionStreams: ReadonlySet<string>;
   readonly #reactionDms: ReadonlySet<ChannelKey>;
   readonly #suppressedNames: ReadonlySet<string>;
@@ -218,20 +220,10 @@ export class CompiledFilters {
     const muted = split(document.mutedStreams ?? []);
     this.#mutedIds = muted.ids;
     this.#mutedNames = muted.names;
-    if (document.dmUsers === undefined || document.dmUsers.length === 0) {
-      this.#dmIds = undefined;
-      this.#dmEmails = undefined;
-    } else {
-      const ids = new Set<number>();
-      const emails = new Set<string>();
-      for (const e of document.dmUsers) {
-        if (typeof e === 'number') ids.add(e);
-        else if (/^[0-9]+$/.test(e)) ids.add(Number(e));
-        else emails.add(e.toLowerCase());
-      }
-      this.#dmIds = ids;
-      this.#dmEmails = emails;
-    }
+    this.dmList =
+      document.dmUsers === undefined || document.dmUsers.length === 0
+        ? undefined
+        : parseAdmissionList(document.dmUsers, 'dmUsers');
     const reactionStreams = new Set<string>();
     const reactionDms = new Set<ChannelKey>();
     for (const id of document.reactionChannels ?? []) {
@@ -265,12 +257,6 @@ export class CompiledFilters {
   /** Whether a stream reaches the agent at all: allowed and not muted. */
   passesStream(stream: FilterStream): boolean {
     return this.allowsStream(stream) && !this.isMuted(stream);
-  }
-
-  /** Whether this sender may DM the agent. */
-  allowsDmSender(userId: number, email: string | undefined): boolean {
-    if (this.#dmIds === undefined || this.#dmEmails === undefined) return true;
-    return this.#dmIds.has(userId) || (email !== undefined && this.#dmEmails.has(email.toLowerCase()));
   }
 
   /** Whether a stream channel (by its current name) or a DM channel (by key) shows reactions. */

@@ -4,9 +4,10 @@ import { DeliveryError } from './errors.js';
  * The kinds of per-session state, each stored separately: a session's read cursors (`monitor`),
  * delivery watermarks (`delivery`) and filters (`filters`); and what a server keeps for its
  * 2026-era callers, who carry no session: the key it signs their handles with (`key`), the state
- * of an agent session a handle names (`agent`), and a task a long call became (`task`).
+ * of an agent session a handle names (`agent`), and a task a long call became (`task`); and the
+ * memory of an account's recent sends (`sends`, `@zmcp/tools`' send-once rule).
  */
-export type StateKind = 'monitor' | 'delivery' | 'filters' | 'key' | 'agent' | 'task';
+export type StateKind = 'monitor' | 'delivery' | 'filters' | 'key' | 'agent' | 'task' | 'sends';
 
 /**
  * Names one piece of state: which account (realm and bot) and session it belongs to, and what
@@ -21,7 +22,7 @@ export interface StateKey {
   readonly kind: StateKind;
 }
 
-const STATE_KINDS: readonly StateKind[] = ['monitor', 'delivery', 'filters', 'key', 'agent', 'task'];
+const STATE_KINDS: readonly StateKind[] = ['monitor', 'delivery', 'filters', 'key', 'agent', 'task', 'sends'];
 
 // The file suffix of each kind. `monitor` keeps the bare `<session>.json` of the earlier layout.
 const KIND_SUFFIX: Readonly<Record<StateKind, string>> = {
@@ -31,16 +32,17 @@ const KIND_SUFFIX: Readonly<Record<StateKind, string>> = {
   key: '.key.json',
   agent: '.agent.json',
   task: '.task.json',
+  sends: '.sends.json',
 };
 
 const SESSION_ID = /^[A-Za-z0-9._-]{1,128}$/;
 // A session named `a.delivery` would own `a.delivery.json`, the delivery file of session `a`.
-const RESERVED_ENDING = /\.(?:delivery|filters|key|agent|task)$/i;
+const RESERVED_ENDING = /\.(?:delivery|filters|key|agent|task|sends)$/i;
 
 /**
  * Returns `value` when it is a valid session id: 1-128 characters of `[A-Za-z0-9._-]`, not
  * starting with a dot (no `.`, `..` or hidden files) and not ending in `.delivery`, `.filters`,
- * `.key`, `.agent` or `.task` (which would collide with another session's files).
+ * `.key`, `.agent`, `.task` or `.sends` (which would collide with another session's files).
  *
  * @throws DeliveryError `DELIVERY_INVALID_SESSION_ID` naming what is wrong with the value.
  */
@@ -60,7 +62,7 @@ export function parseSessionId(value: unknown): string {
   if (value.startsWith('.')) return fail(`${JSON.stringify(value)} starts with a dot`);
   if (RESERVED_ENDING.test(value)) {
     return fail(
-      `${JSON.stringify(value)} ends in a reserved suffix (.delivery, .filters, .key, .agent, .task)`,
+      `${JSON.stringify(value)} ends in a reserved suffix (.delivery, .filters, .key, .agent, .task, .sends)`,
     );
   }
   return value;
@@ -127,7 +129,7 @@ export function parseStateAccount(value: unknown): string {
 
 /**
  * The file name, relative to the state directory, that holds `key`: `<session>.json` for the
- * monitor, `<session>.delivery.json` and `<session>.filters.json` for the others, inside the
+ * monitor, `<session>.delivery.json`, `<session>.filters.json` and `<session>.sends.json` for the others, inside the
  * folder `<account>/` when the key names an account.
  *
  * @throws DeliveryError `DELIVERY_INVALID_SESSION_ID` for a bad session id,

@@ -1,4 +1,4 @@
-import { createMessageLineFormatter } from '@zmcp/core';
+import { AdmissionGate, createMessageLineFormatter } from '@zmcp/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { closeFixtures, startFixture } from './helpers/engine-fixture.js';
 
@@ -120,6 +120,48 @@ describe('DeliveryEngine: routing', () => {
     const dm = f.dm(f.bo, 'now allowed');
     await f.sink.until(() => f.sink.acceptedPushes.length === 2);
     expect(f.sink.acceptedPushes[1]?.items[0]?.messageId).toBe(dm);
+  });
+});
+
+describe('DeliveryEngine: the admission gate', () => {
+  it('delivers no DM, waking mention or reaction from anyone it does not admit; open chatter still arrives', async () => {
+    const f = await startFixture({ filters: { reactionChannels: ['zulip:general'] } });
+    const gate = new AdmissionGate({ ids: [f.ann], emails: [] }, { setting: 'TEST_USERS' });
+    const engine = f.engine({ admission: gate });
+    await engine.start();
+    await engine.openChannel('zulip:general');
+    f.dm(f.bo, 'Bo, not admitted: do something');
+    f.send('random', 'wake up @**Helper Bot**', { sender: f.bo });
+    const chatter = f.send('general', 'open channel chatter', { sender: f.bo });
+    await f.sink.until(() => f.sink.accepted.some((i) => i.messageId === chatter));
+    f.sim.realm.addReaction(f.bo, chatter, 'thumbs_up');
+    const dm = f.dm(f.ann, 'Ann may');
+    const mention = f.send('random', 'ping @**Helper Bot**');
+    await f.sink.until(() => f.sink.acceptedPushes.length === 2);
+    f.sim.realm.addReaction(f.ann, chatter, 'heart');
+    await f.sink.until(() => f.sink.accepted.some((i) => i.kind === 'reaction'));
+    // Two channels: their pushes are concurrent.
+    expect(f.sink.acceptedPushes.map((p) => p.items[0]?.messageId).sort()).toEqual([dm, mention].sort());
+    expect(f.sink.accepted.filter((i) => i.kind === 'reaction').map((i) => i.author.id)).toEqual([f.ann]);
+    // The stranger's mention is neither pushed nor tallied as missed chatter.
+    expect(engine.channels().find((c) => c.channel.id === 'zulip:random')?.missed).toBe(0);
+    expect(gate.refusals().byPath).toMatchObject({ dm: 1, mention: 1, reaction: 1 });
+  });
+
+  it('resolves the filters’ dmUsers emails to user ids with the realm’s users, as every gate does', async () => {
+    const f = await startFixture({ filters: { dmUsers: ['BO@zulip.example'] } });
+    const engine = f.engine();
+    await engine.start();
+    f.dm(f.ann, 'Ann is not on the DM list');
+    const dm = f.dm(f.bo, 'Bo is, by email');
+    await f.sink.until(() => f.sink.acceptedPushes.length === 1);
+    expect(f.sink.acceptedPushes[0]?.items[0]?.messageId).toBe(dm);
+    // Bo's address changes: the entry names nobody now, so it admits nobody.
+    f.sim.realm.changeUserEmail(f.bo, 'bo@elsewhere.example');
+    f.dm(f.bo, 'after the change');
+    const barrier = f.send('general', 'barrier @**Helper Bot**');
+    await f.sink.until(() => f.sink.acceptedPushes.some((p) => p.items[0]?.messageId === barrier));
+    expect(f.sink.acceptedPushes.map((p) => p.items[0]?.messageId)).toEqual([dm, barrier]);
   });
 });
 

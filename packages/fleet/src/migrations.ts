@@ -67,6 +67,16 @@ CREATE TRIGGER filters_deleted AFTER DELETE ON state
   FOR EACH ROW WHEN (OLD.kind = 'filters') EXECUTE FUNCTION notify_filters();
 `,
   },
+  {
+    version: 2,
+    compatibleFrom: 1,
+    description: 'every kind of state: the 2026-era key, agent and task, and the send-once memory',
+    sql: `
+ALTER TABLE state DROP CONSTRAINT state_kind_check;
+ALTER TABLE state ADD CONSTRAINT state_kind_check
+  CHECK (kind IN ('monitor', 'delivery', 'filters', 'key', 'agent', 'task', 'sends'));
+`,
+  },
 ];
 
 /** The schema version this release writes. */

@@ -2,6 +2,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import {
   AccessPolicy,
+  AdmissionGate,
   ALL_STREAMS,
   type Credentials,
   DEFAULT_MAX_MESSAGE_LENGTH,
@@ -50,6 +51,11 @@ export interface ZulipRuntime {
   readonly identity: ToolIdentity;
   /** The access policy, its allowlists resolved to stream ids. */
   readonly policy: AccessPolicy;
+  /**
+   * Who may wake, steer or answer the agent (`ZULIP_ALLOWED_USERS`), resolved to user ids and
+   * following address changes; `undefined` when no list is set.
+   */
+  readonly admission: AdmissionGate | undefined;
   /** What every tool stands on: the client, the policy, the account, the limits, the directory. */
   readonly services: ToolServices;
   /** The named upload roots, when any are configured. */
@@ -129,6 +135,7 @@ export async function openZulipRuntime(options: OpenZulipRuntimeOptions): Promis
     timeoutMs: settings.requestTimeoutMs,
     logger,
   });
+  let admission: AdmissionGate | undefined;
   try {
     // The schema conversions a listing needs run in the gaps while the realm answers.
     const [facts] = await Promise.all([
@@ -159,6 +166,20 @@ export async function openZulipRuntime(options: OpenZulipRuntimeOptions): Promis
       },
       visible,
     );
+    // Who may reach the agent: emails become user ids now (one that names nobody stops start-up).
+    admission =
+      settings.admissionList === undefined
+        ? undefined
+        : await AdmissionGate.open(client, settings.admissionList, {
+            setting: settings.admissionSetting,
+            logger,
+            call: { signal: AbortSignal.timeout(settings.toolDeadlineMs) },
+          });
+    // Cursors and watermarks are message ids, which mean something on one realm only: state is
+    // kept per realm and bot, so a second realm (or the demo) never reads this one's.
+    const store = new FileStateStore({ dir: settings.stateDir });
+    const account = stateAccount({ site: client.site, userId: facts.identity.user_id });
+    const accountDir = join(store.dir, account);
     const services = createToolServices({
       client,
       policy,
@@ -171,12 +192,9 @@ export async function openZulipRuntime(options: OpenZulipRuntimeOptions): Promis
       markdownAutofix: settings.markdownAutofix,
       pageBudgetBytes: settings.pageBudgetBytes,
       uploadRoots,
+      // Send once, remembered per realm and bot in the state store: a restart remembers too.
+      sendOnce: { windowMs: settings.sendOnceWindowMs, store, account },
     });
-    // Cursors and watermarks are message ids, which mean something on one realm only: state is
-    // kept per realm and bot, so a second realm (or the demo) never reads this one's.
-    const store = new FileStateStore({ dir: settings.stateDir });
-    const account = stateAccount({ site: client.site, userId: facts.identity.user_id });
-    const accountDir = join(store.dir, account);
     logger.info('connected to Zulip', {
       site: client.site,
       account: facts.identity.email,
@@ -196,17 +214,22 @@ export async function openZulipRuntime(options: OpenZulipRuntimeOptions): Promis
       facts,
       identity: facts.identity,
       policy,
+      admission,
       services,
       uploadRoots,
       account,
       store,
       accountDir,
       close() {
-        closed ??= client.close();
+        closed ??= (async () => {
+          await admission?.close();
+          await client.close();
+        })();
         return closed;
       },
     };
   } catch (err) {
+    await admission?.close();
     await client.close();
     throw err;
   }

@@ -64,10 +64,13 @@ describe('serverSettings', () => {
       privateStreams: undefined,
       writeStreams: undefined,
       writeDms: undefined,
+      admissionList: undefined,
+      admissionSetting: 'ZULIP_ALLOWED_USERS',
       uploadRoots: [],
       uploadMaxBytes: undefined,
       markdownAutofix: true,
       maxMessageLength: undefined,
+      sendOnceWindowMs: 300_000,
       pageBudgetBytes: 16_384,
       requestTimeoutMs: 15_000,
       toolDeadlineMs: 60_000,
@@ -92,10 +95,12 @@ describe('serverSettings', () => {
         ZULIP_PRIVATE_STREAMS: 'ops, 12',
         ZULIP_WRITE_STREAMS: 'bots',
         ZULIP_WRITE_DMS: 'yes',
+        ZULIP_ALLOWED_USERS: '12, Ann@Example.com',
         ZULIP_UPLOAD_ROOTS: 'notes=./notes',
         ZULIP_UPLOAD_MAX_BYTES: '1MiB',
         ZULIP_MARKDOWN_AUTOFIX: 'off',
         ZULIP_MAX_MESSAGE_LENGTH: '5000',
+        ZULIP_SEND_ONCE_WINDOW_MS: '0',
         ZULIP_PAGE_BUDGET_BYTES: '4KiB',
         ZULIP_REQUEST_TIMEOUT_MS: '2000',
         ZULIP_TOOL_DEADLINE_MS: '30000',
@@ -119,10 +124,12 @@ describe('serverSettings', () => {
       privateStreams: ['ops', 12],
       writeStreams: ['bots'],
       writeDms: true,
+      admissionList: { ids: [12], emails: ['ann@example.com'] },
       uploadRoots: [{ name: 'notes', path: resolve('/srv/agent', 'notes') }],
       uploadMaxBytes: 1_048_576,
       markdownAutofix: false,
       maxMessageLength: 5000,
+      sendOnceWindowMs: 0,
       pageBudgetBytes: 4096,
       requestTimeoutMs: 2000,
       toolDeadlineMs: 30_000,
@@ -233,6 +240,12 @@ describe('serverSettings', () => {
     }
     expect(isServerKitError(thrown, 'SERVER_KIT_INVALID_OPTIONS')).toBe(true);
     expect((thrown as ServerKitError).details).toEqual({ option });
+  });
+
+  it('reads who may reach the agent with core’s one parser: names are refused', () => {
+    expect(bin().problems({ ZULIP_ALLOWED_USERS: '12, Ann Lee' })).toEqual([
+      expect.stringMatching(/^ZULIP_ALLOWED_USERS: .*"Ann Lee" is neither a user id nor an email address/),
+    ]);
   });
 
   it('checks the Zulip site pair as every bin does', () => {

@@ -19,7 +19,7 @@ import {
   timeZone,
   zulipAccountSettings,
 } from '@zmcp/cli';
-import type { StreamAllowlist, TimeStyle } from '@zmcp/core';
+import { type AdmissionList, parseAdmissionList, type StreamAllowlist, type TimeStyle } from '@zmcp/core';
 import { parseSessionId } from '@zmcp/delivery';
 import { parseToolsets, TOOLSETS, type Toolset } from '@zmcp/tools';
 import { parseByteSize, parseUploadRoots, type UploadRootSpec } from '@zmcp/uploads';
@@ -61,6 +61,13 @@ export interface ServerSettings {
   writeStreams: StreamAllowlist | undefined;
   /** Whether DMs may be sent; unset: yes without a write allowlist, no with one. */
   writeDms: boolean | undefined;
+  /**
+   * Who may wake, steer or answer the agent (core's admission list: ids and emails); unset: no
+   * gate, except where a surface needs one (Claude Code channels stay closed).
+   */
+  admissionList: AdmissionList | undefined;
+  /** The variable `admissionList` came from, named when an entry names nobody (`ZULIP_ALLOWED_USERS`). */
+  admissionSetting: string;
   /** Upload roots, their paths resolved against the working directory. */
   uploadRoots: readonly UploadRootSpec[];
   /** Largest file to upload; unset: the realm's limit. */
@@ -68,6 +75,8 @@ export interface ServerSettings {
   markdownAutofix: boolean;
   /** Longest message to send; unset: the realm's limit. */
   maxMessageLength: number | undefined;
+  /** How long a successful send is remembered to refuse its repeat, in milliseconds; 0: never. */
+  sendOnceWindowMs: number;
   pageBudgetBytes: number;
   requestTimeoutMs: number;
   toolDeadlineMs: number;
@@ -296,6 +305,15 @@ function shapeOf(options: BinDescription) {
       defaultText: 'on; off when ZULIP_WRITE_STREAMS is a list',
       help: 'Whether the server may send DMs; with a write allowlist DMs need this set to true.',
     }),
+    ZULIP_ALLOWED_USERS: parsedBy(
+      {
+        group: 'Access',
+        defaultText: 'no gate',
+        help: 'Who may wake, steer or answer the agent: user ids or email addresses (comma list), resolved to ids at start-up; anyone else’s dismissals, follow-ups, channel events and approvals change nothing.',
+      },
+      (raw) => parseAdmissionList(raw, 'ZULIP_ALLOWED_USERS'),
+      (err) => String((err as Error).message).replace(/^ZULIP_ALLOWED_USERS:? /, ''),
+    ),
     ZULIP_UPLOAD_ROOTS: text(
       {
         group: 'Uploads',
@@ -336,6 +354,15 @@ function shapeOf(options: BinDescription) {
       },
       1,
       1_000_000,
+    ),
+    ZULIP_SEND_ONCE_WINDOW_MS: integer(
+      {
+        group: 'Messages',
+        help: 'A send with the same text to the same conversation as one that succeeded within this many milliseconds is refused, with the earlier message’s id and link, unless the call says repeat; 0 turns it off.',
+      },
+      0,
+      86_400_000,
+      300_000,
     ),
     ZULIP_PAGE_BUDGET_BYTES: parsedBy(
       {
@@ -484,10 +511,13 @@ export function serverSettings<K extends SharedSettingName = SharedSettingName>(
         privateStreams: values.ZULIP_PRIVATE_STREAMS,
         writeStreams: values.ZULIP_WRITE_STREAMS,
         writeDms: values.ZULIP_WRITE_DMS,
+        admissionList: values.ZULIP_ALLOWED_USERS,
+        admissionSetting: 'ZULIP_ALLOWED_USERS',
         uploadRoots: parseUploadRoots(values.ZULIP_UPLOAD_ROOTS, cwd),
         uploadMaxBytes: values.ZULIP_UPLOAD_MAX_BYTES,
         markdownAutofix: values.ZULIP_MARKDOWN_AUTOFIX,
         maxMessageLength: values.ZULIP_MAX_MESSAGE_LENGTH,
+        sendOnceWindowMs: values.ZULIP_SEND_ONCE_WINDOW_MS,
         pageBudgetBytes: values.ZULIP_PAGE_BUDGET_BYTES,
         requestTimeoutMs: values.ZULIP_REQUEST_TIMEOUT_MS,
         toolDeadlineMs: values.ZULIP_TOOL_DEADLINE_MS,

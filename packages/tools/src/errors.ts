@@ -23,6 +23,11 @@ export type ToolErrorCode =
   | 'TOOLS_SESSION_ENDED'
   /** A `listen` is already running in this session. */
   | 'TOOLS_SESSION_BUSY'
+  /**
+   * The same text went to the same conversation within the send-once window; nothing was sent.
+   * `details`: `message_id`, `message_ids`, `permalink`, `sent_at` of the earlier send.
+   */
+  | 'TOOLS_ALREADY_SENT'
   /** No tool of that name is served (a host maps it to its protocol's "unknown tool" error). */
   | 'TOOLS_UNKNOWN_TOOL'
   /** A request id was reused for a different call within one session. */

@@ -33,6 +33,8 @@ const hints: Readonly<Record<string, string>> = {
   TOOLS_AMBIGUOUS: 'Pass the user id (or email) of the one you mean.',
   TOOLS_DEADLINE: 'The call ran out of time; try again, perhaps with a smaller limit.',
   TOOLS_CANCELLED: 'The call was cancelled; call again if it is still wanted.',
+  TOOLS_ALREADY_SENT:
+    'Nothing was sent. If you mean to post the same text there again, call again with repeat: true.',
 };
 
 /** Describes a zod validation failure by naming each offending field. */

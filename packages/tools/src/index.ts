@@ -78,3 +78,5 @@ export type {
 export { bindTool, bindTools, defineTool } from './tool.js';
 export type { OverLength, Posted, PostOptions } from './write/post.js';
 export { postMessage } from './write/post.js';
+export type { EarlierSend, SendOnceOptions } from './write/send-once.js';
+export { DEFAULT_SEND_ONCE_WINDOW_MS, SendOnce } from './write/send-once.js';

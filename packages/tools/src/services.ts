@@ -10,6 +10,7 @@ import {
 import type { UploadRoots } from '@zmcp/uploads';
 import { RealmDirectory } from './directory.js';
 import { DEFAULT_PAGE_BUDGET_BYTES } from './page.js';
+import { SendOnce, type SendOnceOptions } from './write/send-once.js';
 
 /** The account the server acts as, fixed when the server starts. */
 export interface ToolIdentity {
@@ -45,6 +46,11 @@ export interface ToolServicesOptions {
   uploadRoots?: UploadRoots | undefined;
   /** Millisecond clock; tests inject one. */
   now?: (() => number) | undefined;
+  /**
+   * The send-once rule's memory (a {@link SendOnce}, or its options): default five minutes, in
+   * memory. A server passes its state store and account so a restart remembers too.
+   */
+  sendOnce?: SendOnce | SendOnceOptions | undefined;
 }
 
 /** Everything a tool handler stands on, shared by every tool of one server. */
@@ -62,6 +68,8 @@ export interface ToolServices {
   readonly uploadRoots: UploadRoots | undefined;
   readonly directory: RealmDirectory;
   readonly now: () => number;
+  /** The memory of recent successful sends every post consults (see `postMessage`). */
+  readonly sendOnce: SendOnce;
   /**
    * Formats one message as the message line every tool prints, telling people apart by the names
    * the directory knows so far (`directory.people`).
@@ -102,6 +110,8 @@ export function createToolServices(options: ToolServicesOptions): ToolServices {
     uploadRoots: options.uploadRoots,
     directory,
     now,
+    sendOnce:
+      options.sendOnce instanceof SendOnce ? options.sendOnce : new SendOnce({ now, ...options.sendOnce }),
     line: (message) => formatter(message),
     lines: async (messages, call) => {
       if (messages.length > 0) await directory.knownPeople(call);

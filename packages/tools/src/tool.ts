@@ -20,7 +20,7 @@ export interface ToolAnnotations {
  * (`read`, `write`, `session`): tool definitions are paid for in the agent's context on every turn.
  */
 export type Toolset =
-  /** History, search, one message, streams, topics, finding a person. */
+  /** History, search, one message, streams, topics, finding a person, opening an attachment. */
   | 'read'
   /** Posting, DMs, editing one's own messages, reactions. */
   | 'write'
@@ -28,7 +28,7 @@ export type Toolset =
   | 'session'
   /** Browsing beyond the basics: history by date, user lists and profiles, members, emoji, links. */
   | 'browse'
-  /** Files in and out: uploads and attachments. */
+  /** Files out: uploading a file on its own. */
   | 'files'
   /** Housekeeping: delete, resolve, mark read, subscriptions, removing reactions. */
   | 'manage'

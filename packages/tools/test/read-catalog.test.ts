@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
+import { DEFAULT_TOOLSETS, realmTools, selectTools, sessionTools, toolListing } from '../src/index.js';
 import { readTools } from '../src/read/index.js';
 import { type Harness, startHarness } from './harness.js';
 
@@ -49,6 +50,24 @@ it('lists every read tool once, read-only and honestly annotated', () => {
     // The same tool the catalog (and so the app) registers.
     expect(h.tools.get(tool.name)?.name).toBe(tool.name);
   }
+});
+
+it('keeps the default surface within its budget, opening attachments included', () => {
+  // What every turn of an agent pays for: name, description and input schema of each default tool
+  // (what zulip-mcp serves unless told otherwise). 12,239 bytes is what the 15 default tools took
+  // before fetch_attachment joined them; the rest was trimmed to make room, not the budget raised.
+  const served = selectTools([...realmTools, ...sessionTools], {
+    toolsets: [...DEFAULT_TOOLSETS],
+    readOnly: false,
+  });
+  expect(served.map((t) => t.name)).toContain('fetch_attachment');
+  let bytes = 0;
+  for (const tool of served) {
+    const { name, description, inputSchema } = toolListing(tool);
+    bytes += Buffer.byteLength(JSON.stringify({ name, description, inputSchema }));
+  }
+  expect(served).toHaveLength(16);
+  expect(bytes).toBeLessThanOrEqual(12_239);
 });
 
 // Fields whose name and type say all a model needs; every other field carries a short description.

@@ -161,7 +161,7 @@ describe('send_message', () => {
       { ...h.services, markdownAutofix: false },
       {
         stream: 'general',
-        topic: 'tables',
+        topic: 'tables, unfixed',
         content: TABLE,
       },
     );

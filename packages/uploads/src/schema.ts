@@ -2,21 +2,21 @@ import { z } from 'zod';
 import { MAX_FILES_PER_MESSAGE } from './limits.js';
 import { MIME_TYPE_PATTERN } from './mime.js';
 
-const MimeTypeSchema = z
-  .string()
-  .regex(MIME_TYPE_PATTERN, 'mime_type must look like "image/png"')
-  .describe('Guessed from the name when omitted');
+// Guessed from the name when omitted. The shapes carry no descriptions of their own: a tool says
+// how to attach in one line (`{ file: "<root>/<path>" }` or `{ data: "<base64>", name }`), since
+// every description is paid for in the agent's context on every turn.
+const MimeTypeSchema = z.string().regex(MIME_TYPE_PATTERN, 'mime_type must look like "image/png"');
 
 /** A local file to attach: `<root>/<path>` under one of the configured upload roots. */
 export const FileAttachmentSchema = z.strictObject({
-  file: z.string().min(1).describe('<root>/<path> under an upload root'),
+  file: z.string().min(1),
   mime_type: MimeTypeSchema.optional(),
 });
 
 /** Inline bytes to attach: base64 data and the file name to show. */
 export const DataAttachmentSchema = z.strictObject({
-  data: z.string().describe('Base64'),
-  name: z.string().min(1).max(255).describe('File name'),
+  data: z.string(),
+  name: z.string().min(1).max(255),
   mime_type: MimeTypeSchema.optional(),
 });
 

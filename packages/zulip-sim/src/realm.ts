@@ -413,6 +413,37 @@ export class Realm {
     return found ? { id: found.id, fullName: found.fullName } : undefined;
   }
 
+  /**
+   * A confirmed change of address (Zulip's `do_change_user_delivery_email`): the delivery address
+   * changes, and the public one with it when it is public (the same as the delivery address).
+   */
+  changeEmail(user: UserRecord, newEmail: string): void {
+    const wasPublic = user.email.toLowerCase() === user.deliveryEmail.toLowerCase();
+    this.usersByEmail.delete(user.deliveryEmail.toLowerCase());
+    if (wasPublic) this.usersByEmail.delete(user.email.toLowerCase());
+    user.deliveryEmail = newEmail;
+    if (wasPublic) user.email = newEmail;
+    this.usersByEmail.set(user.email.toLowerCase(), user);
+    this.usersByEmail.set(newEmail.toLowerCase(), user);
+    this.avatarCache.delete(user.id);
+    const seesDelivery = this.activeMemberIds().filter((id) => {
+      const v = this.users.get(id);
+      return id === user.id || (v !== undefined && this.isAdmin(v));
+    });
+    this.broadcast(seesDelivery, {
+      type: 'realm_user',
+      op: 'update',
+      person: { user_id: user.id, delivery_email: newEmail },
+    });
+    if (wasPublic) {
+      this.broadcast(this.activeMemberIds(), {
+        type: 'realm_user',
+        op: 'update',
+        person: { user_id: user.id, new_email: newEmail },
+      });
+    }
+  }
+
   deactivate(user: UserRecord): void {
     user.isActive = false;
     this.queues.removeForUser(user.id);

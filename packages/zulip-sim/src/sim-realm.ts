@@ -199,6 +199,17 @@ export class SimRealmApi implements SimRealm {
     this.realm.deactivate(this.userRecord(userId));
   }
 
+  changeUserEmail(userId: number, newEmail: string): void {
+    this.assertOpen();
+    const user = this.userRecord(userId);
+    if (typeof newEmail !== 'string' || !/^[^@\s]+@[^@\s]+$/.test(newEmail))
+      throw invalid(`changeUserEmail: bad email ${String(newEmail)}`);
+    const holder = this.realm.userByEmail(newEmail);
+    if (holder !== undefined && holder.id !== user.id)
+      throw invalid(`changeUserEmail: email ${newEmail} is taken`);
+    this.realm.changeEmail(user, newEmail);
+  }
+
   setAlertWords(userId: number, words: string[]): void {
     this.userRecord(userId).alertWords = words.filter((w) => w.trim() !== '').map((w) => w.trim());
   }

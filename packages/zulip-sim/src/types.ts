@@ -261,6 +261,14 @@ export interface SimRealm {
   /** Deactivates a user: their credentials stop working and their queues are deleted.
    * @throws SimError `SIM_NOT_FOUND` for an unknown id. */
   deactivateUser(userId: number): void;
+  /**
+   * Changes a user's email address as Zulip does once the new address is confirmed: the delivery
+   * address always, the public address too when it is the same as the delivery address (addresses
+   * visible to everyone). Emits `realm_user` `update` events with `delivery_email` to the user and
+   * the administrators, and with `new_email` to everyone when the public address changed.
+   * @throws SimError `SIM_NOT_FOUND` for an unknown id; `SIM_INVALID_ARGUMENT` for a malformed or taken address.
+   */
+  changeUserEmail(userId: number, newEmail: string): void;
   /** Sets the words that flag received messages `has_alert_word` for this user.
    * @throws SimError `SIM_NOT_FOUND` for an unknown id. */
   setAlertWords(userId: number, words: string[]): void;

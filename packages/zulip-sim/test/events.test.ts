@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { manualClock, untilPolling, type World, world } from './helpers.js';
+import { Client, manualClock, untilPolling, type World, world } from './helpers.js';
 
 let w: World;
 afterEach(async () => {
@@ -266,5 +266,44 @@ describe('events of other kinds', () => {
     expect(events).toMatchObject([
       { type: 'subscription', op: 'remove', subscriptions: [{ stream_id: w.ids.design, name: 'design' }] },
     ]);
+  });
+});
+
+describe('realm_user events of an address change', () => {
+  it('tells the user and admins the delivery address, and everyone the public one when it was public', async () => {
+    w = await world();
+    const hidden = w.realm.addUser({
+      fullName: 'Hid Den',
+      email: 'user90@acme.example',
+      deliveryEmail: 'hid@real.example',
+    });
+    const queues = {
+      bob: (await w.bob.register({ event_types: ['realm_user'] })).queueId,
+      admin: (await w.admin.register({ event_types: ['realm_user'] })).queueId,
+      alice: (await w.alice.register({ event_types: ['realm_user'] })).queueId,
+    };
+    w.realm.changeUserEmail(w.ids.bob, 'bob@new.example');
+    w.realm.changeUserEmail(hidden.userId, 'hid@other.example');
+    const persons = async (client: typeof w.bob, queueId: string) =>
+      (await client.poll(queueId, -1, { dont_block: true })).body.events.map(
+        (e: { person: unknown }) => e.person,
+      );
+    expect(await persons(w.alice, queues.alice)).toEqual([
+      { user_id: w.ids.bob, new_email: 'bob@new.example' },
+    ]);
+    // Bob signs in with the new address now.
+    expect(await persons(Client.of(w.sim, w.ids.bob), queues.bob)).toEqual([
+      { user_id: w.ids.bob, delivery_email: 'bob@new.example' },
+      { user_id: w.ids.bob, new_email: 'bob@new.example' },
+    ]);
+    expect(await persons(w.admin, queues.admin)).toEqual([
+      { user_id: w.ids.bob, delivery_email: 'bob@new.example' },
+      { user_id: w.ids.bob, new_email: 'bob@new.example' },
+      { user_id: hidden.userId, delivery_email: 'hid@other.example' },
+    ]);
+    const users = (await w.alice.get('/users')).body.members as { user_id: number; email: string }[];
+    expect(users.find((u) => u.user_id === w.ids.bob)?.email).toBe('bob@new.example');
+    expect(users.find((u) => u.user_id === hidden.userId)?.email).toBe('user90@acme.example');
+    expect(() => w.realm.changeUserEmail(w.ids.alice, 'bob@new.example')).toThrow(/taken/);
   });
 });

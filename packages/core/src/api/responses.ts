@@ -45,6 +45,7 @@ export const RegisterResponseSchema = z.looseObject({
   email: z.string().optional(),
   full_name: z.string().optional(),
   realm_users: z.array(UserSchema).optional(),
+  realm_non_active_users: z.array(UserSchema).optional(),
   subscriptions: z.array(SubscriptionSchema).optional(),
   streams: z.array(StreamSchema).optional(),
 });

@@ -1,6 +1,7 @@
 import { escapeMsgName, ZmcpError } from '@zmcp/core';
 import { z } from 'zod';
 import { defineTool } from '../tool.js';
+import { RepeatArgSchema } from '../write/common.js';
 import { postMessage } from '../write/post.js';
 import { type ChannelToolsContext, parseChatId } from './shared.js';
 
@@ -13,6 +14,7 @@ export const channelReplyTool = defineTool({
   inputSchema: z.object({
     chat_id: z.string().min(1).max(400).describe('The chat_id attribute of the <channel> event'),
     text: z.string().min(1).max(200_000).describe('Zulip Markdown'),
+    repeat: RepeatArgSchema,
   }),
   outputSchema: z.object({
     message_ids: z.array(z.number().int()),
@@ -38,6 +40,7 @@ export const channelReplyTool = defineTool({
       overLength: 'split',
       field: 'text',
       signal,
+      repeat: input.repeat,
     });
     if ('isError' in posted) return posted;
     const ids = [...posted.ids];

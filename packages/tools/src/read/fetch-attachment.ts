@@ -31,12 +31,7 @@ import {
 const NAME = 'fetch_attachment';
 
 const InputSchema = z.object({
-  path: z
-    .string()
-    .trim()
-    .min(1)
-    .max(2000)
-    .describe('A /user_uploads/... path from a message, or its URL on this realm'),
+  path: z.string().trim().min(1).max(2000).describe('The /user_uploads/... path or its URL on this realm'),
   message_id: MessageIdSchema.optional().describe('The message that links the file'),
   cursor: CursorSchema,
 });
@@ -149,12 +144,12 @@ export const fetchAttachmentTool = defineTool({
   name: NAME,
   title: 'Fetch an attachment',
   description:
-    'Read a file posted in a message you may read (its /user_uploads/ path, and the message id if you have it): images to look at, text files as text, others as base64, a page at a time.',
+    'Open a file attached to a message you may read (its /user_uploads/ path, and the message id if you have it): an image to look at, text as text, others as base64, a page at a time.',
   inputSchema: InputSchema,
   outputSchema: OutputSchema,
   annotations: READ_ANNOTATIONS,
   write: false,
-  toolset: 'files',
+  toolset: 'read',
   async handler(services: ToolServices, input, context) {
     checkDeadline(context);
     const query = queryOf(input);

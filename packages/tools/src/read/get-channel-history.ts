@@ -27,7 +27,7 @@ const NAME = 'get_channel_history';
 
 /** How the date-range tools read `when`, for their field descriptions. */
 export const WHEN_HELP =
-  'A day or range in your time zone: today, yesterday, 3 days ago, last week, 2026-09-14, 2026-09, or 2026-09-01..2026-09-14';
+  'A day or range in your time zone: today, 3 days ago, last week, 2026-09-14, 2026-09 or 2026-09-01..2026-09-14';
 
 /** The `when` input shared by the date-range tools. */
 export const WhenSchema = z.string().trim().min(1).max(100);

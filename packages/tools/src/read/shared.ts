@@ -72,7 +72,7 @@ export const CursorSchema = z
   .min(1)
   .max(512)
   .optional()
-  .describe('next_cursor of the previous call, with the same other arguments');
+  .describe('next_cursor of the previous call (same other arguments)');
 
 /** A message id input. */
 export const MessageIdSchema = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);

@@ -1,4 +1,5 @@
 import {
+  type AdmissionGate,
   type CallOptions,
   checkEmojiName,
   errorCode,
@@ -69,6 +70,12 @@ export interface AgentSessionOptions {
   progressIntervalMs?: number | undefined;
   /** Told about best-effort failures (indicator, typing, interrupt file). Silent by default. */
   logger?: Logger | undefined;
+  /**
+   * Who may steer or dismiss the agent (core's admission gate, by user id): a dismiss reaction
+   * or a message of the conversation from anyone else changes nothing (`listen` and `reply` never
+   * hand it over). Without one, any person may dismiss and every message is handed over.
+   */
+  admission?: AdmissionGate | undefined;
 }
 
 /** Zulip's reaction kinds. */
@@ -239,6 +246,9 @@ export class SessionCore implements AgentSession {
   readonly progressIntervalMs: number;
   readonly interruptFile: string | undefined;
   readonly logger: Logger;
+  readonly admission: AdmissionGate | undefined;
+  /** What the gate refused already (messages, dismiss reactions), so each refusal counts once. */
+  readonly #refused = new Set<string>();
   readonly #listenEmojiOption: string | undefined;
   #launch: AgentSessionLaunch | undefined;
   #binding: Binding | undefined;
@@ -291,6 +301,7 @@ export class SessionCore implements AgentSession {
     }
     this.interruptFile = options.interruptFile;
     this.logger = options.logger ?? noopLogger;
+    this.admission = options.admission;
     this.#launch = checkLaunch(options.launch);
   }
 
@@ -573,7 +584,8 @@ export class SessionCore implements AgentSession {
 
   /**
    * Splits messages newer than last-seen into what the agent sees, /nobots ones, and the bot's own;
-   * a message an interrupt note already passed on is skipped like the bot's own.
+   * a message an interrupt note already passed on, or one from someone the gate does not admit, is
+   * skipped like the bot's own.
    */
   absorb(messages: readonly Message[]): Absorbed {
     const self = this.services.identity.user_id;
@@ -586,7 +598,7 @@ export class SessionCore implements AgentSession {
       if (newestId !== undefined && m.id === newestId) continue;
       newestId = m.id;
       if (isNoBotsMessage(m)) hidden++;
-      else if (m.sender_id !== self && !this.#handedOver.has(m.id)) visible.push(m);
+      else if (m.sender_id !== self && !this.#handedOver.has(m.id) && this.fromAdmitted(m)) visible.push(m);
     }
     return { visible, hidden, newestId };
   }
@@ -687,6 +699,28 @@ export class SessionCore implements AgentSession {
     if (this.#newestVisibleId === undefined || id > this.#newestVisibleId) this.#newestVisibleId = id;
   }
 
+  // ---------------------------------------------------------------- admission
+
+  /**
+   * Whether the gate lets `userId` reach the agent by `path` (true without a gate). A refusal is
+   * counted once per `key` (a message, a reaction), however often the same thing is read again.
+   */
+  admitted(userId: number, path: 'follow-up' | 'dismissal', key: string): boolean {
+    const gate = this.admission;
+    if (gate === undefined || gate.admits(userId)) return true;
+    if (!this.#refused.has(key)) {
+      if (this.#refused.size >= 10_000) this.#refused.clear();
+      this.#refused.add(key);
+      gate.check(userId, path);
+    }
+    return false;
+  }
+
+  /** Whether a message of the conversation may reach the agent: the gate admits its sender. */
+  fromAdmitted(m: Pick<Message, 'id' | 'sender_id'>): boolean {
+    return this.admitted(m.sender_id, 'follow-up', `m${m.id}`);
+  }
+
   // ---------------------------------------------------------------- dismissal
 
   /** Whether a user is a person (not a bot); unknown users are fetched once, then counted as people. */
@@ -712,8 +746,10 @@ export class SessionCore implements AgentSession {
     if (emojiName !== this.dismissEmoji) return undefined;
     if (message.sender_id !== this.services.identity.user_id) return undefined;
     if (message.id <= b.dismissAfterId || !this.inConversation(b, message)) return undefined;
+    // With a gate, only the people it admits dismiss; without one, any person (not a bot).
+    if (!this.admitted(userId, 'dismissal', `r${message.id}:${userId}`)) return undefined;
     const who = await this.person(userId, call);
-    if (!who.human) return undefined;
+    if (this.admission === undefined && !who.human) return undefined;
     return { messageId: message.id, userId, name: who.name };
   }
 

@@ -122,8 +122,8 @@ class Listening {
   }
 
   /**
-   * Takes messages of the conversation newer than last-seen; the bot's own, /nobots ones and those
-   * an interrupt note passed on only move last-seen. An event-queue message passes the same
+   * Takes messages of the conversation newer than last-seen; the bot's own, /nobots ones, those
+   * an interrupt note passed on and those from people the gate does not admit only move last-seen. An event-queue message passes the same
    * readability check as a REST read.
    */
   collect(messages: readonly Message[], lookup: StreamInfoLookup): void {
@@ -136,7 +136,8 @@ class Listening {
       if (isNoBotsMessage(m)) this.#hidden.add(m.id);
       // The bot's own, and what an interrupt note already passed on: seen, not handed over again.
       else if (m.sender_id === self || this.#session.handedOver(m.id)) this.#session.sawVisible(m.id);
-      else this.#got.set(m.id, m);
+      // Someone the gate does not admit cannot steer the agent: the message wakes nothing.
+      else if (this.#session.fromAdmitted(m)) this.#got.set(m.id, m);
     }
   }
 

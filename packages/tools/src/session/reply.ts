@@ -9,6 +9,7 @@ import {
   attachmentsNote,
   ContentArgSchema,
   callOf,
+  RepeatArgSchema,
   sendAndShow,
 } from '../write/common.js';
 import { preparePost } from '../write/post.js';
@@ -19,6 +20,7 @@ const encoder = new TextEncoder();
 const inputSchema = z.object({
   content: ContentArgSchema.optional().describe('Zulip Markdown; mention with @**Full Name|id**'),
   attachments: AttachmentsSchema.optional().describe(ATTACHMENTS_HELP),
+  repeat: RepeatArgSchema,
 });
 
 const outputSchema = z.object({
@@ -36,7 +38,7 @@ export const replyTool = defineTool({
   name: 'reply',
   title: 'Reply in the conversation',
   description:
-    'Post in the conversation your session is bound to. Refused if you were dismissed. Returns your message and what arrived since you last read; sent once, so after a failure read the conversation before sending again.',
+    'Post in the conversation your session is bound to. Refused if you were dismissed. Returns your message and what arrived since you last read. After a failure, read the conversation first.',
   inputSchema,
   outputSchema,
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
@@ -53,7 +55,7 @@ export const replyTool = defineTool({
       services,
       { kind: 'stream', streamId: b.streamId, topic: b.topic },
       input.content,
-      { overLength: 'refuse', attachments: input.attachments, signal },
+      { overLength: 'refuse', attachments: input.attachments, signal, repeat: input.repeat },
     );
 
     // Dismissed while not listening: only the reactions themselves can tell.

@@ -9,8 +9,7 @@ import { ownReactions, reactionInputSchema, reactionOutputSchema, zulipCodeOf } 
 export const addReactionTool = defineTool({
   name: 'add_reaction',
   title: 'React to a message',
-  description:
-    'React to a message with an emoji (a name such as eyes, check, +1, tada, a custom emoji, or a glyph). Already there: nothing changes.',
+  description: 'React to a message with an emoji. Already there: nothing changes.',
   inputSchema: reactionInputSchema,
   outputSchema: reactionOutputSchema,
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },

@@ -33,7 +33,7 @@ export { StreamRefSchema } from '../read/shared.js';
 
 /** How a model attaches files to a message. */
 export const ATTACHMENTS_HELP =
-  'Up to 10 files, linked at the end: { file: "<root>/<path>" } under an upload root, or { data: "<base64>", name }';
+  'Up to 10 files, linked at the end: { file: "<root>/<path>" } (an upload root) or { data: "<base64>", name }';
 
 /** How a model names one file to upload. */
 export const ATTACHMENT_HELP =
@@ -44,6 +44,12 @@ export const TopicArgSchema = z.string().max(2000);
 
 /** A message body argument; the realm's limit is checked after normalization. */
 export const ContentArgSchema = z.string().max(MAX_CONTENT_INPUT);
+
+/** The `repeat` argument of every tool that posts: send-once's way to post the same text again on purpose. */
+export const RepeatArgSchema = z
+  .boolean()
+  .optional()
+  .describe('true: post it even if sent there minutes ago');
 
 /** A message id argument. */
 export { MessageIdSchema } from '../read/shared.js';

@@ -14,7 +14,7 @@ export const EmojiArgSchema = z
   .min(1)
   .max(100)
   .describe(
-    'Emoji name as Zulip spells it, e.g. "thumbs_up", "+1", "tada", "eyes", "check", or a custom (realm) emoji name; common glyphs like 👍 🎉 👀 ✅ are accepted too',
+    'A name as Zulip spells it ("thumbs_up", "+1", "eyes", "check", a custom emoji) or a glyph such as 👍 ✅',
   );
 
 // Common glyphs and their Zulip names, by code point sequence (U+FE0F dropped). Anything else

@@ -21,8 +21,10 @@ import {
 } from '@zmcp/uploads';
 import { ToolError } from '../errors.js';
 import { failureFromError, mayHaveTakenEffect, toolFailure } from '../failure.js';
+import { streamLabel, topicLabel } from '../read/shared.js';
 import type { ToolServices } from '../services.js';
 import type { ToolFailure } from '../tool.js';
+import { type EarlierSend, SendOnce } from './send-once.js';
 
 // How a message is posted, once, for every tool and every host: normalization, the length check
 // measured after it, the write policy, the send, and what came of it.
@@ -172,6 +174,11 @@ export interface PostOptions {
   signal: AbortSignal;
   /** Called with each message id as soon as Zulip has taken it (an MCPL host records them for rollback). */
   onSent?: ((id: number) => void) | undefined;
+  /**
+   * Send even when the same text went to the same conversation within the send-once window
+   * (`services.sendOnce`); without it such a repeat is refused with `TOOLS_ALREADY_SENT`.
+   */
+  repeat?: boolean | undefined;
 }
 
 /** What {@link postMessage} sent. */
@@ -200,6 +207,8 @@ export interface PreparedPost {
   /** The stream's name as the realm knows it, for the link. */
   readonly streamName: string | undefined;
   readonly onSent: ((id: number) => void) | undefined;
+  /** The call means to repeat an identical recent send. */
+  readonly repeat: boolean;
 }
 
 function writeTarget(to: Conversation): WriteTarget {
@@ -246,6 +255,7 @@ export async function preparePost(
     overLength: options.overLength,
     streamName: to.kind === 'stream' ? lookup(to.streamId)?.name : undefined,
     onSent: options.onSent,
+    repeat: options.repeat === true,
   };
 }
 
@@ -278,14 +288,61 @@ function partFailure(err: unknown, sent: readonly number[], total: number): Tool
   };
 }
 
+/** The refusal of a repeat: what went where before, and how to repeat on purpose. */
+function alreadySent(services: ToolServices, prepared: PreparedPost, earlier: EarlierSend): ToolError {
+  const { to } = prepared;
+  const where =
+    to.kind === 'stream'
+      ? `${streamLabel(prepared.streamName ?? String(to.streamId))} > ${topicLabel(to.topic)}`
+      : 'this DM conversation';
+  const ago = Math.max(0, Math.round((services.now() - earlier.at) / 1000));
+  const first = earlier.ids[0] as number;
+  const parts = earlier.ids.length > 1 ? ` (with ${earlier.ids.length - 1} more part(s))` : '';
+  return new ToolError(
+    'TOOLS_ALREADY_SENT',
+    `Not sent: the same text went to ${where} ${ago} s ago as message ${first}${parts}${earlier.permalink === null ? '' : ` (${earlier.permalink})`}. It is there already.`,
+    { message_id: first, message_ids: [...earlier.ids], permalink: earlier.permalink, sent_at: earlier.at },
+  );
+}
+
+/**
+ * Sends a prepared post under the send-once rule: a post whose conversation and normalized text
+ * (and attachments) equal a send that succeeded within the window is refused with
+ * `TOOLS_ALREADY_SENT` naming the earlier message, unless the post says `repeat`; a post that went
+ * out whole is remembered (a failed or partial one is not). Identical posts in one process run one
+ * after the other, so two at once cannot both go out. Internal.
+ * @throws ToolError `TOOLS_ALREADY_SENT`; the uploads' and the length check's refusals, and a
+ *   definite refusal of the first send.
+ */
+export async function sendPost(
+  services: ToolServices,
+  prepared: PreparedPost,
+  signal: AbortSignal,
+): Promise<Posted | ToolFailure> {
+  const once = services.sendOnce;
+  const key = SendOnce.keyOf(prepared.to, prepared.body, prepared.attachments);
+  return once.serialize(key, async () => {
+    if (!prepared.repeat) {
+      const earlier = await once.earlier(key);
+      if (earlier !== undefined) throw alreadySent(services, prepared, earlier);
+    }
+    const posted = await sendOnce(services, prepared, signal);
+    // The message is out: a memory that cannot be written must not turn that into a failure
+    // (a model told "failed" would send it again). It only forgets this send.
+    if (!('isError' in posted)) {
+      await once.remember(key, { ids: posted.ids, permalink: posted.permalink }).catch(() => undefined);
+    }
+    return posted;
+  });
+}
+
 /**
  * Sends a prepared post: uploads its attachments one at a time, measures (or splits) the whole
  * text, and posts each message once (never retried here: the client does not retry a send that may
  * have arrived). A failure whose outcome is unknown, or any failure after a part went out, comes
- * back as a failure that says what was posted and to look before sending again. Internal.
- * @throws the uploads' and the length check's refusals, and a definite refusal of the first send.
+ * back as a failure that says what was posted and to look before sending again.
  */
-export async function sendPost(
+async function sendOnce(
   services: ToolServices,
   prepared: PreparedPost,
   signal: AbortSignal,
@@ -349,10 +406,13 @@ function linkTo(services: ToolServices, prepared: PreparedPost, messageId: numbe
  * the attachments uploaded and linked, each message sent once, and the ids and a link to the
  * first. A send whose outcome is unknown, or a failure after some parts went out, is returned as a
  * {@link ToolFailure} that says what was posted and to read the conversation before sending again.
+ * Send once: the same text (normalized) to the same conversation as a send that succeeded within
+ * `services.sendOnce`'s window is refused, naming the earlier message, unless `repeat` is set.
  *
  * @throws ZmcpError `CORE_READ_ONLY`, `CORE_ACCESS_DENIED`, `CORE_MESSAGE_TOO_LONG` (with
- *   `refuse`); ToolError `TOOLS_INVALID_INPUT` for nothing to send; UploadError `UPLOAD_*`; a
- *   definite refusal of the (first) send, with the client's request codes.
+ *   `refuse`); ToolError `TOOLS_INVALID_INPUT` for nothing to send, `TOOLS_ALREADY_SENT` for a
+ *   repeat; UploadError `UPLOAD_*`; a definite refusal of the (first) send, with the client's
+ *   request codes.
  */
 export async function postMessage(
   services: ToolServices,

@@ -10,6 +10,7 @@ import {
   attachmentsNote,
   ContentArgSchema,
   callOf,
+  RepeatArgSchema,
   sendAndShow,
 } from './common.js';
 import { preparePost } from './post.js';
@@ -17,19 +18,17 @@ import { preparePost } from './post.js';
 /** Zulip's group DMs are capped well below this; it bounds the lookups of one call. */
 const MAX_RECIPIENTS = 20;
 
-const RecipientSchema = z.union([
-  z.number().int().positive().max(2_147_483_647).describe('User id'),
-  z.string().min(1).max(200).describe('Full name (e.g. "Ann Lee"), email, or @**Name|id** mention'),
-]);
+const RecipientSchema = z.union([z.number().int().positive().max(2_147_483_647), z.string().min(1).max(200)]);
 
 const inputSchema = z.object({
   to: z
     .array(RecipientSchema)
     .min(1)
     .max(MAX_RECIPIENTS)
-    .describe('Recipients by user id, email or exact full name; several make a group DM'),
-  content: ContentArgSchema.optional().describe('Zulip Markdown; refused, never cut, when too long'),
+    .describe('Recipients by user id, email, exact full name or @**Name|id**; several make a group DM'),
+  content: ContentArgSchema.optional().describe('Zulip Markdown'),
   attachments: AttachmentsSchema.optional().describe(ATTACHMENTS_HELP),
+  repeat: RepeatArgSchema,
 });
 
 const outputSchema = z.object({
@@ -85,7 +84,7 @@ export const sendDmTool = defineTool({
   name: 'send_dm',
   title: 'Send a direct message',
   description:
-    'Send a direct message to one or more people (by id, email or exact full name). Markdown is fixed up; too long is refused, never cut. Sent once: after a failure, read the DM before sending again.',
+    'Send a direct message to one or more people. Markdown is fixed up; too long is refused, never cut. After a failure, read the DM first; the same text there again within minutes is refused unless repeat.',
   inputSchema,
   outputSchema,
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
@@ -101,7 +100,7 @@ export const sendDmTool = defineTool({
       services,
       { kind: 'dm', userIds: users.map((u) => u.user_id) },
       input.content,
-      { overLength: 'refuse', attachments, signal },
+      { overLength: 'refuse', attachments, signal, repeat: input.repeat },
     );
     const sent = await sendAndShow(services, prepared, signal, users);
     if ('isError' in sent) return sent;

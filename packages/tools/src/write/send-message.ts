@@ -11,6 +11,7 @@ import {
   ContentArgSchema,
   callOf,
   checkTopic,
+  RepeatArgSchema,
   StreamRefSchema,
   sendAndShow,
   streamTopic,
@@ -21,8 +22,9 @@ import { preparePost } from './post.js';
 const inputSchema = z.object({
   stream: StreamRefSchema,
   topic: TopicArgSchema.describe('Topic to post in (at most 60 characters); a new name starts one'),
-  content: ContentArgSchema.optional().describe('Zulip Markdown; refused, never cut, when too long'),
+  content: ContentArgSchema.optional().describe('Zulip Markdown'),
   attachments: AttachmentsSchema.optional().describe(ATTACHMENTS_HELP),
+  repeat: RepeatArgSchema,
 });
 
 const outputSchema = z.object({
@@ -40,7 +42,7 @@ export const sendMessageTool = defineTool({
   name: 'send_message',
   title: 'Send a stream message',
   description:
-    'Post to a stream topic. Markdown is fixed up for Zulip; too long is refused, never cut; attachments are uploaded and linked. Sent once: after a failure, read the topic before sending again.',
+    'Post to a stream topic. Markdown is fixed up for Zulip; too long is refused, never cut; attachments are uploaded and linked. After a failure, read the topic first; the same text there again within minutes is refused unless repeat.',
   inputSchema,
   outputSchema,
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
@@ -62,7 +64,7 @@ export const sendMessageTool = defineTool({
       services,
       { kind: 'stream', streamId: stream.stream_id, topic },
       input.content,
-      { overLength: 'refuse', attachments, signal },
+      { overLength: 'refuse', attachments, signal, repeat: input.repeat },
     );
     const sent = await sendAndShow(services, prepared, signal);
     if ('isError' in sent) return sent;
