@@ -71,12 +71,27 @@ export interface InvocationInput {
   env: Readonly<Record<string, string | undefined>>;
   /** Codex only: how it approves the zulip tools. Default `approve`. */
   codexToolApproval?: CodexToolApproval | undefined;
+  /**
+   * Claude Code only: put the permission requests of tools its rules do not allow to the people of
+   * the conversation, through the zulip server's `permission_prompt` (`--permission-prompt-tool`).
+   * Needs a stdio server entry (the binding turns the tool on). Default false.
+   */
+  approvals?: boolean | undefined;
 }
+
+/** The zulip server's tool Claude Code's `--permission-prompt-tool` names. */
+export const PERMISSION_PROMPT_TOOL = `mcp__${SERVER_NAME}__permission_prompt`;
 
 const SECRET_NAME = /KEY|TOKEN|SECRET|PASS|AUTH|CRED|COOKIE/i;
 
 /** Variables the launcher sets per run: whatever the entry says about them gives way. */
-const BINDING_VARIABLES = ['SESSION_STREAM', 'SESSION_TOPIC', 'TRIGGER_MESSAGE_ID', 'ZULIP_INTERRUPT_FILE'];
+const BINDING_VARIABLES = [
+  'SESSION_STREAM',
+  'SESSION_TOPIC',
+  'TRIGGER_MESSAGE_ID',
+  'ZULIP_INTERRUPT_FILE',
+  'ZULIP_PERMISSION_PROMPT',
+];
 
 function withoutBinding(env: Readonly<Record<string, string>>): Record<string, string> {
   return Object.fromEntries(Object.entries(env).filter(([key]) => !BINDING_VARIABLES.includes(key)));
@@ -124,10 +139,14 @@ function claude(input: InvocationInput): BackendInvocation {
   const file = join(input.runDir, 'mcp.json');
   let entry: Record<string, unknown>;
   let secrets: string[];
+  const approvals = input.approvals === true && server.transport === 'stdio';
   if (server.transport === 'stdio') {
     // Claude Code expands the references itself; expanding here only checks each one is set.
     secrets = expandAll(server.env, input.env, 'env').secrets;
-    entry = { ...server.raw, env: { ...server.env, ...binding } };
+    entry = {
+      ...server.raw,
+      env: { ...server.env, ...binding, ...(approvals ? { ZULIP_PERMISSION_PROMPT: 'on' } : {}) },
+    };
   } else {
     secrets = expandAll(server.headers, input.env, 'headers').secrets;
     entry = { ...server.raw };
@@ -146,6 +165,7 @@ function claude(input: InvocationInput): BackendInvocation {
       '--strict-mcp-config',
       '--append-system-prompt',
       input.systemPrompt,
+      ...(approvals ? ['--permission-prompt-tool', PERMISSION_PROMPT_TOOL] : []),
       ...input.extraArgs,
     ],
     stdin: input.prompt,

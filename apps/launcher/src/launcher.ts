@@ -158,6 +158,14 @@ export interface LauncherOptions {
   store?: StateStore | undefined;
   /** Start agents for DMs to the bot. Default true. */
   directMessages?: boolean | undefined;
+  /**
+   * Claude Code (in a stream topic) asks the conversation's people, through its zulip server's
+   * `permission_prompt`, before a tool its rules do not allow; off, such a tool is refused as
+   * `claude -p` refuses it. Default true.
+   */
+  approvals?: boolean | undefined;
+  /** One status message per run in the conversation, edited as the agent works. Default true. */
+  progress?: boolean | undefined;
   /** Default 2. */
   maxRunning?: number | undefined;
   /** Default 20. */
@@ -771,6 +779,7 @@ class ZulipLauncher implements Launcher {
         runDir,
         env: this.#env,
         codexToolApproval: this.#o.codexToolApproval,
+        approvals: (this.#o.approvals ?? true) && trigger.kind === 'stream',
       });
       await mkdir(runDir, { recursive: true, mode: 0o700 });
       for (const file of invocation.files) await writeFile(file.path, file.content, { mode: 0o600 });

@@ -152,6 +152,8 @@ async function open(
     env: demo === undefined ? env : { ...env, [DEMO_KEY_VARIABLE]: demo.apiKey },
     launcherId: config.launcherId,
     directMessages: config.directMessages,
+    approvals: config.approvals,
+    progress: config.progress,
     maxRunning: config.maxRunning,
     maxQueued: config.maxQueued,
     timeLimitMs: config.timeLimitMs,

@@ -10,11 +10,13 @@ import {
 import { instructionLines, openZulipRuntime } from '@zmcp/server-kit';
 import {
   type AgentSession,
+  ApprovalDesk,
   type BoundTool,
   createAgentSession,
   createCatalog,
   monitorCatalog,
   type PromptDefinition,
+  permissionPromptTools,
   type ResourceChanges,
   type ResourceDefinition,
   type ResourceTemplateDefinition,
@@ -155,6 +157,12 @@ export async function buildServices(
     const selection: ToolSelection = { toolsets: config.toolsets, readOnly: config.readOnly };
     const served = new Set(selectTools(toolDefinitions(), selection).map((d) => d.name));
     const servesSession = config.toolsets.includes('session');
+    // The one approvals desk of the process: permission_prompt and the channels' relay ask through it.
+    const desk =
+      config.session.permissionPrompt ||
+      (config.claudeChannels.enabled && config.claudeChannels.permissionRelay)
+        ? new ApprovalDesk(services, { admission: runtime.admission, logger })
+        : undefined;
     const channels = config.claudeChannels.enabled
       ? await createClaudeChannels({
           client,
@@ -163,7 +171,7 @@ export async function buildServices(
           stateDir: runtime.accountDir,
           sessionId: config.sessionId,
           admission: runtime.admission,
-          permissionRelay: config.claudeChannels.permissionRelay,
+          approvals: config.claudeChannels.permissionRelay ? desk : undefined,
           toolsets: config.toolsets,
           logger,
         })
@@ -187,6 +195,10 @@ export async function buildServices(
           logger,
         });
         const catalog = sessionCatalog(services, agent);
+        const prompting =
+          config.session.permissionPrompt && desk !== undefined && !config.readOnly
+            ? permissionPromptTools(agent, desk)
+            : [];
         // The session's own read cursors: the durable ones of ZULIP_SESSION_ID, or a set that
         // lives and dies with this MCP session, so no client can read or stop another's.
         const monitor = new MonitorStore(cursors === 'durable' ? store : new MemoryStateStore(), {
@@ -198,7 +210,7 @@ export async function buildServices(
         let closed: Promise<void> | undefined;
         const opened: AgentSessionServices = {
           session: agent,
-          tools: selectTools([...monitoring.tools, ...catalog.tools], selection),
+          tools: [...selectTools([...monitoring.tools, ...catalog.tools], selection), ...prompting],
           prompts: servesSession ? catalog.prompts : [],
           resources: monitoring.resources,
           resourceTemplates: monitoring.resourceTemplates,
@@ -217,6 +229,7 @@ export async function buildServices(
       async close() {
         await Promise.all([...sessions].map((session) => session.close()));
         await channels?.close();
+        await desk?.close();
         await runtime.close();
       },
     };

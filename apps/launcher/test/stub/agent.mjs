@@ -9,12 +9,16 @@
 //   teammate (default)  reply, then listen and answer until dismissed
 //   quick               reply once, end_session, exit 0
 //   hang                set_context, then wait forever (for time limits and shutdown)
+//   approve             (claude) wants to run Bash: asks through --permission-prompt-tool as
+//                       Claude Code does, replies with what came of it, then listens
 //   fail                exit 3 at once
 //   bench               record the start time and exit 0 at once (no MCP)
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import {
   CliUsageError,
+  claudePermissionDecision,
+  claudePermissionPromptTool,
   claudePrompt,
   claudeRefusal,
   codexPrompt,
@@ -80,6 +84,7 @@ function serverFromConfig(stdin) {
       options: parsed.options,
       // What Claude Code does before each call of a zulip tool.
       refusal: (_annotations, tool) => claudeRefusal(parsed, tool),
+      permissionTool: claudePermissionPromptTool(parsed),
       prompt,
       server: { command: entry.command, args: entry.args ?? [], env, cwd: entry.cwd },
     };
@@ -167,7 +172,7 @@ try {
   process.stderr.write(`${err.message}\n`);
   process.exit(err.exitCode);
 }
-const { config, options, prompt, server, refusal } = invocation;
+const { config, options, prompt, server, refusal, permissionTool } = invocation;
 /** The prompt's JSON line of ids; undefined when it is missing or mangled (opencode quoting it). */
 function conversationOf(text) {
   try {
@@ -254,6 +259,27 @@ if (mode === 'hang') {
 }
 
 await call('reply', { content: `${backend} is on it.` });
+if (mode === 'approve') {
+  // The model asks for Bash, which no rule allows: Claude Code asks the permission prompt tool.
+  const input = { command: 'make deploy', description: 'Deploy' };
+  let outcome;
+  if (permissionTool === undefined) {
+    outcome = 'refused: no permission prompt tool, and -p asks nobody';
+  } else {
+    const result = await client.callTool(
+      { name: permissionTool, arguments: { tool_name: 'Bash', input, tool_use_id: 'toolu_01StubBash' } },
+      undefined,
+      { timeout: 600_000 },
+    );
+    const decision = claudePermissionDecision(result.content?.[0]?.text ?? '');
+    outcome =
+      decision.behavior === 'allow'
+        ? `allowed: ran ${decision.updatedInput.command}`
+        : `denied: ${decision.message}`;
+  }
+  event({ step: 'permission', outcome });
+  await call('reply', { content: `Bash ${outcome}` });
+}
 if (mode !== 'quick') {
   for (;;) {
     const heard = await call('listen', { timeout_seconds: 60 });

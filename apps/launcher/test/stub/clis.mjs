@@ -70,6 +70,9 @@ const CLAUDE_OPTIONS = {
   '--output-format': 'value',
   '--permission-mode': 'value',
   '--permission-prompts': 'value',
+  // Hidden from --help (commander's hideHelp) but accepted: "MCP tool to use for permission
+  // prompts (only works with --print)".
+  '--permission-prompt-tool': 'value',
   '--plugin-dir': 'value',
   '--plugin-url': 'value',
   '--print': 'bool',
@@ -224,6 +227,33 @@ export function claudeRefusal(parsed, tool) {
   if (parsed.options['dangerously-skip-permissions'] === true) return undefined;
   if ((parsed.options['permission-mode'] ?? []).includes('bypassPermissions')) return undefined;
   return `Claude requested permissions to use mcp__zulip__${tool}, but you haven't granted it yet.`;
+}
+
+/**
+ * What `claude -p` does when the model calls a tool its rules do not allow (Bash, say): with
+ * `--permission-prompt-tool mcp__<server>__<tool>` it calls that MCP tool with
+ * `{ tool_name, input, tool_use_id }` and reads the first text block of the result as JSON,
+ * `{ behavior: "allow", updatedInput }` or `{ behavior: "deny", message }` (anything else denies);
+ * without it the call is refused. Returns the zulip tool to call, or undefined.
+ */
+export function claudePermissionPromptTool(parsed) {
+  const [tool] = parsed.options['permission-prompt-tool'] ?? [];
+  if (tool === undefined) return undefined;
+  const match = /^mcp__zulip__(\w+)$/.exec(tool);
+  if (match === null) throw new CliUsageError(`stand-in: permission prompt tool ${tool} is not modelled`, 1);
+  return match[1];
+}
+
+/** Claude Code's reading of a permission prompt tool's answer (PermissionPromptToolResult). */
+export function claudePermissionDecision(text) {
+  try {
+    const value = JSON.parse(text);
+    if (value?.behavior === 'allow' && typeof value.updatedInput === 'object' && value.updatedInput !== null)
+      return { behavior: 'allow', updatedInput: value.updatedInput };
+    if (value?.behavior === 'deny' && typeof value.message === 'string')
+      return { behavior: 'deny', message: value.message };
+  } catch {}
+  return { behavior: 'deny', message: 'The permission prompt tool returned an invalid permission result.' };
 }
 
 /** `codex exec` options: 'bool', 'value', or 'values' (one or more, greedy). */

@@ -1,12 +1,14 @@
 import {
   type AdmissionGate,
   type CallOptions,
+  type Conversation,
   checkEmojiName,
   errorCode,
   isNoBotsMessage,
   isNoBotsTopic,
   type Logger,
   type Message,
+  messageConversation,
   type NarrowTerm,
   noopLogger,
   quoteName,
@@ -486,6 +488,24 @@ export class SessionCore implements AgentSession {
       'TOOLS_NO_SESSION',
       'No conversation is bound to this session. Call set_context with the stream and topic you were called to (and the trigger message id) first.',
     );
+  }
+
+  /**
+   * Where a question for the people of this session goes: the bound topic, else the conversation
+   * of the launch (a DM launch included, which never binds).
+   * @throws ToolError `TOOLS_SESSION_ENDED`, `TOOLS_NO_SESSION`; the read's own codes.
+   */
+  async conversation(call: CallOptions): Promise<Conversation> {
+    const launch = this.#launch;
+    if (this.#binding === undefined && this.#ended === undefined && launch?.triggerMessageId !== undefined) {
+      const trigger = await readVisibleMessage(this.services, launch.triggerMessageId, call);
+      if (trigger.type === 'private') {
+        const dm = messageConversation(trigger, this.services.identity.user_id);
+        if (dm !== undefined) return dm;
+      }
+    }
+    const b = await this.requireBinding(call);
+    return { kind: 'stream', streamId: b.streamId, topic: b.topic };
   }
 
   async #bindLaunch(launch: AgentSessionLaunch, call: CallOptions): Promise<void> {
