@@ -28,6 +28,8 @@ export interface AgentProcessOptions {
   redact: (text: string) => string;
   timeLimitMs: number;
   stopGraceMs: number;
+  /** Called with each complete line of the agent's stdout (its machine-readable output), unredacted; never logged from here. */
+  onStdoutLine?: ((line: string) => void) | undefined;
 }
 
 /** A running agent: its own process group, so stopping it stops everything it started. */
@@ -45,14 +47,21 @@ export interface AgentProcess {
 const MAX_LINE = 64 * 1024;
 
 /** Copies a stream to the log a line at a time, so a secret is never split across two redactions. */
-function pipeRedacted(source: Readable, log: WriteStream, redact: (text: string) => string): Promise<void> {
+function pipeRedacted(
+  source: Readable,
+  log: WriteStream,
+  redact: (text: string) => string,
+  onLine?: (line: string) => void,
+): Promise<void> {
   let pending = '';
   source.setEncoding('utf8');
   source.on('data', (chunk: string) => {
     pending += chunk;
     const cut = pending.lastIndexOf('\n');
     if (cut >= 0) {
-      log.write(redact(pending.slice(0, cut + 1)));
+      const lines = pending.slice(0, cut + 1);
+      log.write(redact(lines));
+      if (onLine !== undefined) for (const line of lines.slice(0, -1).split('\n')) onLine(line);
       pending = pending.slice(cut + 1);
     } else if (pending.length > MAX_LINE) {
       log.write(`${redact(pending)}\n`);
@@ -168,7 +177,9 @@ export function startAgentProcess(options: AgentProcessOptions): AgentProcess {
     }
     const outputs = [child.stdout, child.stderr]
       .filter((s): s is Readable => s !== null)
-      .map((s) => pipeRedacted(s, log, options.redact));
+      .map((s) =>
+        pipeRedacted(s, log, options.redact, s === child.stdout ? options.onStdoutLine : undefined),
+      );
     child.once('spawn', () => resolveStarted(child.pid as number));
     child.once('error', (err: NodeJS.ErrnoException) => {
       if (child.pid === undefined) {

@@ -33,6 +33,19 @@ export function codexApprovalProblem(
   return `with ${mode}, codex exec would refuse every zulip tool that writes (reply, listen, end_session, send_message…)${mode === 'prompt' ? ' and every other' : ''}: it asks before each, and codex exec answers with its approval policy "never". Use approve, or add --approve-for-me to the codex arguments to let Codex's automatic reviewer answer.`;
 }
 
+/** The arguments that make each CLI print its machine-readable output on stdout. */
+export function progressArgs(backend: BackendName): string[] {
+  switch (backend) {
+    case 'claude':
+      // `claude -p` prints stream-json only with --verbose ("--output-format=stream-json requires --verbose").
+      return ['--output-format', 'stream-json', '--verbose'];
+    case 'codex':
+      return ['--json'];
+    case 'opencode':
+      return ['--format', 'json'];
+  }
+}
+
 /** The name the zulip server has in every configuration the launcher writes for a backend. */
 export const SERVER_NAME = 'zulip';
 
@@ -77,6 +90,8 @@ export interface InvocationInput {
    * Needs a stdio server entry (the binding turns the tool on). Default false.
    */
   approvals?: boolean | undefined;
+  /** Ask the CLI for its machine-readable output on stdout ({@link progressArgs}), for live progress. */
+  progress?: boolean | undefined;
 }
 
 /** The zulip server's tool Claude Code's `--permission-prompt-tool` names. */
@@ -166,6 +181,7 @@ function claude(input: InvocationInput): BackendInvocation {
       '--append-system-prompt',
       input.systemPrompt,
       ...(approvals ? ['--permission-prompt-tool', PERMISSION_PROMPT_TOOL] : []),
+      ...(input.progress === true ? progressArgs('claude') : []),
       ...input.extraArgs,
     ],
     stdin: input.prompt,
@@ -217,7 +233,14 @@ function codex(input: InvocationInput): BackendInvocation {
   return {
     command: 'codex',
     // "-" after "--": the prompt is read from stdin, verbatim, and no extra argument can take it.
-    args: ['exec', ...overrides.flatMap((o) => ['-c', o]), ...input.extraArgs, '--', '-'],
+    args: [
+      'exec',
+      ...overrides.flatMap((o) => ['-c', o]),
+      ...(input.progress === true ? progressArgs('codex') : []),
+      ...input.extraArgs,
+      '--',
+      '-',
+    ],
     stdin: input.prompt,
     env,
     files: [],
@@ -260,7 +283,7 @@ function opencode(input: InvocationInput): BackendInvocation {
     command: 'opencode',
     // The prompt on stdin: on the command line OpenCode quotes a message that holds a space and
     // escapes its quotes, and reads a leading "--" as an option; stdin reaches the model verbatim.
-    args: ['run', ...input.extraArgs],
+    args: ['run', ...(input.progress === true ? progressArgs('opencode') : []), ...input.extraArgs],
     stdin: input.prompt,
     // Inline configuration, in the environment: header and env values never reach argv.
     env: { OPENCODE_CONFIG_CONTENT: JSON.stringify(config) },

@@ -6,6 +6,7 @@ import {
   AdmissionGate,
   type AdmissionList,
   type AdmissionPath,
+  type Conversation,
   type CredentialSource,
   EventQueue,
   type Logger,
@@ -44,6 +45,7 @@ import { LauncherError } from './errors.js';
 import { TriggerLedger } from './ledger.js';
 import { InterruptMailbox } from './mailbox.js';
 import { type McpServerEntry, parseServerEntry } from './mcp-config.js';
+import { ProgressReporter, readProgressLine } from './progress.js';
 import { agentPrompt, followUpNote, systemPrompt } from './prompt.js';
 import {
   classifyMessage,
@@ -166,6 +168,8 @@ export interface LauncherOptions {
   approvals?: boolean | undefined;
   /** One status message per run in the conversation, edited as the agent works. Default true. */
   progress?: boolean | undefined;
+  /** Shortest time between two edits of a status message, in milliseconds. Default 10 s. */
+  progressIntervalMs?: number | undefined;
   /** Default 2. */
   maxRunning?: number | undefined;
   /** Default 20. */
@@ -214,6 +218,8 @@ interface Run {
   followUps: number[];
   /** It waited in the queue, so its trigger carries the queued reaction. */
   fromQueue: boolean;
+  /** Its status message, once it started (with live progress on). */
+  progress: ProgressReporter | undefined;
 }
 
 const DEFAULT_EMOJI: StatusEmoji = {
@@ -222,12 +228,23 @@ const DEFAULT_EMOJI: StatusEmoji = {
   done: 'check',
   failed: 'warning',
 };
+/** Shortest time between two edits of a status message: six a minute at most, far inside Zulip's rate limits. */
+const DEFAULT_PROGRESS_INTERVAL_MS = 10_000;
+/** The edit window Zulip has by default, assumed when the realm does not say. */
+const DEFAULT_EDIT_LIMIT_SECONDS = 600;
 /** Mentions and DMs read back per request while catching up. */
 const CATCH_UP_PAGE = 1000;
 
 /** The realm's people as a registration lists them (`realm_users`), for telling them apart by name. */
 function peopleOf(registration: RegisterResponse): { user_id: number; full_name: string }[] {
   return (registration.realm_users ?? []).map((u) => ({ user_id: u.user_id, full_name: u.full_name }));
+}
+
+/** `realm_message_content_edit_limit_seconds` of a registration: null for no limit, Zulip's default when absent. */
+function editLimitOf(registration: RegisterResponse): number | null {
+  const value = (registration as Record<string, unknown>).realm_message_content_edit_limit_seconds;
+  if (value === null) return null;
+  return typeof value === 'number' && value > 0 ? value : DEFAULT_EDIT_LIMIT_SECONDS;
 }
 
 function normalizeAllowedUsers(value: LauncherOptions['allowedUsers']): AdmissionList {
@@ -286,6 +303,8 @@ class ZulipLauncher implements Launcher {
   readonly #systemPrompt: string;
   readonly #redact: (text: string) => string;
   #runtime: ZulipRuntime | undefined;
+  /** The realm's message-edit window in seconds (null: none), from the registration. */
+  #editLimitSeconds: number | null = DEFAULT_EDIT_LIMIT_SECONDS;
   #client: ZulipClient | undefined;
   #selfId = 0;
   /** The realm's display names: a follow-up note names a person as every surface does. */
@@ -462,12 +481,15 @@ class ZulipLauncher implements Launcher {
     // here as in every history read, so a conversation has one key, live or caught up.
     const queue = await EventQueue.open(client, {
       eventTypes: ['message', 'realm_user'],
+      // The realm's settings too: its message-edit window bounds how long a status message is edited.
+      fetchEventTypes: ['message', 'realm_user', 'realm'],
       clientCapabilities: { empty_topic_name: true },
       applyMarkdown: false,
       signal: this.#stop.signal,
       logger: this.#logger,
     });
     this.#queue = queue;
+    this.#editLimitSeconds = editLimitOf(queue.registration);
     this.#people.replace(peopleOf(queue.registration));
     gate.directory.loadRegistration(queue.registration);
     const upTo = queue.registration.max_message_id ?? 0;
@@ -780,6 +802,7 @@ class ZulipLauncher implements Launcher {
         env: this.#env,
         codexToolApproval: this.#o.codexToolApproval,
         approvals: (this.#o.approvals ?? true) && trigger.kind === 'stream',
+        progress: this.#o.progress ?? true,
       });
       await mkdir(runDir, { recursive: true, mode: 0o700 });
       for (const file of invocation.files) await writeFile(file.path, file.content, { mode: 0o600 });
@@ -802,6 +825,7 @@ class ZulipLauncher implements Launcher {
       redact: this.#redact,
       timeLimitMs: this.#timeLimitMs,
       stopGraceMs: this.#stopGraceMs,
+      onStdoutLine: (line) => run.progress?.observe(readProgressLine(backend, line)),
     });
     const run: Run = {
       runId,
@@ -814,6 +838,7 @@ class ZulipLauncher implements Launcher {
       startedAt: Date.now(),
       followUps: [],
       fromQueue: from === 'queued',
+      progress: undefined,
     };
     this.#runs.set(trigger.conversation, run);
     void agent.started.then(
@@ -830,6 +855,7 @@ class ZulipLauncher implements Launcher {
         this.#track(ledger.update(trigger.messageId, { pid }), 'record the agent pid');
         if (from === 'queued') this.#react(trigger.messageId, 'queued', 'remove');
         this.#react(trigger.messageId, 'working', 'add');
+        run.progress = this.#progressFor(trigger);
       },
       () => undefined,
     );
@@ -875,6 +901,7 @@ class ZulipLauncher implements Launcher {
       const record = ledger.get(newest);
       if (record !== undefined) this.#waiting.unshift(loadTrigger(record.trigger));
     }
+    await run.progress?.finish(outcome);
     if (exit.spawnError === undefined) this.#react(run.trigger.messageId, 'working', 'remove');
     else if (run.fromQueue) this.#react(run.trigger.messageId, 'queued', 'remove');
     this.#react(run.trigger.messageId, outcome === 'done' ? 'done' : 'failed', 'add');
@@ -1002,6 +1029,23 @@ class ZulipLauncher implements Launcher {
   }
 
   /** A short message in the trigger's conversation, mentioning who called. */
+  /** The status message of a run that started, unless live progress is off. */
+  #progressFor(trigger: TriggerInfo): ProgressReporter | undefined {
+    const runtime = this.#runtime;
+    if (!(this.#o.progress ?? true) || runtime === undefined || this.#state === 'closing') return undefined;
+    const to: Conversation =
+      trigger.kind === 'stream'
+        ? { kind: 'stream', streamId: trigger.streamId as number, topic: trigger.topic ?? '' }
+        : { kind: 'dm', userIds: [...(trigger.dmUserIds ?? [trigger.senderId])] };
+    return new ProgressReporter({
+      services: runtime.services,
+      to,
+      intervalMs: this.#o.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS,
+      editLimitSeconds: this.#editLimitSeconds,
+      logger: this.#logger,
+    });
+  }
+
   #notify(trigger: TriggerInfo, text: string): void {
     const client = this.#client;
     if (client === undefined) return;

@@ -23,8 +23,10 @@ import {
   claudeRefusal,
   codexPrompt,
   codexRefusal,
+  machineOutput,
   opencodeConfig,
   opencodePrompt,
+  outputWriter,
   parseClaude,
   parseCodexExec,
   parseOpencodeRun,
@@ -85,6 +87,7 @@ function serverFromConfig(stdin) {
       // What Claude Code does before each call of a zulip tool.
       refusal: (_annotations, tool) => claudeRefusal(parsed, tool),
       permissionTool: claudePermissionPromptTool(parsed),
+      output: machineOutput('claude', parsed),
       prompt,
       server: { command: entry.command, args: entry.args ?? [], env, cwd: entry.cwd },
     };
@@ -109,6 +112,7 @@ function serverFromConfig(stdin) {
       options: parsed.options,
       // What codex does before each call of a zulip tool (the annotations come from tools/list).
       refusal: (annotations) => codexRefusal(parsed, overrides, annotations),
+      output: machineOutput('codex', parsed),
       prompt,
       server: {
         command: overrides[`${key}.command`],
@@ -125,6 +129,7 @@ function serverFromConfig(stdin) {
   return {
     config,
     options: parsed.options,
+    output: machineOutput('opencode', parsed),
     prompt,
     server: { command: entry.command[0], args: entry.command.slice(1), env: entry.environment ?? {} },
   };
@@ -149,8 +154,9 @@ function record(extra) {
   );
 }
 
-// Agents print what they see; the launcher must keep secrets out of the log.
-process.stdout.write(`stub ${backend}: the key in my environment is ${process.env.TEST_BOT_KEY}\n`);
+// Agents print what they see; the launcher must keep secrets out of the log. (On stderr: stdout
+// carries the machine-readable output when the launcher asks for it.)
+process.stderr.write(`stub ${backend}: the key in my environment is ${process.env.TEST_BOT_KEY}\n`);
 
 if (mode === 'bench') {
   record({});
@@ -172,7 +178,8 @@ try {
   process.stderr.write(`${err.message}\n`);
   process.exit(err.exitCode);
 }
-const { config, options, prompt, server, refusal, permissionTool } = invocation;
+const { config, options, prompt, server, refusal, permissionTool, output } = invocation;
+const writer = outputWriter(backend, output, (text) => process.stdout.write(text), process.cwd());
 /** The prompt's JSON line of ids; undefined when it is missing or mangled (opencode quoting it). */
 function conversationOf(text) {
   try {
@@ -210,6 +217,7 @@ const transport = new StdioClientTransport({
 const client = new Client({ name: `stub-${backend}`, version: '0.0.0' });
 await client.connect(transport);
 event({ step: 'connected', serverPid: transport.pid });
+writer?.start((await client.listTools()).tools.map((t) => t.name));
 
 const annotations = new Map(
   refusal === undefined ? [] : (await client.listTools()).tools.map((t) => [t.name, t.annotations ?? {}]),
@@ -222,7 +230,9 @@ async function call(name, args) {
     event({ step: name, error: refused });
     throw new Error(`${name} failed: ${refused}`);
   }
+  const started = writer?.toolStart(name, args);
   const result = await client.callTool({ name, arguments: args }, undefined, { timeout: 600_000 });
+  writer?.toolEnd(started, name, result.content?.[0]?.text ?? '', result.isError === true);
   if (result.isError === true) {
     event({ step: name, error: result.content?.[0]?.text });
     throw new Error(`${name} failed: ${result.content?.[0]?.text}`);
@@ -231,6 +241,8 @@ async function call(name, args) {
 }
 
 async function finish(code) {
+  writer?.text(code === 0 ? 'Done: I answered in the conversation.' : 'I could not finish.');
+  writer?.end(code === 0 ? 'Done: I answered in the conversation.' : 'I could not finish.', code !== 0);
   await client.close();
   process.exit(code);
 }
@@ -266,6 +278,8 @@ if (mode === 'approve') {
   if (permissionTool === undefined) {
     outcome = 'refused: no permission prompt tool, and -p asks nobody';
   } else {
+    // The model's call of Bash, which Claude Code puts to the permission prompt tool first.
+    writer?.toolStart('Bash', input);
     const result = await client.callTool(
       { name: permissionTool, arguments: { tool_name: 'Bash', input, tool_use_id: 'toolu_01StubBash' } },
       undefined,

@@ -4,9 +4,11 @@ import {
   type Conversation,
   EventQueue,
   errorCode,
+  inlineCode,
   type Logger,
   mentionSyntax,
   noopLogger,
+  oneLineText,
   type ReactionEvent,
   sameTopic,
 } from '@zmcp/core';
@@ -98,25 +100,6 @@ interface Pending {
   readonly settle: (decision: Omit<ApprovalDecision, 'id' | 'messageId' | 'allowed'>) => void;
 }
 
-/** A code span Zulip renders as it is: the fence is longer than any backtick run inside. */
-function codeSpan(text: string): string {
-  const runs = text.match(/`+/g) ?? [];
-  const fence = '`'.repeat(Math.max(0, ...runs.map((r) => r.length)) + 1);
-  const pad = text.startsWith('`') || text.endsWith('`') ? ' ' : '';
-  return `${fence}${pad}${text}${pad}${fence}`;
-}
-
-/** Controls, line breaks, bidi controls and tag characters: none of them reaches a prompt. */
-const UNSHOWN =
-  /[\u0000-\u001F\u007F-\u009F\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069\u2028\u2029]|\uDB40[\uDC00-\uDC7F]/g;
-
-/** One line of untrusted text for a prompt: no line breaks, bidi or tag characters, cut short. */
-function oneLine(text: string, limit: number): string {
-  const folded = text.replace(UNSHOWN, ' ').replace(/\s+/g, ' ').trim();
-  const points = [...folded];
-  return points.length <= limit ? folded : `${points.slice(0, limit - 1).join('')}…`;
-}
-
 /** A fresh request id. */
 function freshId(): string {
   let id = '';
@@ -184,11 +167,10 @@ export class ApprovalDesk {
     }
     if (this.#closed)
       return { id, outcome: 'ended', allowed: false, byUserId: undefined, messageId: undefined };
-    const tool = oneLine(request.tool, 100) || '?';
-    const detail = request.detail === undefined ? '' : oneLine(request.detail, DETAIL_LIMIT);
+    const detail = request.detail === undefined ? '' : oneLineText(request.detail, DETAIL_LIMIT);
     const asker =
-      request.asker === undefined ? '' : `${oneLine(request.asker, 60).replace(/[*_`[\]|]/g, '')} `;
-    const head = `**${id}** ${asker}asks to use ${codeSpan(tool)}${detail === '' ? '' : `: ${codeSpan(detail)}`}`;
+      request.asker === undefined ? '' : `${oneLineText(request.asker, 60).replace(/[*_`[\]|@#:]/g, '')} `;
+    const head = `**${id}** ${asker}asks to use ${inlineCode(request.tool, 100)}${detail === '' ? '' : `: ${inlineCode(detail)}`}`;
     let settle!: Pending['settle'];
     const settled = new Promise<Omit<ApprovalDecision, 'id' | 'messageId' | 'allowed'>>((resolve) => {
       settle = resolve;
