@@ -8,6 +8,7 @@ import {
   type AdmissionPath,
   type Conversation,
   type CredentialSource,
+  conversationKey,
   EventQueue,
   type Logger,
   type Message,
@@ -22,6 +23,7 @@ import {
   type RegisterResponse,
   readNarrow,
   sameStreamName,
+  type UpdateMessageEvent,
   type ZulipClient,
 } from '@zmcp/core';
 import { parseSessionId, type StateStore } from '@zmcp/delivery';
@@ -480,7 +482,7 @@ class ZulipLauncher implements Launcher {
     // realm's people come with it and stay current from its events; the empty topic is named ""
     // here as in every history read, so a conversation has one key, live or caught up.
     const queue = await EventQueue.open(client, {
-      eventTypes: ['message', 'realm_user'],
+      eventTypes: ['message', 'realm_user', 'update_message'],
       // The realm's settings too: its message-edit window bounds how long a status message is edited.
       fetchEventTypes: ['message', 'realm_user', 'realm'],
       clientCapabilities: { empty_topic_name: true },
@@ -602,6 +604,56 @@ class ZulipLauncher implements Launcher {
     if (item.kind !== 'event') return;
     if (item.event.type === 'message') await this.#onMessage(item.event.message);
     else if (item.event.type === 'realm_user') this.#onRealmUser(item.event);
+    else if (item.event.type === 'update_message') await this.#onTopicMoved(item.event);
+  }
+
+  /**
+   * A whole topic renamed, resolved or moved (Zulip's `change_all`): the conversation of an agent
+   * running or waiting there is carried to the new name, so a mention there is a follow-up, not a
+   * second agent, and the status message and notices go there. (The agent's own zulip server
+   * follows it too, and ends the session when the topic is resolved.)
+   */
+  async #onTopicMoved(event: UpdateMessageEvent): Promise<void> {
+    if (
+      event.propagate_mode !== 'change_all' ||
+      event.orig_subject === undefined ||
+      event.stream_id === undefined
+    )
+      return;
+    if (event.subject === undefined && event.new_stream_id === undefined) return;
+    const from = conversationKey({ kind: 'stream', streamId: event.stream_id, topic: event.orig_subject });
+    const streamId = event.new_stream_id ?? event.stream_id;
+    const topic = event.subject ?? event.orig_subject;
+    const to = conversationKey({ kind: 'stream', streamId, topic });
+    if (from === to || this.#runs.has(to)) return;
+    let stream: string | undefined;
+    if (streamId !== event.stream_id) {
+      const lookup = await (this.#runtime as ZulipRuntime).services.directory.streamLookup({
+        timeoutMs: 10_000,
+      });
+      stream = lookup(streamId)?.name;
+    }
+    const carry = (t: TriggerInfo): TriggerInfo => ({
+      ...t,
+      conversation: to,
+      streamId,
+      topic,
+      stream: stream ?? t.stream,
+    });
+    const run = this.#runs.get(from);
+    if (run !== undefined) {
+      this.#runs.delete(from);
+      run.trigger = carry(run.trigger);
+      this.#runs.set(to, run);
+      run.progress?.retarget({ kind: 'stream', streamId, topic });
+      this.#logger.info('a running agent’s topic moved; its conversation follows', {
+        messageId: run.trigger.messageId,
+      });
+    }
+    for (let i = 0; i < this.#waiting.length; i++) {
+      const t = this.#waiting[i] as TriggerInfo;
+      if (t.conversation === from) this.#waiting[i] = carry(t);
+    }
   }
 
   /** A person joined or was renamed: later lines tell them apart from whoever shares the name. */

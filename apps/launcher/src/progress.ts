@@ -137,6 +137,7 @@ export class ProgressReporter {
   readonly #o: ProgressReporterOptions;
   readonly #now: () => number;
   readonly #startedAt: number;
+  #to: Conversation;
   readonly #tools = new Map<string, number>();
   #step = 'starting';
   #messageId: number | undefined;
@@ -155,9 +156,15 @@ export class ProgressReporter {
     this.#o = options;
     this.#now = options.now ?? Date.now;
     this.#startedAt = this.#now();
+    this.#to = options.to;
     this.#enqueue();
     this.#timer = setInterval(() => this.#tick(), Math.max(1, options.intervalMs));
     this.#timer.unref();
+  }
+
+  /** The conversation moved (a topic renamed or moved): a status message posted from now on goes there. */
+  retarget(to: Conversation): void {
+    this.#to = to;
   }
 
   /** Takes what a line of the CLI's output said. */
@@ -242,7 +249,7 @@ export class ProgressReporter {
         this.edits++;
         return;
       }
-      const posted = await postMessage(this.#o.services, this.#o.to, text, {
+      const posted = await postMessage(this.#o.services, this.#to, text, {
         overLength: 'refuse',
         signal: AbortSignal.timeout(10_000),
         repeat: true,

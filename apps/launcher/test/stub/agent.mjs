@@ -310,7 +310,8 @@ if (mode !== 'quick') {
     );
     event({ step: 'listen', status: heard.status, interrupts, messages: heard.ids, passedOn });
     if (heard.status === 'dismissed' || heard.status === 'ended' || heard.status === 'cancelled') break;
-    if (heard.status === 'timeout') continue;
+    // The conversation was renamed or moved: the session follows it; listen again there.
+    if (heard.status === 'timeout' || heard.status === 'moved') continue;
     const parts = [];
     if (heard.ids.length > 0) parts.push(`${backend} read ${heard.ids.join(',')}`);
     if (interrupts.length > 0)
