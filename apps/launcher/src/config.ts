@@ -86,6 +86,8 @@ export interface LauncherConfig extends ServerSettings {
   approvals: boolean;
   /** One status message per run, edited as the agent works. */
   progress: boolean;
+  /** Shortest time between two edits of a status message, in milliseconds. */
+  progressIntervalMs: number;
   maxRunning: number;
   maxQueued: number;
   timeLimitMs: number;
@@ -310,6 +312,15 @@ const configShape = {
     },
     true,
   ),
+  ZULIP_AGENT_PROGRESS_INTERVAL_MS: integer(
+    {
+      group: 'Agents',
+      help: 'Shortest time between two edits of a status message, in milliseconds (one a minute at least keeps the clock current).',
+    },
+    1000,
+    600_000,
+    10_000,
+  ),
   ZULIP_AGENT_SYSTEM_PROMPT_FILE: text({
     group: 'Agents',
     defaultText: 'none',
@@ -513,6 +524,7 @@ export function parseConfig(
     directMessages: raw.ZULIP_AGENT_DIRECT_MESSAGES,
     approvals: raw.ZULIP_AGENT_APPROVALS,
     progress: raw.ZULIP_AGENT_PROGRESS,
+    progressIntervalMs: raw.ZULIP_AGENT_PROGRESS_INTERVAL_MS,
     maxRunning: raw.ZULIP_AGENT_MAX_RUNNING,
     maxQueued: raw.ZULIP_AGENT_MAX_QUEUED,
     timeLimitMs: raw.ZULIP_AGENT_TIME_LIMIT_MS,

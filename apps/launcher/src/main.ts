@@ -154,6 +154,7 @@ async function open(
     directMessages: config.directMessages,
     approvals: config.approvals,
     progress: config.progress,
+    progressIntervalMs: config.progressIntervalMs,
     maxRunning: config.maxRunning,
     maxQueued: config.maxQueued,
     timeLimitMs: config.timeLimitMs,

@@ -16,6 +16,8 @@ export type ToolCallOutcome =
       /** `{ text, ...data }`: the same text, then the typed fields; what `structuredContent` carries. */
       structured: Record<string, unknown>;
       images: readonly ToolImage[];
+      /** The tool's result is its text alone (`textOnly`): hosts leave `structured` out of what they send. */
+      textOnly?: true;
     }
   | ToolFailure;
 
@@ -215,6 +217,7 @@ export class ToolHost {
           text: result.text,
           structured: { text: result.text, ...result.data },
           images: result.images ?? [],
+          ...(definition.textOnly === true ? { textOnly: true as const } : {}),
         },
         started,
       );

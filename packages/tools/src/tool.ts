@@ -111,6 +111,13 @@ export interface ToolDefinition<
   /** Writes to the realm: never served in read-only mode. */
   write: boolean;
   /**
+   * The result is its text alone: no `structuredContent`, and no output schema in the listing
+   * (`data` is still checked against `outputSchema`). For a client that reads only the first text
+   * block of a result, such as Claude Code's `--permission-prompt-tool`, which refuses a result
+   * whose text it is handed as `structuredContent` JSON.
+   */
+  textOnly?: boolean;
+  /**
    * This call's deadline in milliseconds, for a tool that waits on purpose (`listen`): it replaces
    * the host's shared tool deadline. Absent: the shared deadline applies.
    */

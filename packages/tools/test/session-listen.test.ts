@@ -385,7 +385,8 @@ describe('with an admission gate', () => {
     // Read again over REST (the next listen's check, a reply's catch-up): still nothing from Bo.
     const again = ok(rig, 'reply', await rig.call('reply', { content: 'ok' }));
     expect(again.structured.arrived_ids).toEqual([]);
-    expect(again.text).not.toContain(String(stranger));
+    expect(again.text).not.toContain(`id=${stranger}]`);
+    expect(again.text).not.toContain('delete everything');
     // Counted once each, by path, whatever was read again.
     expect(gate.refusals().byPath).toMatchObject({ dismissal: 1, 'follow-up': 1 });
     const next = rig.call('listen', { timeout_seconds: 60 });

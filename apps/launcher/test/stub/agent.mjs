@@ -285,7 +285,7 @@ if (mode === 'approve') {
       undefined,
       { timeout: 600_000 },
     );
-    const decision = claudePermissionDecision(result.content?.[0]?.text ?? '');
+    const decision = claudePermissionDecision(result);
     outcome =
       decision.behavior === 'allow'
         ? `allowed: ran ${decision.updatedInput.command}`

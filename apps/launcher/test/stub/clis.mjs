@@ -244,8 +244,18 @@ export function claudePermissionPromptTool(parsed) {
   return match[1];
 }
 
-/** Claude Code's reading of a permission prompt tool's answer (PermissionPromptToolResult). */
-export function claudePermissionDecision(text) {
+/**
+ * Claude Code's reading of a permission prompt tool's answer (PermissionPromptToolResult): the
+ * result's first text block, as JSON. A result with `structuredContent` reaches it as one string,
+ * not blocks, which Claude Code 2.1.332 refuses ("Permission prompt tool returned an invalid
+ * result. Expected a single text block param with type="text" and a string text value.").
+ */
+export function claudePermissionDecision(result) {
+  if (result.structuredContent !== undefined || result.content?.[0]?.type !== 'text')
+    throw new Error(
+      'Permission prompt tool returned an invalid result. Expected a single text block param with type="text" and a string text value.',
+    );
+  const text = result.content[0].text;
   try {
     const value = JSON.parse(text);
     if (value?.behavior === 'allow' && typeof value.updatedInput === 'object' && value.updatedInput !== null)

@@ -70,6 +70,8 @@ export const permissionPromptTool = defineTool({
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
   write: true,
   toolset: 'session',
+  // Claude Code reads the decision from the first text block and refuses a structured result.
+  textOnly: true,
   deadlineMs: () => DEFAULT_APPROVAL_TIMEOUT_MS + DEADLINE_MARGIN_MS,
   async handler({ session, desk }: PermissionPromptServices, input, context) {
     checkDeadline(context);
@@ -84,7 +86,7 @@ export const permissionPromptTool = defineTool({
       ? { behavior: 'allow' as const, updatedInput: input.input }
       : { behavior: 'deny' as const, message: denial(decision) };
     return {
-      // The text is the JSON Claude Code parses; the typed fields repeat it, so either reads alike.
+      // The text is the JSON Claude Code parses (the result has no structured part: textOnly).
       text: JSON.stringify(answer),
       data: {
         ...answer,
