@@ -118,6 +118,13 @@ export interface ToolDefinition<
    */
   textOnly?: boolean;
   /**
+   * A call that needs a person's yes first: the question, from the validated input (one line, no
+   * markup). A host whose client can ask its user (a 2026-era client with elicitation) asks it
+   * before running the call and refuses it unless the answer is yes (`TOOLS_DECLINED`); a client
+   * that cannot ask is served as before.
+   */
+  confirm?(input: z.infer<I>): string;
+  /**
    * This call's deadline in milliseconds, for a tool that waits on purpose (`listen`): it replaces
    * the host's shared tool deadline. Absent: the shared deadline applies.
    */
