@@ -92,6 +92,11 @@ export interface InvocationInput {
   approvals?: boolean | undefined;
   /** Ask the CLI for its machine-readable output on stdout ({@link progressArgs}), for live progress. */
   progress?: boolean | undefined;
+  /**
+   * Claude Code only: the CLI session of a DM conversation, which is one session across runs:
+   * `new` starts it under this id (`--session-id`), `resume` carries it on (`--resume`).
+   */
+  session?: { mode: 'new' | 'resume'; id: string } | undefined;
 }
 
 /** The zulip server's tool Claude Code's `--permission-prompt-tool` names. */
@@ -182,6 +187,9 @@ function claude(input: InvocationInput): BackendInvocation {
       input.systemPrompt,
       ...(approvals ? ['--permission-prompt-tool', PERMISSION_PROMPT_TOOL] : []),
       ...(input.progress === true ? progressArgs('claude') : []),
+      ...(input.session === undefined
+        ? []
+        : [input.session.mode === 'new' ? '--session-id' : '--resume', input.session.id]),
       ...input.extraArgs,
     ],
     stdin: input.prompt,

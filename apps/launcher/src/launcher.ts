@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { createRedactor } from '@zmcp/cli';
@@ -222,6 +222,8 @@ interface Run {
   fromQueue: boolean;
   /** Its status message, once it started (with live progress on). */
   progress: ProgressReporter | undefined;
+  /** The Claude Code session this DM run started (forgotten again when the run fails). */
+  startedSession: string | undefined;
 }
 
 const DEFAULT_EMOJI: StatusEmoji = {
@@ -305,6 +307,8 @@ class ZulipLauncher implements Launcher {
   readonly #systemPrompt: string;
   readonly #redact: (text: string) => string;
   #runtime: ZulipRuntime | undefined;
+  /** The Claude Code session of each DM conversation (kept while the launcher runs). */
+  readonly #dmSessions = new Map<string, string>();
   /** The realm's message-edit window in seconds (null: none), from the registration. */
   #editLimitSeconds: number | null = DEFAULT_EDIT_LIMIT_SECONDS;
   #client: ZulipClient | undefined;
@@ -841,6 +845,13 @@ class ZulipLauncher implements Launcher {
     if (trigger.kind === 'stream') binding.TRIGGER_MESSAGE_ID = String(trigger.messageId);
     if (from === 'new') await ledger.add(storeTrigger(trigger), 'running', { runId, backend });
     else await ledger.update(trigger.messageId, { status: 'running', runId, backend });
+    // A DM conversation is one Claude Code session across runs; `/new` starts a fresh one.
+    let session: { mode: 'new' | 'resume'; id: string } | undefined;
+    if (trigger.kind === 'dm' && backend === 'claude') {
+      const known = trigger.fresh === true ? undefined : this.#dmSessions.get(trigger.conversation);
+      session = known === undefined ? { mode: 'new', id: randomUUID() } : { mode: 'resume', id: known };
+      this.#dmSessions.set(trigger.conversation, session.id);
+    }
     let invocation: ReturnType<typeof buildInvocation>;
     try {
       invocation = buildInvocation({
@@ -855,6 +866,7 @@ class ZulipLauncher implements Launcher {
         codexToolApproval: this.#o.codexToolApproval,
         approvals: (this.#o.approvals ?? true) && trigger.kind === 'stream',
         progress: this.#o.progress ?? true,
+        session,
       });
       await mkdir(runDir, { recursive: true, mode: 0o700 });
       for (const file of invocation.files) await writeFile(file.path, file.content, { mode: 0o600 });
@@ -891,6 +903,7 @@ class ZulipLauncher implements Launcher {
       followUps: [],
       fromQueue: from === 'queued',
       progress: undefined,
+      startedSession: session?.mode === 'new' ? session.id : undefined,
     };
     this.#runs.set(trigger.conversation, run);
     void agent.started.then(
@@ -954,6 +967,11 @@ class ZulipLauncher implements Launcher {
       if (record !== undefined) this.#waiting.unshift(loadTrigger(record.trigger));
     }
     await run.progress?.finish(outcome);
+    // A session that never got going is not carried on: the next DM starts afresh.
+    if (outcome !== 'done' && run.startedSession !== undefined) {
+      if (this.#dmSessions.get(run.trigger.conversation) === run.startedSession)
+        this.#dmSessions.delete(run.trigger.conversation);
+    }
     if (exit.spawnError === undefined) this.#react(run.trigger.messageId, 'working', 'remove');
     else if (run.fromQueue) this.#react(run.trigger.messageId, 'queued', 'remove');
     this.#react(run.trigger.messageId, outcome === 'done' ? 'done' : 'failed', 'add');

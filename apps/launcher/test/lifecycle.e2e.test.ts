@@ -240,7 +240,9 @@ describe('a running agent', () => {
     // The DM was answered by DM.
     // Beside the run's status message, which ended as done.
     const answer = w.messages({ dmWith: w.ann.userId, sender: w.bot.userId }).map((m) => m.content);
-    expect(answer.filter((c) => !c.startsWith('✅'))).toEqual(['claude answers your message.']);
+    expect(answer.filter((c) => !c.startsWith('✅'))).toEqual([
+      `claude answers your message ${dmEnd.trigger.messageId}.`,
+    ]);
     expect(answer.filter((c) => c.startsWith('✅'))).toEqual([
       expect.stringMatching(/^✅ Done in \d+s\nTools: `zulip.get_message`, `zulip.send_dm`$/),
     ]);

@@ -300,7 +300,9 @@ describe('main', () => {
       expect(w.reactions(first)).toEqual(['check']);
       // The run's status message (its tools as each CLI names them), then the answer, a new message.
       const dmContents = w.messages({ dmWith: w.ann.userId, sender: w.bot.userId }).map((m) => m.content);
-      expect(dmContents.filter((c) => !c.startsWith('✅'))).toEqual([`${backend} answers your message.`]);
+      expect(dmContents.filter((c) => !c.startsWith('✅'))).toEqual([
+        `${backend} answers your message ${dm}.`,
+      ]);
       expect(dmContents.filter((c) => c.startsWith('✅'))).toEqual([
         expect.stringMatching(/^✅ Done in \d+s\nTools: `(zulip\.|zulip_)get_message`, `\1send_dm`$/),
       ]);

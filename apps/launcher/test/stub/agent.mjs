@@ -21,6 +21,7 @@ import {
   claudePermissionPromptTool,
   claudePrompt,
   claudeRefusal,
+  claudeSession,
   codexPrompt,
   codexRefusal,
   machineOutput,
@@ -88,6 +89,7 @@ function serverFromConfig(stdin) {
       refusal: (_annotations, tool) => claudeRefusal(parsed, tool),
       permissionTool: claudePermissionPromptTool(parsed),
       output: machineOutput('claude', parsed),
+      session: claudeSession(parsed, process.env.HOME ?? process.cwd()),
       prompt,
       server: { command: entry.command, args: entry.args ?? [], env, cwd: entry.cwd },
     };
@@ -250,7 +252,11 @@ async function finish(code) {
 if (conversation.stream_id === undefined) {
   // A DM: read it, answer it, done.
   await call('get_message', { message_id: conversation.trigger_message_id });
-  await call('send_dm', { to: conversation.dm_user_ids, content: `${backend} answers your message.` });
+  // Each answer names its message: the same words twice would be refused (send once).
+  await call('send_dm', {
+    to: conversation.dm_user_ids,
+    content: `${backend} answers your message ${conversation.trigger_message_id}.`,
+  });
   event({ step: 'answered-dm' });
   await finish(0);
 }

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 
@@ -822,4 +822,34 @@ export function outputWriter(backend, format, write, cwd) {
       });
     },
   };
+}
+
+/**
+ * Claude Code's sessions across runs, as `claude -p` keeps them (under the home directory):
+ * `--session-id <uuid>` starts one under that id (a malformed or taken id is an error, exit 1),
+ * `--resume <id>` carries one on (an unknown id: "No conversation found with session ID: <id>",
+ * exit 1). Returns the session's id, or undefined for a run of its own.
+ */
+export function claudeSession(parsed, home) {
+  const file = join(home, '.claude-stub-sessions.json');
+  let known = [];
+  try {
+    known = JSON.parse(readFileSync(file, 'utf8'));
+  } catch {}
+  const [started] = parsed.options['session-id'] ?? [];
+  const [resumed] = parsed.options.resume ?? [];
+  if (started !== undefined) {
+    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(started))
+      throw new CliUsageError('Error: Invalid session ID. Must be a valid UUID.', 1);
+    if (known.includes(started))
+      throw new CliUsageError(`Error: Session ID ${started} is already in use.`, 1);
+    writeFileSync(file, JSON.stringify([...known, started]));
+    return started;
+  }
+  if (typeof resumed === 'string') {
+    if (!known.includes(resumed))
+      throw new CliUsageError(`No conversation found with session ID: ${resumed}`, 1);
+    return resumed;
+  }
+  return undefined;
 }
