@@ -224,7 +224,7 @@ class ChannelSink implements DeliverySink {
       if (item.topic !== undefined) meta.topic = metaValue(item.topic);
     }
     await (this.#server as Server).notification({ method: CHANNEL_EVENT, params: { content, meta } });
-    this.#state.recent.push({ chatId, content });
+    this.#state.recent.push({ chatId, content, messageId: item.messageId });
     if (this.#state.recent.length > RECENT_LIMIT)
       this.#state.recent.splice(0, this.#state.recent.length - RECENT_LIMIT);
   }
