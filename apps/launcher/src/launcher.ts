@@ -889,7 +889,8 @@ class ZulipLauncher implements Launcher {
       redact: this.#redact,
       timeLimitMs: this.#timeLimitMs,
       stopGraceMs: this.#stopGraceMs,
-      onStdoutLine: (line) => run.progress?.observe(readProgressLine(backend, line)),
+      // Redacted before it is read: what the model says can reach the status message.
+      onStdoutLine: (line) => run.progress?.observe(readProgressLine(backend, this.#redact(line))),
     });
     const run: Run = {
       runId,
