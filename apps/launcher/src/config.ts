@@ -301,7 +301,7 @@ const configShape = {
   ZULIP_AGENT_APPROVALS: strictBoolean(
     {
       group: 'Agents',
-      help: 'Claude Code asks in the topic before a tool its rules do not allow (a ✅ or "yes <id>" from an allowed user runs it); off: it is refused.',
+      help: 'Claude Code asks in the conversation before a tool its rules do not allow (a ✅ or "yes <id>" from an allowed user runs it); off: it is refused.',
     },
     true,
   ),

@@ -232,6 +232,8 @@ const DEFAULT_EMOJI: StatusEmoji = {
   done: 'check',
   failed: 'warning',
 };
+/** A DM answering an approval prompt (`yes abcde`, `no abcde`), as the approvals desk reads one. */
+const APPROVAL_ANSWER = /^\s*(y|yes|n|no)\s+[a-km-z]{5}\s*$/i;
 /** Shortest time between two edits of a status message: six a minute at most, far inside Zulip's rate limits. */
 const DEFAULT_PROGRESS_INTERVAL_MS = 10_000;
 /** The edit window Zulip has by default, assumed when the realm does not say. */
@@ -745,6 +747,15 @@ class ZulipLauncher implements Launcher {
     const ledger = this.#ledger as TriggerLedger;
     if (ledger.get(trigger.messageId) !== undefined) return;
     const run = this.#runs.get(trigger.conversation);
+    if (run !== undefined && trigger.kind === 'dm' && APPROVAL_ANSWER.test(message.content)) {
+      // `yes <id>` in the DM of a running agent answers its approval prompt (its zulip server takes
+      // it): recorded, so it never becomes a trigger, and neither a note nor a later run.
+      await ledger.add(storeTrigger(trigger), 'followup', { into: run.trigger.messageId });
+      this.#logger.info('an approval answer, left to the agent’s zulip server', {
+        messageId: trigger.messageId,
+      });
+      return;
+    }
     if (run !== undefined) {
       await ledger.add(storeTrigger(trigger), 'followup', { into: run.trigger.messageId });
       run.followUps.push(trigger.messageId);
@@ -842,7 +853,8 @@ class ZulipLauncher implements Launcher {
       ZULIP_INTERRUPT_FILE: mailbox.path,
       ZULIP_ALLOWED_USERS: (admitted.length > 0 ? admitted : [trigger.senderId]).join(','),
     };
-    if (trigger.kind === 'stream') binding.TRIGGER_MESSAGE_ID = String(trigger.messageId);
+    // A DM trigger names its conversation too (where an approval prompt goes; a DM binds no topic).
+    binding.TRIGGER_MESSAGE_ID = String(trigger.messageId);
     if (from === 'new') await ledger.add(storeTrigger(trigger), 'running', { runId, backend });
     else await ledger.update(trigger.messageId, { status: 'running', runId, backend });
     // A DM conversation is one Claude Code session across runs; `/new` starts a fresh one.
@@ -864,7 +876,7 @@ class ZulipLauncher implements Launcher {
         runDir,
         env: this.#env,
         codexToolApproval: this.#o.codexToolApproval,
-        approvals: (this.#o.approvals ?? true) && trigger.kind === 'stream',
+        approvals: this.#o.approvals ?? true,
         progress: this.#o.progress ?? true,
         session,
       });

@@ -83,6 +83,30 @@ describe('approvals', () => {
     await denied;
   });
 
+  it('asks in the DM for an agent started by a DM, answered there', async () => {
+    const env = { ...(w.server.env as Record<string, string>), ZULIP_PRIVATE_STREAMS: '__ALL__' };
+    await w.launch({ mcpServer: { ...w.server, env } });
+    const asked = w.nextRequest(
+      (r) =>
+        r.method === 'POST' &&
+        r.path.endsWith('/messages') &&
+        r.userId === w.bot.userId &&
+        String(r.params.content).startsWith('🔐'),
+    );
+    const dm = w.dm(w.ann, 'please deploy [stub:approve]');
+    const request = await asked;
+    expect(request.params.type).toBe('direct');
+    const requestId = /^🔐 \*\*([a-km-z]{5})\*\*/.exec(String(request.params.content))?.[1] as string;
+    await deskListening();
+    const answered = w.nextRequest(botSays(`answers your message ${dm}.; Bash allowed: ran make deploy`));
+    const answer = w.dm(w.ann, `yes ${requestId}`);
+    await answered;
+    // The answer was the prompt's, never a trigger: no second run when the agent ends.
+    await w.ended(dm);
+    expect(w.events.filter((e) => e.type === 'started')).toHaveLength(1);
+    expect(w.events.some((e) => e.type === 'trigger' && e.trigger.messageId === answer)).toBe(false);
+  });
+
   it('off, the launcher passes no prompt tool, and Claude Code refuses the tool as -p does', async () => {
     await w.launch({ approvals: false });
     const refused = w.nextRequest(botSays('Bash refused'));

@@ -249,13 +249,38 @@ async function finish(code) {
   process.exit(code);
 }
 
+/** The model asks for Bash, which no rule allows: Claude Code asks the permission prompt tool. */
+async function askForBash() {
+  const input = { command: 'make deploy', description: 'Deploy' };
+  let outcome;
+  if (permissionTool === undefined) {
+    outcome = 'refused: no permission prompt tool, and -p asks nobody';
+  } else {
+    // The model's call of Bash, which Claude Code puts to the permission prompt tool first.
+    writer?.toolStart('Bash', input);
+    const result = await client.callTool(
+      { name: permissionTool, arguments: { tool_name: 'Bash', input, tool_use_id: 'toolu_01StubBash' } },
+      undefined,
+      { timeout: 600_000 },
+    );
+    const decision = claudePermissionDecision(result);
+    outcome =
+      decision.behavior === 'allow'
+        ? `allowed: ran ${decision.updatedInput.command}`
+        : `denied: ${decision.message}`;
+  }
+  event({ step: 'permission', outcome });
+  return outcome;
+}
+
 if (conversation.stream_id === undefined) {
   // A DM: read it, answer it, done.
-  await call('get_message', { message_id: conversation.trigger_message_id });
+  const read = await call('get_message', { message_id: conversation.trigger_message_id });
+  const asked = /\[stub:(\w+)\]/.exec(read.text)?.[1] === 'approve' ? `; Bash ${await askForBash()}` : '';
   // Each answer names its message: the same words twice would be refused (send once).
   await call('send_dm', {
     to: conversation.dm_user_ids,
-    content: `${backend} answers your message ${conversation.trigger_message_id}.`,
+    content: `${backend} answers your message ${conversation.trigger_message_id}.${asked}`,
   });
   event({ step: 'answered-dm' });
   await finish(0);
@@ -277,29 +302,7 @@ if (mode === 'hang') {
 }
 
 await call('reply', { content: `${backend} is on it.` });
-if (mode === 'approve') {
-  // The model asks for Bash, which no rule allows: Claude Code asks the permission prompt tool.
-  const input = { command: 'make deploy', description: 'Deploy' };
-  let outcome;
-  if (permissionTool === undefined) {
-    outcome = 'refused: no permission prompt tool, and -p asks nobody';
-  } else {
-    // The model's call of Bash, which Claude Code puts to the permission prompt tool first.
-    writer?.toolStart('Bash', input);
-    const result = await client.callTool(
-      { name: permissionTool, arguments: { tool_name: 'Bash', input, tool_use_id: 'toolu_01StubBash' } },
-      undefined,
-      { timeout: 600_000 },
-    );
-    const decision = claudePermissionDecision(result);
-    outcome =
-      decision.behavior === 'allow'
-        ? `allowed: ran ${decision.updatedInput.command}`
-        : `denied: ${decision.message}`;
-  }
-  event({ step: 'permission', outcome });
-  await call('reply', { content: `Bash ${outcome}` });
-}
+if (mode === 'approve') await call('reply', { content: `Bash ${await askForBash()}` });
 if (mode !== 'quick') {
   for (;;) {
     const heard = await call('listen', { timeout_seconds: 60 });
