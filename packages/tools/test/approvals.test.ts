@@ -210,6 +210,18 @@ describe('permission_prompt', () => {
     const parsed = JSON.parse(out2.text) as { behavior: string; message: string };
     expect(parsed.behavior).toBe('deny');
     expect(parsed.message).toMatch(/denied/);
+    // AskUserQuestion is not put to anyone: the agent is told to ask in the conversation.
+    const before = h.sim.realm.maxMessageId();
+    const question = await callThrough(host, 'permission_prompt', {
+      tool_name: 'AskUserQuestion',
+      input: { questions: [{ question: 'Which env?', header: 'Env', options: [], multiSelect: false }] },
+    });
+    if (question.isError) throw new Error(question.text);
+    expect(JSON.parse(question.text)).toMatchObject({
+      behavior: 'deny',
+      message: expect.stringMatching(/reply/),
+    });
+    expect(h.sim.realm.maxMessageId()).toBe(before);
     await session.close();
   });
 });

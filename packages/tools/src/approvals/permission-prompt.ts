@@ -15,6 +15,8 @@ export interface PermissionPromptServices {
   desk: ApprovalDesk;
 }
 
+/** Claude Code's tool for asking its user a multiple-choice question. */
+const ASK_USER_QUESTION = 'AskUserQuestion';
 /** How much longer than the desk's default wait the call may take: posting and editing. */
 const DEADLINE_MARGIN_MS = 60_000;
 
@@ -75,6 +77,19 @@ export const permissionPromptTool = defineTool({
   deadlineMs: () => DEFAULT_APPROVAL_TIMEOUT_MS + DEADLINE_MARGIN_MS,
   async handler({ session, desk }: PermissionPromptServices, input, context) {
     checkDeadline(context);
+    // Claude Code offers AskUserQuestion when a host answers its prompts; in Zulip the people are
+    // asked in the conversation itself, where their answers reach the agent.
+    if (input.tool_name === ASK_USER_QUESTION) {
+      const answer = {
+        behavior: 'deny' as const,
+        message:
+          'Nobody answers that dialog here: ask in the Zulip conversation with reply, then wait for the answer with listen.',
+      };
+      return {
+        text: JSON.stringify(answer),
+        data: { ...answer, request_id: '', outcome: 'denied' as const, decided_by: null },
+      };
+    }
     const to = await session.conversation(callOptions(context));
     const decision = await desk.request({
       to,
