@@ -290,6 +290,11 @@ export class TokenRegistry {
   }
 }
 
+/** The id part of a well-formed token, or undefined. */
+export function tokenIdOf(token: string): string | undefined {
+  return TOKEN_PATTERN.exec(token)?.[1];
+}
+
 /** Parses an expiry: `never`, a duration (`90d`, `12h`, `30m`) from now, or an ISO date. */
 export function parseExpiry(raw: string, now: number): Date | null | undefined {
   const text = raw.trim();
