@@ -124,7 +124,7 @@ export interface AuthorizationInfo {
 export interface CallerLimits {
   /** Requests per minute (a bucket of this many, refilled evenly). */
   perMinute: number;
-  /** Long waits at once: `listen` calls, `subscriptions/listen` and standalone GET streams. */
+  /** Long waits at once: calls of `waitTools` and `subscriptions/listen` streams. */
   maxWaits: number;
   /** Tool names that wait on purpose. Default `['listen']`. */
   waitTools?: readonly string[] | undefined;
@@ -193,9 +193,12 @@ function digest(value: string): Buffer {
   return createHash('sha256').update(value).digest();
 }
 
-/** The long wait a request opens, if any: a waiting tool call, a `subscriptions/listen`, a GET stream. */
+/**
+ * Whether a request opens a long wait: a waiting tool call or a `subscriptions/listen`. A 2025-era
+ * session's standalone GET stream is not one (every client opens one; the session bound governs them).
+ */
 function isLongWait(method: string, body: unknown, waitTools: readonly string[]): boolean {
-  if (method === 'GET') return true;
+  if (method !== 'POST') return false;
   const one = (m: unknown): boolean => {
     if (typeof m !== 'object' || m === null) return false;
     const { method: rpc, params } = m as { method?: unknown; params?: { name?: unknown } };
@@ -265,8 +268,14 @@ function listenedResources(body: unknown): readonly string[] | undefined {
  * Serves MCP over Streamable HTTP at `/mcp`, both protocol eras. A web-standard router (mounted on
  * `node:http`) checks every request in order, before a byte of its body is read: path (404),
  * `Host` when bound to loopback (403, DNS-rebinding protection), `Origin` against the allow-list
- * (403; requests without one pass), bearer token in constant time (401 with
- * `WWW-Authenticate: Bearer`); then the body, up to `maxBodyBytes` (413). A 2026-era request (a
+ * (403; requests without one pass), bearer token (401 with a `WWW-Authenticate: Bearer` challenge
+ * naming the protected-resource metadata, RFC 9728, served unauthenticated at
+ * `/.well-known/oauth-protected-resource[/mcp]`): the one `token` in constant time, or each
+ * person's token through `verifyToken`, before any session or handle is looked at; then the
+ * caller's rate limit (429 `MCP_RATE_LIMITED` with `Retry-After`); then the body, up to
+ * `maxBodyBytes` (413), and the caller's long waits (429 `MCP_TOO_MANY_WAITS`). A session is bound
+ * to the token that created it: another token's request for it gets the 404 of an unknown session.
+ * `/admin/` goes to `admin.handle` behind the admin token. A 2026-era request (a
  * POST carrying the per-request `_meta` envelope, no session header) goes to the SDK's
  * `createMcpHandler` (strict: it refuses 2025-era traffic), which builds one server per request
  * with no server-side session, so any process can serve it. Everything else is the 2025 era, in
@@ -661,12 +670,12 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
       }
     }
 
-    if (options.limits !== undefined && method !== 'DELETE' && isLongWait(method, body, waitTools)) {
+    if (options.limits !== undefined && isLongWait(method, body, waitTools)) {
       if (!takeWait(caller, ended)) {
         return jsonRpcError(
           429,
           -32000,
-          `MCP_TOO_MANY_WAITS: this token holds ${options.limits.maxWaits} long waits (listen, subscriptions/listen, GET streams) already; end one first`,
+          `MCP_TOO_MANY_WAITS: this token holds ${options.limits.maxWaits} long waits (listen, subscriptions/listen) already; let one end first`,
           { 'retry-after': '1' },
         );
       }

@@ -23,6 +23,8 @@ let url = '';
 let stop: () => Promise<number>;
 const logs: Buffer[] = [];
 const tokens = { ann: '', bo: '' };
+/** Every non-GET request the realm answered, by user id: who wrote with which key. */
+const writesBy = new Map<number, string[]>();
 let env: Record<string, string> = {};
 
 async function issue(
@@ -79,6 +81,10 @@ beforeAll(async () => {
     content: 'plans only Ann sees',
   });
   sim.realm.sendMessage({ senderId: ids.bo, type: 'direct', to: [ids.ann], content: 'a DM from Bo to Ann' });
+  sim.onRequest((r) => {
+    if (r.method === 'GET' || r.userId === null) return;
+    writesBy.set(r.userId, [...(writesBy.get(r.userId) ?? []), `${r.method} ${r.path}`]);
+  });
   stateDir = await mkdtemp(join(tmpdir(), 'zmcp-hosting-'));
   const bot = sim.credentials(ids.bot);
   env = {
@@ -194,6 +200,45 @@ describe('writes land as the chosen identity', () => {
     expect(sim.realm.message(id)?.senderId).toBe(ids.bo);
     expect(textOf(sent)).toContain(`Done as Bo Chen (user ${ids.bo}), yourself.`);
     await bo.client.close();
+  });
+
+  it('never sends anything but GET with the key of a person whose token writes as the bot', () => {
+    expect(writesBy.get(ids.ann)).toBeUndefined();
+    expect(writesBy.get(ids.bot)).toEqual(expect.arrayContaining(['POST /api/v1/messages']));
+    expect(writesBy.get(ids.bo)).toEqual(expect.arrayContaining(['POST /api/v1/messages']));
+  });
+
+  it('serves no write to a token that writes as the person on a read-only server', async () => {
+    const shutdown = new AbortController();
+    const ready = barrier<string>();
+    const run = main(
+      ['--http', '--port', '0'],
+      { ...env, ZULIP_READ_ONLY: 'true' },
+      {
+        stdout: new PassThrough(),
+        stderr: new PassThrough(),
+        shutdown: shutdown.signal,
+        onReady: (info) => ready.resolve(info.transport === 'http' ? info.url : ''),
+      },
+    );
+    const readOnlyUrl = await ready.promise;
+    const before = writesBy.get(ids.bo)?.length ?? 0;
+    const client = new Client({ name: 'ro', version: '1' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(readOnlyUrl), {
+        requestInit: { headers: { authorization: `Bearer ${tokens.bo}` } },
+      }),
+    );
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    expect(names).toContain('fetch_history');
+    expect(names.filter((n) => ['send_message', 'send_dm', 'add_reaction', 'reply'].includes(n))).toEqual([]);
+    await expect(
+      client.callTool({ name: 'send_dm', arguments: { to: [ids.ann], content: 'no' } }),
+    ).rejects.toMatchObject({ code: -32602 });
+    await client.close();
+    shutdown.abort();
+    expect(await run).toBe(0);
+    expect(writesBy.get(ids.bo)?.length ?? 0).toBe(before);
   });
 
   it('audits each write with the token, the person and the target, never the content', async () => {
