@@ -385,6 +385,9 @@ function refineConfig(raw: RawConfig, report: ReportProblem<typeof configShape>)
       'is required with ZMCP_HTTP_AUTH=people: it encrypts each person’s API key at rest (openssl rand -base64 32)',
     );
   }
+  if (raw.ZMCP_HTTP_AUTH === 'people' && !raw['--http']) {
+    report('ZMCP_HTTP_AUTH', 'people serves Streamable HTTP only: add --http');
+  }
   if (raw.ZMCP_HTTP_AUTH === 'people' && raw.ZMCP_HTTP_TOKEN !== undefined) {
     report('ZMCP_HTTP_TOKEN', 'is not used with ZMCP_HTTP_AUTH=people (each person has a token); unset it');
   }

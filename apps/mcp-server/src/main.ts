@@ -409,22 +409,26 @@ function peopleAuth(config: Config, services: Services, logger: Logger) {
     const id = grant.info.id;
     let tenant = tenants.get(id);
     if (tenant === undefined) {
-      tenant = personServices({
-        config,
-        bot: services,
-        token: grant.info,
-        apiKey: grant.apiKey(),
-        audit,
-        logger,
-      }).then((person) =>
-        openTenant(config, person, logger).then((t) => ({
-          ...t,
-          close: async () => {
-            await t.close();
-            await person.close();
-          },
-        })),
-      );
+      tenant = Promise.resolve()
+        .then(() =>
+          personServices({
+            config,
+            bot: services,
+            token: grant.info,
+            apiKey: grant.apiKey(),
+            audit,
+            logger,
+          }),
+        )
+        .then((person) =>
+          openTenant(config, person, logger).then((t) => ({
+            ...t,
+            close: async () => {
+              await t.close();
+              await person.close();
+            },
+          })),
+        );
       tenants.set(id, tenant);
       tenant.catch(() => tenants.delete(id));
     }
@@ -435,11 +439,14 @@ function peopleAuth(config: Config, services: Services, logger: Logger) {
         token: grant.info.label,
         code: errorCode(err) ?? 'UNKNOWN',
       });
+      const code = errorCode(err);
       return {
         refused:
-          errorCode(err) === 'CORE_UNAUTHORIZED'
+          code === 'CORE_UNAUTHORIZED'
             ? 'Zulip no longer accepts the API key kept with this token; ask for a new token'
-            : 'the person’s account could not be opened; try again later',
+            : code === 'MCP_SECRET_KEY_MISMATCH'
+              ? 'the server cannot read the key kept with this token; ask its operator'
+              : 'the person’s account could not be opened; try again later',
       };
     }
     return { token, clientId: id, scopes: [...grant.info.toolsets] };

@@ -91,7 +91,8 @@ function describe(info: TokenInfo): string {
 
 function settingsOf(env: Readonly<Record<string, string | undefined>>, stderr: Writable): Config | number {
   try {
-    return parseConfig(env, []);
+    // The settings of the server these tokens are for: `zulip-mcp --http`.
+    return parseConfig(env, ['--http']);
   } catch (err) {
     const problems = configurationProblems(err);
     if (problems === undefined) throw err;
