@@ -30,6 +30,7 @@ import type { Logger } from './logging.js';
 import { type AgentSessionServices, buildServices, type Services } from './services.js';
 import { type TokenAdmin, tokenAdmin, tokenToolsets } from './token-admin.js';
 import { parseExpiry, type TokenRefusal, TokenRegistry, tokenIdOf } from './tokens.js';
+import { auditMain, tokensMain } from './tokens-command.js';
 import { packageVersion } from './version.js';
 
 /** Streams and hooks of one run of {@link main}; each defaults to the process's own. */
@@ -601,8 +602,18 @@ const AdminCreateSchema = z.object({
  * bad variable or flag, missing or malformed credentials or zuliprc, credentials Zulip refuses,
  * a missing upload root).
  * Only help, the version and the JSON-RPC wire go to stdout; everything else to stderr.
+ * `zulip-mcp tokens <create|list|revoke>` and `zulip-mcp audit` are the operator's commands of a
+ * server hosted for an organization (ZMCP_HTTP_AUTH=people): the new token is the only thing
+ * printed on stdout; the person's API key is read from `io.stdin` or a file.
  */
-export const main: BinMain<MainIo> = defineMain({
+export const main: BinMain<MainIo> = (argv, env, io = {}) => {
+  if (argv[0] === 'tokens') return tokensMain(argv.slice(1), env, io);
+  if (argv[0] === 'audit') return auditMain(argv.slice(1), env, io);
+  return serverMain(argv, env, io);
+};
+
+/** The server itself: `zulip-mcp [--http]`. */
+const serverMain: BinMain<MainIo> = defineMain({
   bin: binName,
   help: helpText,
   version: packageVersion,
