@@ -1,8 +1,8 @@
 import { ALL_STREAMS, escapeMsgName, type Logger } from '@zmcp/core';
-import { type BoundTool, selectTools, type ToolSelection } from '@zmcp/tools';
+import { type BoundTool, selectTools, type ToolSelection, toolDefinitions } from '@zmcp/tools';
 import { type AuditLog, auditTarget } from './audit.js';
 import type { Config } from './config.js';
-import { type AgentSessionServices, buildServices, type Services } from './services.js';
+import { type AgentSessionServices, buildServices, instructionsFor, type Services } from './services.js';
 import type { TokenInfo } from './tokens.js';
 
 // One person's services on a hosted server: what their token serves, built on the one spine
@@ -101,9 +101,11 @@ export async function personServices(options: {
   const identityLine = readOnly
     ? `You read as ${escapeMsgName(token.fullName)} (user ${token.userId}); nothing can be written with this token.`
     : `You read as ${escapeMsgName(token.fullName)} (user ${token.userId}); everything you post, react or edit is done as ${escapeMsgName(writer.fullName)} (user ${writer.userId})${writer.identity === 'bot' ? ', the organization’s bot' : ''}.`;
+  // The instructions of what this token serves (the person's runtime may be read-only while the bot writes).
+  const served = new Set(selectTools(toolDefinitions(), selection).map((d) => d.name));
   return {
     tools: [...reads, ...writes],
-    instructions: `${identityLine}\n${person.instructions}`,
+    instructions: `${identityLine}\n${instructionsFor({ readOnly }, { full_name: token.fullName }, served)}`,
     channels: undefined,
     state: bot.state,
     account: person.account,

@@ -177,6 +177,11 @@ describe('each token reads as its person', () => {
 describe('writes land as the chosen identity', () => {
   it('posts as the bot for a token that writes as the bot, and says so', async () => {
     const ann = await connect(tokens.ann);
+    const instructions = ann.client.getInstructions() ?? '';
+    expect(instructions).toContain(
+      `You read as Ann Lee (user ${ids.ann}); everything you post, react or edit is done as Helper Bot (user ${ids.bot}), the organization’s bot.`,
+    );
+    expect(instructions).not.toContain('read-only');
     const sent = await ann.client.callTool({
       name: 'send_message',
       arguments: { stream: 'general', topic: 'hosting', content: 'from Ann’s agent' },
