@@ -308,6 +308,14 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   const buckets = new Map<string, { tokens: number; at: number }>();
   const waits = new Map<string, number>();
   const waitTools = options.limits?.waitTools ?? ['listen'];
+  // Behind a proxy the metadata is asked for at the public path of the endpoint too.
+  const publicPath =
+    options.authorization?.resourceUrl === undefined
+      ? undefined
+      : new URL(options.authorization.resourceUrl).pathname.replace(/\/+$/, '');
+  const servedMetadata = new Set(metadataPaths);
+  if (publicPath !== undefined && publicPath !== '')
+    servedMetadata.add(`/.well-known/oauth-protected-resource${publicPath}`);
   const allowedOrigins = options.allowedOrigins ? new Set(options.allowedOrigins) : undefined;
   const sessions = new Map<string, Session>();
   // Sessions being created: counted against the bound until initialize has run.
@@ -590,7 +598,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
 
   const route = async (request: Request, ended: Promise<void>): Promise<Response> => {
     const url = new URL(request.url);
-    const metadataRequest = authRequired && metadataPaths.has(url.pathname) && request.method === 'GET';
+    const metadataRequest = authRequired && servedMetadata.has(url.pathname) && request.method === 'GET';
     const adminRequest = url.pathname.startsWith(adminPrefix);
     if (url.pathname !== endpointPath && !metadataRequest && !adminRequest) {
       return jsonRpcError(404, -32000, `Not found: the MCP endpoint is ${endpointPath}`);

@@ -1,5 +1,6 @@
 // Per-caller limits of the HTTP router: a rate limit per token and a cap on the long waits one
-// token holds, each a 429 with a typed message, and neither touching another token's budget.
+// token holds, each a 429 with a typed message, and neither touching another token's budget; and
+// the authorization challenge behind a proxy (the public URL, not the listening address).
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { AuthInfo } from '@modelcontextprotocol/server';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -100,5 +101,44 @@ describe('per-token limits', () => {
     await boWaits;
     expect((await second.callTool({ name: 'slow', arguments: {} })).isError).toBeFalsy();
     await Promise.all([first.close(), second.close(), bo.close()]);
+  });
+});
+
+describe('authorization behind a proxy', () => {
+  it('names the public URL in the challenge and the metadata, and checks the token before the session', async () => {
+    server = await startHttpServer({
+      host: '127.0.0.1',
+      port: 0,
+      maxSessions: 8,
+      sessionIdleMs: 60_000,
+      token: 'the-one-shared-token-0123',
+      authorization: { resourceUrl: 'https://mcp.acme.example/zulip/mcp', tokenHelp: 'ask #it-help' },
+      createServer: ({ era }) =>
+        createMcpServer({ name: 'p', version: '0', era, tools: [echoTool], deadlineMs: 1000 }),
+    });
+    const res = await fetch(server.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'mcp-session-id': 'made-up' },
+      body: '{}',
+    });
+    // 401 before the made-up session id is looked at (that would be 404).
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toBe(
+      'Bearer realm="zulip-mcp", resource_metadata="https://mcp.acme.example/.well-known/oauth-protected-resource/zulip/mcp"',
+    );
+    expect(((await res.json()) as { error: { message: string } }).error.message).toBe(
+      'Unauthorized: a bearer token is required. Get a token: ask #it-help',
+    );
+    // Served at the path the challenge names (the proxy forwards it) and at the plain one.
+    const atPublicPath = await fetch(new URL('/.well-known/oauth-protected-resource/zulip/mcp', server.url));
+    expect(atPublicPath.status).toBe(200);
+    const metadata = await fetch(new URL('/.well-known/oauth-protected-resource', server.url));
+    expect(await atPublicPath.json()).toEqual(await metadata.clone().json());
+    expect(await metadata.json()).toEqual({
+      resource: 'https://mcp.acme.example/zulip/mcp',
+      resource_name: 'zulip-mcp',
+      bearer_methods_supported: ['header'],
+      token_help: 'ask #it-help',
+    });
   });
 });
