@@ -25,6 +25,8 @@ export interface AuditEntry {
   postedAs?: { identity: 'bot' | 'person'; userId: number } | undefined;
   /** What was acted on: ids and names, never content. */
   target?: Record<string, string | number | readonly number[] | undefined> | undefined;
+  /** The realm (its URL) the token or operation is of. */
+  realm?: string | undefined;
   /** Who did an admin operation: `cli` or `http`. */
   via?: 'cli' | 'http' | undefined;
 }

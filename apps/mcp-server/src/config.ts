@@ -58,6 +58,8 @@ export interface HttpSettings {
   /** The audit log (JSON lines, rotated by size). */
   auditLog: string;
   auditMaxBytes: number;
+  /** Further realms this server fronts (a JSON list, absolute path); unset: the one realm. */
+  realmsFile: string | undefined;
 }
 
 /**
@@ -327,6 +329,11 @@ const configShape = {
     1_073_741_824,
     10_485_760,
   ),
+  ZMCP_REALMS_FILE: text({
+    group: 'Hosting for an organization',
+    defaultText: 'unset (one realm)',
+    help: 'Further Zulip organizations to front (with ZMCP_HTTP_AUTH=people): a JSON list of { "zuliprc", "privateStreams"?, "writeStreams"?, "writeDms"? }, one bot per realm.',
+  }),
   ZULIP_CLAUDE_CHANNELS: strictBoolean(
     {
       group: 'Claude Code channels',
@@ -384,6 +391,9 @@ function refineConfig(raw: RawConfig, report: ReportProblem<typeof configShape>)
       'ZULIP_SECRET_KEY',
       'is required with ZMCP_HTTP_AUTH=people: it encrypts each person’s API key at rest (openssl rand -base64 32)',
     );
+  }
+  if (raw.ZMCP_REALMS_FILE !== undefined && raw.ZMCP_HTTP_AUTH !== 'people') {
+    report('ZMCP_REALMS_FILE', 'fronts several realms with ZMCP_HTTP_AUTH=people only');
   }
   if (raw.ZMCP_HTTP_AUTH === 'people' && !raw['--http']) {
     report('ZMCP_HTTP_AUTH', 'people serves Streamable HTTP only: add --http');
@@ -525,6 +535,8 @@ export function parseConfig(
           ? join(resolved.stateDir, 'audit.log')
           : resolve(cwd, expandHome(raw.ZMCP_AUDIT_LOG, home)),
       auditMaxBytes: raw.ZMCP_AUDIT_MAX_BYTES,
+      realmsFile:
+        raw.ZMCP_REALMS_FILE === undefined ? undefined : resolve(cwd, expandHome(raw.ZMCP_REALMS_FILE, home)),
     },
   };
 }

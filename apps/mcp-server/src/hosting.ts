@@ -27,6 +27,7 @@ function attributed(
   tool: BoundTool,
   writer: Writer,
   token: TokenInfo,
+  realm: string,
   audit: AuditLog,
   logger: Logger,
 ): BoundTool {
@@ -41,6 +42,7 @@ function attributed(
       await audit
         .record({
           kind: 'tool',
+          realm,
           action: tool.definition.name,
           outcome: result.isError === true ? result.code : 'ok',
           token: { id: token.id, label: token.label },
@@ -97,7 +99,7 @@ export async function personServices(options: {
     : selectTools(
         writerServices.tools.filter((t) => t.definition.write),
         selection,
-      ).map((t) => attributed(t, writer, token, audit, logger));
+      ).map((t) => attributed(t, writer, token, bot.account.site, audit, logger));
   const identityLine = readOnly
     ? `You read as ${escapeMsgName(token.fullName)} (user ${token.userId}); nothing can be written with this token.`
     : `You read as ${escapeMsgName(token.fullName)} (user ${token.userId}); everything you post, react or edit is done as ${escapeMsgName(writer.fullName)} (user ${writer.userId})${writer.identity === 'bot' ? ', the organization’s bot' : ''}.`;
@@ -115,7 +117,7 @@ export async function personServices(options: {
       return {
         ...opened,
         tools: selectTools(opened.tools, selection).map((t) =>
-          t.definition.write ? attributed(t, writer, token, audit, logger) : t,
+          t.definition.write ? attributed(t, writer, token, bot.account.site, audit, logger) : t,
         ),
         close: () => opened.close(),
       };

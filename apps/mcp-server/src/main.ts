@@ -2,7 +2,7 @@ import { PassThrough, type Readable, type Writable } from 'node:stream';
 import type { AuthInfo, Server } from '@modelcontextprotocol/server';
 import { StdioServerTransport, serveStdio } from '@modelcontextprotocol/server/stdio';
 import { type BinMain, defineMain, waitForAbort } from '@zmcp/cli';
-import { errorCode } from '@zmcp/core';
+import { type Credentials, errorCode } from '@zmcp/core';
 import {
   createMcpTasks,
   createToolServer,
@@ -27,8 +27,9 @@ import {
 import { personServices } from './hosting.js';
 import { type HttpListen, type RunningHttpServer, startHttpServer } from './http.js';
 import type { Logger } from './logging.js';
+import { loadRealmConfigs } from './realms.js';
 import { type AgentSessionServices, buildServices, type Services } from './services.js';
-import { type TokenAdmin, tokenAdmin, tokenToolsets } from './token-admin.js';
+import { type RealmsAdmin, realmsAdmin, tokenAdmin, tokenToolsets } from './token-admin.js';
 import { parseExpiry, type TokenRefusal, TokenRegistry, tokenIdOf } from './tokens.js';
 import { auditMain, tokensMain } from './tokens-command.js';
 import { packageVersion } from './version.js';
@@ -386,14 +387,30 @@ async function openTenant(config: Config, services: Services, logger: Logger): P
  * store (so a revocation anywhere is seen on the next request), and each token is served by a
  * tenant of its own over the person's services, built once and kept while the token is good.
  */
-function peopleAuth(config: Config, services: Services, logger: Logger) {
+function peopleAuth(config: Config, realms: readonly Services[], logger: Logger) {
   const secretKey = config.http.secretKey as Buffer;
-  const registry = new TokenRegistry({
-    store: services.state.store,
-    account: services.state.account,
-    secretKey,
-  });
   const audit = new AuditLog({ path: config.http.auditLog, maxBytes: config.http.auditMaxBytes });
+  // Each realm's tokens are kept under its own state account, bound to its bot.
+  const served = realms.map((services) => {
+    const registry = new TokenRegistry({
+      store: services.state.store,
+      account: services.state.account,
+      secretKey,
+    });
+    return {
+      services,
+      registry,
+      admin: tokenAdmin({ registry, config, site: services.account.site, audit, logger }),
+    };
+  });
+  /** The token's grant in the realm that issued it, or why it is refused. */
+  const check = async (token: string) => {
+    for (const realm of served) {
+      const grant = await realm.registry.check(token);
+      if (grant !== 'unknown') return { realm, grant };
+    }
+    return { realm: undefined, grant: 'unknown' as const };
+  };
   const tenants = new Map<string, Promise<Tenant>>();
   const drop = (id: string) => {
     const gone = tenants.get(id);
@@ -401,11 +418,11 @@ function peopleAuth(config: Config, services: Services, logger: Logger) {
     void gone?.then((t) => t.close()).catch(() => undefined);
   };
   const verifyToken = async (token: string): Promise<AuthInfo | { refused: string }> => {
-    const grant = await registry.check(token);
-    if (typeof grant === 'string') {
+    const { realm, grant } = await check(token);
+    if (typeof grant === 'string' || realm === undefined) {
       const id = tokenIdOf(token);
       if (id !== undefined) drop(id);
-      return { refused: refusalText[grant] };
+      return { refused: refusalText[typeof grant === 'string' ? grant : 'unknown'] };
     }
     const id = grant.info.id;
     let tenant = tenants.get(id);
@@ -414,7 +431,7 @@ function peopleAuth(config: Config, services: Services, logger: Logger) {
         .then(() =>
           personServices({
             config,
-            bot: services,
+            bot: realm.services,
             token: grant.info,
             apiKey: grant.apiKey(),
             audit,
@@ -457,7 +474,7 @@ function peopleAuth(config: Config, services: Services, logger: Logger) {
     if (tenant === undefined) throw new McpServerError('MCP_TOKEN_UNKNOWN', 'the token’s tenant is gone');
     return tenant;
   };
-  const admin = tokenAdmin({ registry, config, site: services.account.site, audit, logger });
+  const admin = realmsAdmin(served.map((r) => r.admin));
   return {
     verifyToken,
     tenantOf,
@@ -476,8 +493,14 @@ const refusalText: Readonly<Record<TokenRefusal, string>> = {
   expired: 'the token has expired',
 };
 
-async function serveHttp(config: Config, services: Services, logger: Logger, io: MainIo): Promise<void> {
-  const people = config.http.auth === 'people' ? peopleAuth(config, services, logger) : undefined;
+async function serveHttp(
+  config: Config,
+  realms: readonly Services[],
+  logger: Logger,
+  io: MainIo,
+): Promise<void> {
+  const services = realms[0] as Services;
+  const people = config.http.auth === 'people' ? peopleAuth(config, realms, logger) : undefined;
   const own = people === undefined ? await openTenant(config, services, logger) : undefined;
   const tenantOf = (authInfo: AuthInfo | undefined): Promise<Tenant> | Tenant =>
     own ?? (people as NonNullable<typeof people>).tenantOf(authInfo);
@@ -535,7 +558,12 @@ async function serveHttp(config: Config, services: Services, logger: Logger, io:
 }
 
 /** The admin API: `GET tokens`, `POST tokens` (a token request), `DELETE tokens/<id or label>`. */
-async function adminApi(admin: TokenAdmin, request: Request, path: string, body: unknown): Promise<Response> {
+async function adminApi(
+  admin: RealmsAdmin,
+  request: Request,
+  path: string,
+  body: unknown,
+): Promise<Response> {
   const fail = (status: number, err: unknown) =>
     Response.json(
       { error: errorCode(err) ?? 'failed', message: err instanceof Error ? err.message : 'failed' },
@@ -563,6 +591,7 @@ async function adminApi(admin: TokenAdmin, request: Request, path: string, body:
           expiresAt,
           toolsets: tokenToolsets(parsed.data.toolsets),
           writeAs: parsed.data.writeAs ?? 'bot',
+          realm: parsed.data.realm,
         },
         'http',
       );
@@ -592,6 +621,7 @@ const AdminCreateSchema = z.object({
   expires: z.string().optional(),
   toolsets: z.string().optional(),
   writeAs: z.enum(['bot', 'person', 'none']).optional(),
+  realm: z.string().optional(),
 });
 
 /**
@@ -611,6 +641,40 @@ export const main: BinMain<MainIo> = (argv, env, io = {}) => {
   if (argv[0] === 'audit') return auditMain(argv.slice(1), env, io);
   return serverMain(argv, env, io);
 };
+
+/**
+ * The services of every realm the server fronts: the configured one first, then those of
+ * `ZMCP_REALMS_FILE`, each on its own bot account, policy and state account.
+ */
+async function openRealms(
+  config: Config,
+  logger: Logger,
+  credentials: Credentials,
+): Promise<{ realms: Services[]; close(): Promise<void> }> {
+  const realms = [await buildServices(config, logger, credentials)];
+  const close = async () => {
+    await Promise.allSettled(realms.map((r) => r.close()));
+  };
+  try {
+    if (config.http.realmsFile !== undefined) {
+      for (const realmConfig of await loadRealmConfigs(config.http.realmsFile, config)) {
+        const opened = await buildServices(realmConfig, logger);
+        realms.push(opened);
+        if (realms.some((r) => r !== opened && r.state.account === opened.state.account)) {
+          throw new McpServerError(
+            'MCP_CONFIG_INVALID',
+            `ZMCP_REALMS_FILE: ${config.http.realmsFile}: ${opened.account.site} (bot ${opened.account.email}) is listed twice`,
+          );
+        }
+      }
+      logger.info('fronting several realms', { realms: realms.map((r) => r.account.site).join(',') });
+    }
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  return { realms, close };
+}
 
 /** The server itself: `zulip-mcp [--http]`. */
 const serverMain: BinMain<MainIo> = defineMain({
@@ -634,10 +698,12 @@ function serve(config: Config, io: MainIo, secretKeyText: string | undefined): P
       secretKeyText,
     ],
     demo: { realmName: 'zulip-mcp demo' },
-    open: ({ config, logger, credentials }) => buildServices(config, logger, credentials),
-    serve: async (services, { config, logger }) => {
-      if (config.transport === 'http') await serveHttp(config, services, logger, io);
-      else await serveStdioMain(config, services, logger, io);
+    open: ({ config, logger, credentials }) => openRealms(config, logger, credentials),
+    configurationProblem: (err) =>
+      errorCode(err) === 'MCP_CONFIG_INVALID' ? (err as Error).message : undefined,
+    serve: async ({ realms }, { config, logger }) => {
+      if (config.transport === 'http') await serveHttp(config, realms, logger, io);
+      else await serveStdioMain(config, realms[0] as Services, logger, io);
     },
   });
 }

@@ -22,6 +22,8 @@ export interface TokenRequest {
 /** The token operations of one realm and bot, shared by `zulip-mcp tokens` and the admin API. */
 export interface TokenAdmin {
   readonly registry: TokenRegistry;
+  /** The realm's URL, as its client names it. */
+  readonly site: string;
   /** Checks the person's key against the realm (it must be the account of `email`), then issues a token. */
   create(request: TokenRequest, via: 'cli' | 'http'): Promise<{ token: string; info: TokenInfo }>;
   list(): Promise<TokenInfo[]>;
@@ -54,6 +56,7 @@ export function tokenAdmin(options: {
   const { registry, config, audit, logger } = options;
   return {
     registry,
+    site: options.site,
     async create(request, via) {
       let outcome = 'ok';
       let created: { token: string; info: TokenInfo } | undefined;
@@ -113,6 +116,7 @@ export function tokenAdmin(options: {
             action: 'token.create',
             outcome,
             via,
+            realm: options.site,
             ...(created === undefined
               ? {}
               : { token: { id: created.info.id, label: created.info.label }, userId: created.info.userId }),
@@ -137,12 +141,68 @@ export function tokenAdmin(options: {
             action: 'token.revoke',
             outcome,
             via,
+            realm: options.site,
             ...(revoked === undefined
               ? {}
               : { token: { id: revoked.id, label: revoked.label }, userId: revoked.userId }),
           })
           .catch((err: unknown) => logger.error('could not write the audit log', { err }));
       }
+    },
+  };
+}
+
+/** A token as the operator sees it on a server that fronts several realms: which realm it is of. */
+export type RealmTokenInfo = TokenInfo & { realm: string };
+
+/** The token operations of every realm a server fronts (the first is the primary realm). */
+export interface RealmsAdmin {
+  list(): Promise<RealmTokenInfo[]>;
+  /** Issues a token on `realm` (its URL; default the primary realm). */
+  create(
+    request: TokenRequest & { realm?: string | undefined },
+    via: 'cli' | 'http',
+  ): Promise<{ token: string; info: RealmTokenInfo }>;
+  /** Revokes the one token with this id or label, whichever realm it is of. */
+  revoke(idOrLabel: string, via: 'cli' | 'http'): Promise<RealmTokenInfo>;
+}
+
+function sameSite(a: string, b: string): boolean {
+  const norm = (s: string) => s.trim().replace(/\/+$/, '').toLowerCase();
+  return norm(a) === norm(b);
+}
+
+/** The token operations over several realms' admins. */
+export function realmsAdmin(admins: readonly TokenAdmin[]): RealmsAdmin {
+  const list = async () =>
+    (
+      await Promise.all(admins.map(async (a) => (await a.list()).map((t) => ({ ...t, realm: a.site }))))
+    ).flat();
+  return {
+    list,
+    async create(request, via) {
+      const admin =
+        request.realm === undefined
+          ? admins[0]
+          : admins.find((a) => sameSite(a.site, request.realm as string));
+      if (admin === undefined) {
+        throw new McpServerError(
+          'MCP_TOKEN_INVALID',
+          `this server fronts no realm at that URL; it fronts ${admins.map((a) => a.site).join(', ')}`,
+        );
+      }
+      const created = await admin.create(request, via);
+      return { token: created.token, info: { ...created.info, realm: admin.site } };
+    },
+    async revoke(idOrLabel, via) {
+      const matches = (await list()).filter((t) => t.id === idOrLabel || t.label === idOrLabel);
+      const realms = new Set(matches.map((t) => t.realm));
+      if (realms.size > 1) {
+        throw new McpServerError('MCP_TOKEN_UNKNOWN', 'tokens of two realms have that label: revoke by id');
+      }
+      const admin = admins.find((a) => a.site === matches[0]?.realm) ?? admins[0];
+      if (admin === undefined) throw new McpServerError('MCP_TOKEN_UNKNOWN', 'no realm is served');
+      return { ...(await admin.revoke(idOrLabel, via)), realm: admin.site };
     },
   };
 }

@@ -8,12 +8,20 @@ import {
   startupConfigurationProblem,
 } from '@zmcp/cli';
 import { errorCode } from '@zmcp/core';
-import { openZulipRuntime } from '@zmcp/server-kit';
+import { openZulipRuntime, type ZulipRuntime } from '@zmcp/server-kit';
 import { AuditLog, readAuditLog } from './audit.js';
 import { type Config, parseConfig } from './config.js';
 import { McpServerError } from './errors.js';
-import { type TokenRequest, tokenAdmin, tokenToolsets } from './token-admin.js';
-import { parseExpiry, type TokenInfo, TokenRegistry, type WriteAs } from './tokens.js';
+import { loadRealmConfigs } from './realms.js';
+import {
+  type RealmTokenInfo,
+  realmsAdmin,
+  type TokenAdmin,
+  type TokenRequest,
+  tokenAdmin,
+  tokenToolsets,
+} from './token-admin.js';
+import { parseExpiry, TokenRegistry, type WriteAs } from './tokens.js';
 
 // `zulip-mcp tokens create|list|revoke` and `zulip-mcp audit`: the operator's side of hosting the
 // server for an organization. They read the server's own settings (the bot's account, the state
@@ -29,7 +37,7 @@ export interface CommandIo {
 export const tokensUsage = `Usage:
   zulip-mcp tokens create --label <label> --email <person's email> (--api-key-file <file> | --api-key-stdin)
                           [--expires <90d|12h|2027-01-31|never>] [--toolsets <list|default|all>]
-                          [--write-as <bot|person|none>]
+                          [--write-as <bot|person|none>] [--realm <realm URL, with ZMCP_REALMS_FILE>]
   zulip-mcp tokens list [--json]
   zulip-mcp tokens revoke <id or label>
   zulip-mcp audit [--last <n>]
@@ -75,7 +83,7 @@ async function readAll(stream: Readable): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-function describe(info: TokenInfo): string {
+function describe(info: RealmTokenInfo, multiRealm: boolean): string {
   return [
     info.id,
     info.status,
@@ -86,6 +94,7 @@ function describe(info: TokenInfo): string {
     `toolsets=${info.toolsets.join(',')}`,
     `expires=${info.expiresAt ?? 'never'}`,
     `last-used=${info.lastUsed ?? 'never'}`,
+    ...(multiRealm ? [`realm=${info.realm}`] : []),
   ].join('  ');
 }
 
@@ -137,30 +146,35 @@ export async function tokensMain(
     return ExitCode.configuration;
   }
   const { flags, rest } = request;
-  let runtime: Awaited<ReturnType<typeof openZulipRuntime>> | undefined;
+  const runtimes: ZulipRuntime[] = [];
   try {
-    // The bot's account names the state the server keeps: read it with GET requests only.
-    runtime = await openZulipRuntime({
-      settings: {
-        ...config,
-        readOnly: true,
-        admissionList: undefined,
-        privateStreams: undefined,
-        writeStreams: undefined,
-      },
-      logger,
-    });
-    const admin = tokenAdmin({
-      registry: new TokenRegistry({
+    // Each realm's bot account names the state the server keeps for it: read with GET requests only.
+    const audit = new AuditLog({ path: config.http.auditLog, maxBytes: config.http.auditMaxBytes });
+    const realmConfigs = [
+      config,
+      ...(config.http.realmsFile === undefined ? [] : await loadRealmConfigs(config.http.realmsFile, config)),
+    ];
+    const admins: TokenAdmin[] = [];
+    for (const realmConfig of realmConfigs) {
+      const runtime = await openZulipRuntime({
+        settings: {
+          ...realmConfig,
+          readOnly: true,
+          admissionList: undefined,
+          privateStreams: undefined,
+          writeStreams: undefined,
+        },
+        logger,
+      });
+      runtimes.push(runtime);
+      const registry = new TokenRegistry({
         store: runtime.store,
         account: runtime.account,
         secretKey: config.http.secretKey,
-      }),
-      config,
-      site: runtime.client.site,
-      audit: new AuditLog({ path: config.http.auditLog, maxBytes: config.http.auditMaxBytes }),
-      logger,
-    });
+      });
+      admins.push(tokenAdmin({ registry, config: realmConfig, site: runtime.client.site, audit, logger }));
+    }
+    const admin = realmsAdmin(admins);
     if (sub === 'list') {
       const tokens = await admin.list();
       stdout.write(
@@ -168,7 +182,7 @@ export async function tokensMain(
           ? `${JSON.stringify(tokens, null, 2)}\n`
           : tokens.length === 0
             ? 'no tokens\n'
-            : `${tokens.map(describe).join('\n')}\n`,
+            : `${tokens.map((t) => describe(t, admins.length > 1)).join('\n')}\n`,
       );
       return ExitCode.ok;
     }
@@ -177,7 +191,7 @@ export async function tokensMain(
       if (which === undefined)
         throw new McpServerError('MCP_TOKEN_INVALID', 'revoke needs a token id or label');
       const info = await admin.revoke(which, 'cli');
-      stdout.write(`revoked ${describe(info)}\n`);
+      stdout.write(`revoked ${describe(info, admins.length > 1)}\n`);
       return ExitCode.ok;
     }
     const label = flags.get('--label');
@@ -212,16 +226,19 @@ export async function tokensMain(
     if (!['bot', 'person', 'none'].includes(writeAs)) {
       throw new McpServerError('MCP_TOKEN_INVALID', '--write-as takes bot, person or none');
     }
-    const spec: TokenRequest = {
+    const spec: TokenRequest & { realm?: string | undefined } = {
       label,
       email,
       apiKey,
       expiresAt,
       toolsets: tokenToolsets(flags.get('--toolsets')),
       writeAs: writeAs as WriteAs,
+      realm: flags.get('--realm'),
     };
     const { token, info } = await admin.create(spec, 'cli');
-    stderr.write(`created ${describe(info)}\nThe token follows on stdout; it is shown only now.\n`);
+    stderr.write(
+      `created ${describe(info, admins.length > 1)}\nThe token follows on stdout; it is shown only now.\n`,
+    );
     stdout.write(`${token}\n`);
     return ExitCode.ok;
   } catch (err) {
@@ -235,7 +252,7 @@ export async function tokensMain(
     logger.error('zulip-mcp tokens failed', { code: code ?? 'UNKNOWN', err });
     return ExitCode.failure;
   } finally {
-    await runtime?.close();
+    await Promise.allSettled(runtimes.map((r) => r.close()));
   }
 }
 

@@ -64,6 +64,7 @@ describe('configuration documentation', () => {
       'ZMCP_TOKEN_HELP',
       'ZMCP_AUDIT_LOG',
       'ZMCP_AUDIT_MAX_BYTES',
+      'ZMCP_REALMS_FILE',
       'ZULIP_CLAUDE_CHANNELS',
       'ZULIP_ALLOWED_USERS',
       'ZULIP_CHANNEL_PERMISSION_RELAY',
