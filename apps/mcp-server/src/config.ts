@@ -550,7 +550,10 @@ function withoutBrackets(host: string): string {
 /** The `--help` text: usage, then every setting with its flag, default and one line of help. */
 export function helpText(): string {
   return settings.helpText({
-    about: ['zulip-mcp: a Zulip realm for any MCP client (stdio by default, Streamable HTTP with --http).'],
+    about: [
+      'zulip-mcp: a Zulip realm for any MCP client (stdio by default, Streamable HTTP with --http).',
+      'Hosting it for an organization: zulip-mcp tokens create|list|revoke, zulip-mcp audit (zulip-mcp tokens --help).',
+    ],
     footer: ['The README of @zmcp/mcp-server explains each setting and shows client configurations.'],
   });
 }
