@@ -185,8 +185,12 @@ function jsonRpcError(
   code: number,
   message: string,
   headers: Record<string, string> = {},
+  data?: Record<string, unknown>,
 ): Response {
-  return Response.json({ jsonrpc: '2.0', error: { code, message }, id: null }, { status, headers });
+  return Response.json(
+    { jsonrpc: '2.0', error: { code, message, ...(data === undefined ? {} : { data }) }, id: null },
+    { status, headers },
+  );
 }
 
 function digest(value: string): Buffer {
@@ -642,6 +646,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
         -32000,
         `MCP_RATE_LIMITED: this token made more than ${options.limits?.perMinute} requests in a minute; retry in ${wait} s`,
         { 'retry-after': String(wait) },
+        { code: 'MCP_RATE_LIMITED', retryAfter: wait },
       );
     }
 
@@ -685,6 +690,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
           -32000,
           `MCP_TOO_MANY_WAITS: this token holds ${options.limits.maxWaits} long waits (listen, subscriptions/listen) already; let one end first`,
           { 'retry-after': '1' },
+          { code: 'MCP_TOO_MANY_WAITS', maxWaits: options.limits.maxWaits },
         );
       }
     }

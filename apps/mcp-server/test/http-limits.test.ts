@@ -69,8 +69,12 @@ describe('per-token limits', () => {
     const limited = await post(url, ann, init);
     expect(limited.status).toBe(429);
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-    const body = (await limited.json()) as { error: { message: string } };
+    const body = (await limited.json()) as { error: { message: string; data: unknown } };
     expect(body.error.message).toMatch(/^MCP_RATE_LIMITED: this token made more than 3 requests in a minute/);
+    expect(body.error.data).toEqual({
+      code: 'MCP_RATE_LIMITED',
+      retryAfter: Number(limited.headers.get('retry-after')),
+    });
     const bo = await post(url, 'token-of-bo-01234567890', init);
     expect(bo.status).toBe(200);
     await bo.body?.cancel();
