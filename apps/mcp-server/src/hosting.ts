@@ -57,6 +57,38 @@ function attributed(
   };
 }
 
+/** The long waits one token holds now (one count per token per process, shared by its sessions). */
+interface WaitSlots {
+  open: number;
+  readonly max: number;
+}
+
+/**
+ * A tool that waits on purpose (`listen`), counted against the token's long waits however it is
+ * called (a plain call, or a 2026-era task that outlives its request): past the cap it is a tool
+ * error the model can act on.
+ */
+function waitLimited(tool: BoundTool, slots: WaitSlots): BoundTool {
+  return {
+    definition: tool.definition,
+    async run(input, context) {
+      if (slots.open >= slots.max) {
+        return {
+          isError: true,
+          code: 'MCP_TOO_MANY_WAITS',
+          text: `This token already holds ${slots.max} long waits (ZMCP_TOKEN_MAX_WAITS): end one (end_session, or let a listen return) before starting another.`,
+        };
+      }
+      slots.open++;
+      try {
+        return await tool.run(input, context);
+      } finally {
+        slots.open--;
+      }
+    },
+  };
+}
+
 /**
  * Builds the services one person's token serves: the person's runtime (read-only unless the
  * token writes as the person, or the server is read-only), the realm's read tools on it, the write
@@ -69,6 +101,8 @@ export async function personServices(options: {
   token: TokenInfo;
   apiKey: string;
   audit: AuditLog;
+  /** The token's cap on long waits, and the tools that wait. */
+  waits: { max: number; tools: readonly string[] };
   logger: Logger;
 }): Promise<Services> {
   const { config, bot, token, audit, logger } = options;
@@ -89,6 +123,7 @@ export async function personServices(options: {
     { site: bot.account.site, email: token.email, apiKey: options.apiKey, source: { kind: 'env' } },
   );
   const selection: ToolSelection = { toolsets: token.toolsets, readOnly };
+  const slots: WaitSlots = { open: 0, max: options.waits.max };
   const writer: Writer = writesAsPerson
     ? { identity: 'person', userId: token.userId, fullName: token.fullName }
     : { identity: 'bot', userId: bot.account.userId, fullName: bot.account.fullName };
@@ -116,9 +151,12 @@ export async function personServices(options: {
       const opened = writerServices.openSession(sessionOptions);
       return {
         ...opened,
-        tools: selectTools(opened.tools, selection).map((t) =>
-          t.definition.write ? attributed(t, writer, token, bot.account.site, audit, logger) : t,
-        ),
+        tools: selectTools(opened.tools, selection).map((t) => {
+          const limited = options.waits.tools.includes(t.definition.name) ? waitLimited(t, slots) : t;
+          return t.definition.write
+            ? attributed(limited, writer, token, bot.account.site, audit, logger)
+            : limited;
+        }),
         close: () => opened.close(),
       };
     },

@@ -435,6 +435,7 @@ function peopleAuth(config: Config, realms: readonly Services[], logger: Logger)
             token: grant.info,
             apiKey: grant.apiKey(),
             audit,
+            waits: { max: config.http.maxWaitsPerToken, tools: LONG_WAITS },
             logger,
           }),
         )
@@ -518,7 +519,9 @@ async function serveHttp(
         : {
             perMinute: config.http.rateLimitPerMinute,
             maxWaits: config.http.maxWaitsPerToken,
-            waitTools: LONG_WAITS,
+            // The waiting tools are counted where they run (a task outlives its request): the
+            // router counts the subscriptions/listen streams.
+            waitTools: [],
           },
     admin:
       people === undefined || config.http.adminToken === undefined

@@ -99,6 +99,7 @@ beforeAll(async () => {
     ZULIP_SECRET_KEY: secretKey,
     ZMCP_ADMIN_TOKEN: adminToken,
     ZMCP_TOKEN_HELP: 'https://intranet.example.test/zulip-mcp',
+    ZMCP_TOKEN_MAX_WAITS: '1',
   };
   tokens.ann = await issue('ann', 'bot');
   tokens.bo = await issue('bo', 'person');
@@ -321,6 +322,62 @@ describe('what one token opens is refused to another', () => {
     expect(own.isError).toBeFalsy();
     await ann.client.close();
     await bo.client.close();
+  });
+});
+
+describe('per-token limits', () => {
+  it('caps the long waits one token holds, however listen is called; another token has its own', async () => {
+    const first = await connect(tokens.ann);
+    const second = await connect(tokens.ann, { pin: '2026-07-28' });
+    const bo = await connect(tokens.bo);
+    const bind = async (client: Client, who: number, topic: string) => {
+      const trigger = sim.realm.sendMessage({
+        senderId: who,
+        type: 'stream',
+        stream: 'general',
+        topic,
+        content: '@**Helper Bot** wait',
+      });
+      const bound = await client.callTool({
+        name: 'set_context',
+        arguments: { stream: 'general', topic, trigger_message_id: trigger },
+      });
+      expect(bound.isError).toBeFalsy();
+      return (bound.structuredContent as { session?: string }).session;
+    };
+    await bind(first.client, ids.ann, 'wait one');
+    const handle = await bind(second.client, ids.ann, 'wait two');
+    await bind(bo.client, ids.bo, 'wait bo');
+    const waiting = first.client.callTool({ name: 'listen', arguments: { timeout_seconds: 60 } });
+    // The first listen holds the slot once its wait has begun (the listening reaction is shown).
+    await new Promise<void>((resolve) => {
+      const off = sim.onRequest((r) => {
+        if (r.method === 'POST' && r.path.endsWith('/reactions')) {
+          off();
+          resolve();
+        }
+      });
+    });
+    const refused = await second.client.callTool({
+      name: 'listen',
+      arguments: { timeout_seconds: 60, session: handle },
+    });
+    expect(refused).toMatchObject({ isError: true, _meta: { 'zmcp/error': { code: 'MCP_TOO_MANY_WAITS' } } });
+    expect(textOf(refused)).toContain('already holds 1 long waits');
+    // Bo's token is not held back by Ann's wait. (Bo's agent acts as Bo: Ann's message wakes it.)
+    const boWaits = bo.client.callTool({ name: 'listen', arguments: { timeout_seconds: 60 } });
+    for (const topic of ['wait one', 'wait bo']) {
+      sim.realm.sendMessage({ senderId: ids.ann, type: 'stream', stream: 'general', topic, content: 'done' });
+    }
+    expect((await waiting).structuredContent).toMatchObject({ status: 'messages' });
+    expect((await boWaits).structuredContent).toMatchObject({ status: 'messages' });
+    // The slot is free again once the wait returned.
+    const again = await second.client.callTool({
+      name: 'listen',
+      arguments: { timeout_seconds: 1, session: handle },
+    });
+    expect(again.isError).toBeFalsy();
+    for (const c of [first, second, bo]) await c.client.close();
   });
 });
 
