@@ -92,7 +92,8 @@ function waitLimited(tool: BoundTool, slots: WaitSlots): BoundTool {
 /**
  * Builds the services one person's token serves: the person's runtime (read-only unless the
  * token writes as the person, or the server is read-only), the realm's read tools on it, the write
- * tools of the chosen writer, and the writer's agent sessions; all within the token's toolsets.
+ * tools of the chosen writer, and the writer's agent sessions; all within the token's toolsets
+ * (and the server's).
  */
 export async function personServices(options: {
   config: Config;
@@ -108,12 +109,16 @@ export async function personServices(options: {
   const { config, bot, token, audit, logger } = options;
   const writesAsPerson = token.writeAs === 'person' && !config.readOnly;
   const readOnly = config.readOnly || token.writeAs === 'none';
+  // What the operator serves at all (ZULIP_TOOLSETS) bounds what any token serves.
+  const toolsets = token.toolsets.filter((t) => config.toolsets.includes(t));
   const person = await buildServices(
     {
       ...config,
-      toolsets: token.toolsets,
+      toolsets,
       // The person's key writes only when the token writes as them: read-only at the transport otherwise.
       readOnly: !writesAsPerson,
+      // The write policy is the writer's: the person's runtime has one only when it writes.
+      ...(writesAsPerson ? {} : { writeStreams: undefined, writeDms: undefined }),
       // What the person may read is what Zulip lets them read: their private streams and DMs.
       privateStreams: ALL_STREAMS,
       admissionList: undefined,
@@ -122,7 +127,7 @@ export async function personServices(options: {
     logger,
     { site: bot.account.site, email: token.email, apiKey: options.apiKey, source: { kind: 'env' } },
   );
-  const selection: ToolSelection = { toolsets: token.toolsets, readOnly };
+  const selection: ToolSelection = { toolsets, readOnly };
   const slots: WaitSlots = { open: 0, max: options.waits.max };
   const writer: Writer = writesAsPerson
     ? { identity: 'person', userId: token.userId, fullName: token.fullName }

@@ -465,7 +465,9 @@ function peopleAuth(config: Config, realms: readonly Services[], logger: Logger)
             ? 'Zulip no longer accepts the API key kept with this token; ask for a new token'
             : code === 'MCP_SECRET_KEY_MISMATCH'
               ? 'the server cannot read the key kept with this token; ask its operator'
-              : 'the person’s account could not be opened; try again later',
+              : code === 'CORE_CONFIG_INVALID'
+                ? 'the server’s write allowlist names a stream this person cannot see; ask its operator'
+                : 'the person’s account could not be opened; try again later',
       };
     }
     return { token, clientId: id, scopes: [...grant.info.toolsets] };

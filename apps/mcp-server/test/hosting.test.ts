@@ -214,12 +214,12 @@ describe('writes land as the chosen identity', () => {
     expect(writesBy.get(ids.bo)).toEqual(expect.arrayContaining(['POST /api/v1/messages']));
   });
 
-  it('serves no write to a token that writes as the person on a read-only server', async () => {
+  it('serves no write to a token that writes as the person on a read-only server, nor a toolset the server does not serve', async () => {
     const shutdown = new AbortController();
     const ready = barrier<string>();
     const run = main(
       ['--http', '--port', '0'],
-      { ...env, ZULIP_READ_ONLY: 'true' },
+      { ...env, ZULIP_READ_ONLY: 'true', ZULIP_TOOLSETS: 'read,browse' },
       {
         stdout: new PassThrough(),
         stderr: new PassThrough(),
@@ -238,6 +238,9 @@ describe('writes land as the chosen identity', () => {
     const names = (await client.listTools()).tools.map((t) => t.name);
     expect(names).toContain('fetch_history');
     expect(names.filter((n) => ['send_message', 'send_dm', 'add_reaction', 'reply'].includes(n))).toEqual([]);
+    // Bo's token names every toolset; the server serves read and browse only.
+    expect(names).toContain('list_users');
+    expect(names.filter((n) => ['set_context', 'listen', 'start_monitoring'].includes(n))).toEqual([]);
     await expect(
       client.callTool({ name: 'send_dm', arguments: { to: [ids.ann], content: 'no' } }),
     ).rejects.toMatchObject({ code: -32602 });
