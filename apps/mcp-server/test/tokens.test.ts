@@ -1,6 +1,6 @@
 // Per-person tokens: the registry over a state store (only a hash kept, the person's key encrypted
 // and bound to its record), and `zulip-mcp tokens create|list|revoke` against a simulated realm.
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -41,6 +41,7 @@ describe('TokenRegistry', () => {
       expect(token).toMatch(/^zmcp_[0-9a-f]{16}_[A-Za-z0-9_-]{43}$/);
       expect(info).toMatchObject({ label: 'ann laptop', userId: 5, status: 'active', lastUsed: null });
       const files = await readdir(join(dir, 'realm@1'));
+      for (const f of files) expect((await stat(join(dir, 'realm@1', f))).mode & 0o777).toBe(0o600);
       const stored = (await Promise.all(files.map((f) => readFile(join(dir, 'realm@1', f), 'utf8')))).join(
         '\n',
       );
