@@ -59,6 +59,8 @@ export interface Services {
   channels: ClaudeChannels | undefined;
   /** The state store every process sharing the state directory reads, and this realm and bot's key in it. */
   state: { store: StateStore; account: string };
+  /** The realm's URL and the account the services act as. */
+  account: { site: string; userId: number; email: string; fullName: string };
   /** Closes the sessions still open, then connections, timers and files; called once at shutdown. */
   close(): Promise<void>;
 }
@@ -174,6 +176,12 @@ export async function buildServices(
       instructions: channels === undefined ? instructions : `${instructions}\n${channels.instructions}`,
       channels,
       state: { store, account },
+      account: {
+        site: client.site,
+        userId: identity.user_id,
+        email: identity.email,
+        fullName: identity.full_name,
+      },
       maxRequestBytes: maxInlineAttachmentChars(services.maxFileBytes) + REQUEST_OVERHEAD_BYTES,
       openSession({ launched, cursors, stateSession }) {
         const launch = config.session.launch;
