@@ -1,4 +1,4 @@
-import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { createServer, type Server as NodeServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
@@ -13,7 +13,7 @@ import {
   WebStandardStreamableHTTPServerTransport,
 } from '@modelcontextprotocol/server';
 import { isLoopbackHost } from '@zmcp/core';
-import type { McpEra } from '@zmcp/server-kit';
+import { bearerTokenOf, isLoopbackHostHeader, type McpEra, tokenCheck } from '@zmcp/server-kit';
 import { McpServerError } from './errors.js';
 import { type Logger, silentLogger } from './logging.js';
 import { nodeHandler } from './node-http.js';
@@ -145,10 +145,6 @@ function jsonRpcError(
   return Response.json({ jsonrpc: '2.0', error: { code, message }, id: null }, { status, headers });
 }
 
-function digest(value: string): Buffer {
-  return createHash('sha256').update(value).digest();
-}
-
 function isLoopbackOrigin(origin: string): boolean {
   try {
     const url = new URL(origin);
@@ -159,16 +155,6 @@ function isLoopbackOrigin(origin: string): boolean {
 }
 
 /** The host of a `Host` header ("[::1]:3000" → "[::1]"), or `undefined` when it is malformed. */
-function hostnameOf(hostHeader: string): string | undefined {
-  // Only a host and a port: no user info, path or anything else a URL parser would read past.
-  if (!/^[A-Za-z0-9.:[\]-]+$/.test(hostHeader)) return undefined;
-  try {
-    return new URL(`http://${hostHeader}/`).hostname;
-  } catch {
-    return undefined;
-  }
-}
-
 class BodyTooLarge extends Error {}
 
 /** Reads a request body up to `limit` bytes; past it the read stops and {@link BodyTooLarge} is thrown. */
@@ -236,7 +222,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     );
   }
   const maxBodyBytes = options.maxBodyBytes ?? 4 * 1024 * 1024;
-  const expectedToken = options.token === undefined ? undefined : digest(options.token);
+  const tokenMatches = options.token === undefined ? undefined : tokenCheck(options.token);
   const allowedOrigins = options.allowedOrigins ? new Set(options.allowedOrigins) : undefined;
   const sessions = new Map<string, Session>();
   // Sessions being created: counted against the bound until initialize has run.
@@ -407,12 +393,11 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
 
   /** The caller's credentials when the bearer token matches (constant time), `null` when it does not. */
   const authenticate = (request: Request): AuthInfo | undefined | null => {
-    if (expectedToken === undefined) return undefined;
-    const header = request.headers.get('authorization') ?? '';
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    // Both sides are hashed first, so the comparison is constant-time and length-blind.
-    if (match === null || !timingSafeEqual(digest(match[1] as string), expectedToken)) return null;
-    return { token: match[1] as string, clientId: 'zulip-mcp', scopes: [] };
+    if (tokenMatches === undefined) return undefined;
+    // server-kit's one check: constant-time and length-blind.
+    const presented = bearerTokenOf(request.headers.get('authorization'));
+    if (presented === undefined || !tokenMatches(presented)) return null;
+    return { token: presented, clientId: 'zulip-mcp', scopes: [] };
   };
 
   const route = async (request: Request, ended: Promise<void>): Promise<Response> => {
@@ -421,9 +406,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
       return jsonRpcError(404, -32000, `Not found: the MCP endpoint is ${endpointPath}`);
     }
     if (loopback) {
-      const hostHeader = request.headers.get('host');
-      const hostname = hostHeader === null ? undefined : hostnameOf(hostHeader);
-      if (hostname === undefined || !isLoopbackHost(hostname)) {
+      if (!isLoopbackHostHeader(request.headers.get('host'))) {
         return jsonRpcError(403, -32000, 'Forbidden: Host header is not a loopback name');
       }
     }
@@ -555,7 +538,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
 
   const address = httpServer.address() as AddressInfo;
   // A name can resolve beyond loopback (a hosts-file entry, say): judge the address actually bound.
-  if (expectedToken === undefined && !isLoopbackHost(address.address)) {
+  if (tokenMatches === undefined && !isLoopbackHost(address.address)) {
     await new Promise<void>((resolve) => httpServer.close(() => resolve()));
     await modern?.close();
     throw new McpServerError(
@@ -567,7 +550,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   const url = `http://${hostForUrl}:${address.port}${endpointPath}`;
   logger.info('listening', {
     url,
-    auth: expectedToken ? 'bearer' : 'none',
+    auth: tokenMatches ? 'bearer' : 'none',
     eras: modern === undefined ? '2025' : '2026-07-28,2025',
   });
 
