@@ -15,5 +15,6 @@ declare module 'parse-prometheus-text-format' {
     metrics: PrometheusSample[];
   }
   function parsePrometheusTextFormat(text: string): PrometheusFamily[];
+  // biome-ignore lint/style/noDefaultExport: the package's CommonJS export, as an ES default import sees it.
   export default parsePrometheusTextFormat;
 }
