@@ -78,3 +78,36 @@ export async function watchedPage(browser: Browser): Promise<{ page: Page; error
   });
   return { page, errors };
 }
+
+/** The rows of a panel's table, as the text of their cells. */
+export function panelRows(page: Page, panel: string): Promise<string[][]> {
+  return page.$$eval(`#${panel} tbody tr`, (trs) =>
+    trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')),
+  );
+}
+
+interface DomLike {
+  querySelectorAll(
+    selector: string,
+  ): ArrayLike<{
+    textContent: string | null;
+    querySelector(s: string): { textContent: string | null } | null;
+  }>;
+}
+
+/**
+ * Waits until a panel's table has a row whose first cell is `first` and whose text holds `text`:
+ * the page refreshes itself, so this is how a test sees it follow the process.
+ */
+export async function waitForRow(page: Page, panel: string, first: string, text: string): Promise<void> {
+  await page.waitForFunction(
+    ([panel, first, text]) => {
+      const doc = (globalThis as unknown as { document: DomLike }).document;
+      return Array.from(doc.querySelectorAll(`#${panel} tbody tr`)).some(
+        (tr) => tr.querySelector('td')?.textContent === first && (tr.textContent ?? '').includes(text),
+      );
+    },
+    [panel, first, text] as const,
+    { timeout: 15_000 },
+  );
+}

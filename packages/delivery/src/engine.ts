@@ -235,6 +235,11 @@ export interface DeliveryProgress {
 /** One channel's delivery figures in a {@link DeliverySnapshot}. */
 export interface ChannelFigures {
   readonly channel: ChannelDescriptor;
+  /**
+   * The channel as people name it, not escaped (`#general`, `DM with Ann Lee`): names are chosen
+   * by anyone, so escape it for wherever it goes (`channel.label` is escaped for a model).
+   */
+  readonly name: string;
   readonly open: boolean;
   readonly refused: boolean;
   readonly muted: boolean;
@@ -751,8 +756,13 @@ export class DeliveryEngine {
       else if (c.unacceptedSince !== undefined)
         oldest = Math.min(oldest ?? c.unacceptedSince, c.unacceptedSince);
       const info = this.#info(c);
+      const name =
+        c.target.kind === 'stream'
+          ? `#${this.#streamOf(c)?.name ?? c.id.slice(6)}`
+          : `DM with ${c.target.userIds.map((u) => this.#users.get(u)?.name ?? `user ${u}`).join(', ')}`;
       channels.push({
         channel: info.channel,
+        name,
         open: info.open,
         refused: info.refused,
         muted: info.muted,

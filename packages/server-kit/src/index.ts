@@ -12,6 +12,8 @@ export type {
 export { OperatorConsole } from './console/console.js';
 export type { Html, HtmlValue } from './console/html.js';
 export { escapeHtml, html, joinHtml } from './console/html.js';
+export type { DeliveryPanelOptions } from './console/panels.js';
+export { addDeliveryPanel, addToolCallPanel, deliveryProgress } from './console/panels.js';
 export type { ServerKitErrorCode, ServerKitErrorOptions } from './errors.js';
 export { isServerKitError, ServerKitError } from './errors.js';
 export { bearerTokenOf, isLoopbackHostHeader, tokenCheck } from './http-guard.js';

@@ -272,31 +272,11 @@ export function createToolServer(options: ToolServerOptions): Server {
           return task;
         }
         const started = performance.now();
-        const observe = options.observe;
-        const seen = (outcome: ToolCallObservation['outcome'], code?: string) => {
-          if (observe === undefined) return;
-          try {
-            observe({
-              tool: params.name.slice(0, 100),
-              era,
-              client: clientName(server, ctx),
-              outcome,
-              code,
-              durationMs: performance.now() - started,
-            });
-          } catch (err) {
-            logger.debug('the call observer failed', { err });
-          }
-        };
-        let outcome: Awaited<ReturnType<typeof callMcpTool>>;
-        try {
-          outcome = await callMcpTool(host, params, ctx, callOptions);
-        } catch (err) {
-          const code = (err as { code?: unknown }).code;
-          seen('protocol-error', code === undefined ? undefined : String(code));
-          throw err;
-        }
-        seen(outcome.isError ? 'error' : 'ok', outcome.isError ? outcome.code : undefined);
+        const outcome = await callMcpTool(host, params, ctx, {
+          ...callOptions,
+          observe: options.observe,
+          caller: options.observe === undefined ? undefined : { era, client: clientName(server, ctx) },
+        });
         if (modern) {
           await ctx.mcpReq
             .log(
