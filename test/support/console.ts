@@ -87,9 +87,7 @@ export function panelRows(page: Page, panel: string): Promise<string[][]> {
 }
 
 interface DomLike {
-  querySelectorAll(
-    selector: string,
-  ): ArrayLike<{
+  querySelectorAll(selector: string): ArrayLike<{
     textContent: string | null;
     querySelector(s: string): { textContent: string | null } | null;
   }>;
