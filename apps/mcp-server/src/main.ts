@@ -3,12 +3,16 @@ import type { Server } from '@modelcontextprotocol/server';
 import { StdioServerTransport, serveStdio } from '@modelcontextprotocol/server/stdio';
 import { type BinMain, defineMain, waitForAbort } from '@zmcp/cli';
 import {
+  addDeliveryPanel,
+  addToolCallPanel,
   createMcpTasks,
   createToolServer,
+  deliveryProgress,
   type McpEra,
   type McpTasks,
   openMcpHandles,
   runServer,
+  type ToolCallObservation,
 } from '@zmcp/server-kit';
 import { type ResourceChanges, ToolHost } from '@zmcp/tools';
 import { binName, type Config, helpText, parseConfig } from './config.js';
@@ -140,6 +144,7 @@ function sessionServer(
     tasks?: McpTasks | undefined;
     track?: (<T>(work: Promise<T>) => Promise<T>) | undefined;
     channels?: boolean | undefined;
+    observe?: ((call: ToolCallObservation) => void) | undefined;
   },
 ): Server {
   return createToolServer({
@@ -159,13 +164,20 @@ function sessionServer(
     liveResourceUpdates: config.toolsets.includes('monitor'),
     tasks: extra.tasks,
     track: extra.track,
+    observe: extra.observe,
     ...(extra.channels === true && services.channels !== undefined
       ? { experimental: services.channels.experimental }
       : {}),
   });
 }
 
-async function serveStdioMain(config: Config, services: Services, logger: Logger, io: MainIo): Promise<void> {
+async function serveStdioMain(
+  config: Config,
+  services: Services,
+  logger: Logger,
+  io: MainIo,
+  observe: (call: ToolCallObservation) => void,
+): Promise<void> {
   const stdin = io.stdin ?? process.stdin;
   // The stdio session is the launcher's own and keeps ZULIP_SESSION_ID's cursors.
   const agent = services.openSession({ launched: true, cursors: 'durable' });
@@ -214,6 +226,7 @@ async function serveStdioMain(config: Config, services: Services, logger: Logger
       era: 'legacy',
       track: inFlight.track,
       channels: true,
+      observe,
     });
     channels.attach(server);
     onClosed(server, () => done('transport closed'));
@@ -232,6 +245,7 @@ async function serveStdioMain(config: Config, services: Services, logger: Logger
           era: ctx.era,
           tasks,
           track: inFlight.track,
+          observe,
         });
         server.onerror = onerror;
         onClosed(server, () => {
@@ -268,7 +282,13 @@ async function serveStdioMain(config: Config, services: Services, logger: Logger
 /** The resource updates of a per-request instance: none of its own (they go through the handler's bus). */
 const noChanges: ResourceChanges = { subscribe: () => () => {} };
 
-async function serveHttp(config: Config, services: Services, logger: Logger, io: MainIo): Promise<void> {
+async function serveHttp(
+  config: Config,
+  services: Services,
+  logger: Logger,
+  io: MainIo,
+  observe: (call: ToolCallObservation) => void,
+): Promise<void> {
   const agents = new WeakMap<Server, AgentSessionServices>();
   const { store, account } = services.state;
   const handles = await openMcpHandles<SessionHandlePayload>({
@@ -332,6 +352,7 @@ async function serveHttp(config: Config, services: Services, logger: Logger, io:
           logger,
           {
             era,
+            observe,
           },
         );
         agents.set(server, agent);
@@ -352,6 +373,7 @@ async function serveHttp(config: Config, services: Services, logger: Logger, io:
         resourceTemplates: templates,
         resourceChanges: noChanges,
         tasks,
+        observe,
       });
     },
     releaseServer: async (server) => {
@@ -401,11 +423,22 @@ function serve(config: Config, io: MainIo): Promise<number> {
     config,
     stderr: io.stderr ?? process.stderr,
     secrets: [config.http.token],
+    version: packageVersion(),
     demo: { realmName: 'zulip-mcp demo' },
-    open: ({ config, logger, credentials }) => buildServices(config, logger, credentials),
-    serve: async (services, { config, logger }) => {
-      if (config.transport === 'http') await serveHttp(config, services, logger, io);
-      else await serveStdioMain(config, services, logger, io);
+    open: ({ config, logger, credentials, console }) =>
+      buildServices(config, logger, credentials, deliveryProgress(console)),
+    serve: async (services, { config, logger, console }) => {
+      // Every tool call of every instance, either era, either transport, observed once.
+      const observe = addToolCallPanel(console);
+      const channels = services.channels;
+      if (channels !== undefined) {
+        addDeliveryPanel(console, {
+          snapshot: () => channels.snapshot(),
+          idleText: 'Claude Code channels start delivering once the client has initialized.',
+        });
+      }
+      if (config.transport === 'http') await serveHttp(config, services, logger, io, observe);
+      else await serveStdioMain(config, services, logger, io, observe);
     },
   });
 }
