@@ -15,7 +15,10 @@ export interface MetricFamily {
   samples: { labels: Record<string, string>; value: number; count?: number }[];
 }
 
-/** Parses `/metrics` with a Prometheus text-format parser (it throws on malformed input). */
+/**
+ * Parses `/metrics` with a Prometheus text-format parser (it throws on malformed input). Its
+ * histograms keep their buckets only, not the labelled `_count` and `_sum` lines.
+ */
 export function parseMetrics(text: string): Map<string, MetricFamily> {
   const out = new Map<string, MetricFamily>();
   for (const family of parsePrometheusTextFormat(text)) {
