@@ -155,8 +155,6 @@ describe('addToolCallPanel', () => {
     const histogram = families.get('zmcp_tool_call_duration_seconds');
     expect(histogram?.type).toBe('HISTOGRAM');
     // The parser keeps a histogram's buckets, not its labelled counts: those are read as written.
-    expect(text).toMatch(
-      /^zmcp_tool_call_duration_seconds_count\{[^}]*tool="fetch_history"[^}]*\} 100$/m,
-    );
+    expect(text).toMatch(/^zmcp_tool_call_duration_seconds_count\{[^}]*tool="fetch_history"[^}]*\} 100$/m);
   });
 });
