@@ -2049,13 +2049,11 @@ export class DeliveryEngine {
     }
     const from = Math.max(0, gap.lastMessageId ?? this.#head);
     const through = Math.max(0, gap.newMaxMessageId ?? from);
-    if (through > from) {
-      this.#reRegistrations += 1;
-      await this.#sweepWithRetry('re-registration', from, through, (m) => this.#onMessage(m, true));
-    } else {
-      this.#reRegistrations += 1;
-    }
+    this.#reRegistrations += 1;
     this.#registeredAt = this.#now();
+    if (through > from) {
+      await this.#sweepWithRetry('re-registration', from, through, (m) => this.#onMessage(m, true));
+    }
     if (through > this.#head) this.#head = through;
     this.#writer.mark();
   }
