@@ -1,4 +1,4 @@
-import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type Server as NodeServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
@@ -13,7 +13,7 @@ import {
   WebStandardStreamableHTTPServerTransport,
 } from '@modelcontextprotocol/server';
 import { isLoopbackHost } from '@zmcp/core';
-import type { McpEra } from '@zmcp/server-kit';
+import { bearerTokenOf, isLoopbackHostHeader, type McpEra, tokenCheck } from '@zmcp/server-kit';
 import { McpServerError } from './errors.js';
 import { type Logger, silentLogger } from './logging.js';
 import { nodeHandler } from './node-http.js';
@@ -222,16 +222,6 @@ function isLoopbackOrigin(origin: string): boolean {
 }
 
 /** The host of a `Host` header ("[::1]:3000" → "[::1]"), or `undefined` when it is malformed. */
-function hostnameOf(hostHeader: string): string | undefined {
-  // Only a host and a port: no user info, path or anything else a URL parser would read past.
-  if (!/^[A-Za-z0-9.:[\]-]+$/.test(hostHeader)) return undefined;
-  try {
-    return new URL(`http://${hostHeader}/`).hostname;
-  } catch {
-    return undefined;
-  }
-}
-
 class BodyTooLarge extends Error {}
 
 /** Reads a request body up to `limit` bytes; past it the read stops and {@link BodyTooLarge} is thrown. */
@@ -305,9 +295,10 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     );
   }
   const maxBodyBytes = options.maxBodyBytes ?? 4 * 1024 * 1024;
-  const expectedToken = options.token === undefined ? undefined : digest(options.token);
-  const authRequired = expectedToken !== undefined || options.verifyToken !== undefined;
-  const adminToken = options.admin === undefined ? undefined : digest(options.admin.token);
+  // server-kit's one bearer check: constant-time and length-blind.
+  const tokenMatches = options.token === undefined ? undefined : tokenCheck(options.token);
+  const authRequired = tokenMatches !== undefined || options.verifyToken !== undefined;
+  const adminMatches = options.admin === undefined ? undefined : tokenCheck(options.admin.token);
   // Per caller: a bucket of requests (refilled evenly over a minute) and the long waits open.
   const buckets = new Map<string, { tokens: number; at: number }>();
   const waits = new Map<string, number>();
@@ -490,10 +481,8 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   };
 
   /** The presented bearer token, or undefined. */
-  const bearerOf = (request: Request): string | undefined => {
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.get('authorization') ?? '');
-    return match === null ? undefined : (match[1] as string);
-  };
+  const bearerOf = (request: Request): string | undefined =>
+    bearerTokenOf(request.headers.get('authorization'));
 
   /**
    * The one bearer check: the caller's credentials when the token is good (the one token, compared
@@ -505,8 +494,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     const presented = bearerOf(request);
     if (presented === undefined) return { refused: 'a bearer token is required' };
     if (options.verifyToken !== undefined) return options.verifyToken(presented);
-    // Both sides are hashed first, so the comparison is constant-time and length-blind.
-    if (!timingSafeEqual(digest(presented), expectedToken as Buffer))
+    if (!(tokenMatches as (presented: string) => boolean)(presented))
       return { refused: 'the token is not valid' };
     return { token: presented, clientId: 'zulip-mcp', scopes: [] };
   };
@@ -576,11 +564,11 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
 
   /** The admin API: its own bearer token, checked in constant time before the body is read. */
   const routeAdmin = async (request: Request, path: string): Promise<Response> => {
-    if (options.admin === undefined || adminToken === undefined) {
+    if (options.admin === undefined || adminMatches === undefined) {
       return jsonRpcError(404, -32000, `Not found: the MCP endpoint is ${endpointPath}`);
     }
     const presented = bearerOf(request);
-    if (presented === undefined || !timingSafeEqual(digest(presented), adminToken)) {
+    if (presented === undefined || !adminMatches(presented)) {
       return Response.json(
         { error: 'unauthorized', message: 'the admin API needs the admin token (ZMCP_ADMIN_TOKEN)' },
         { status: 401, headers: { 'www-authenticate': 'Bearer realm="zulip-mcp-admin"' } },
@@ -608,9 +596,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
       return jsonRpcError(404, -32000, `Not found: the MCP endpoint is ${endpointPath}`);
     }
     if (loopback) {
-      const hostHeader = request.headers.get('host');
-      const hostname = hostHeader === null ? undefined : hostnameOf(hostHeader);
-      if (hostname === undefined || !isLoopbackHost(hostname)) {
+      if (!isLoopbackHostHeader(request.headers.get('host'))) {
         return jsonRpcError(403, -32000, 'Forbidden: Host header is not a loopback name');
       }
     }
@@ -785,7 +771,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   const url = `http://${hostForUrl}:${address.port}${endpointPath}`;
   logger.info('listening', {
     url,
-    auth: options.verifyToken !== undefined ? 'per-person tokens' : expectedToken ? 'bearer' : 'none',
+    auth: options.verifyToken !== undefined ? 'per-person tokens' : tokenMatches ? 'bearer' : 'none',
     eras: modern === undefined ? '2025' : '2026-07-28,2025',
   });
 

@@ -4,12 +4,16 @@ import { StdioServerTransport, serveStdio } from '@modelcontextprotocol/server/s
 import { type BinMain, defineMain, waitForAbort } from '@zmcp/cli';
 import { type Credentials, errorCode } from '@zmcp/core';
 import {
+  addDeliveryPanel,
+  addToolCallPanel,
   createMcpTasks,
   createToolServer,
+  deliveryProgress,
   type McpEra,
   type McpTasks,
   openMcpHandles,
   runServer,
+  type ToolCallObservation,
 } from '@zmcp/server-kit';
 import { type ResourceChanges, ToolHost } from '@zmcp/tools';
 import { z } from 'zod';
@@ -149,6 +153,7 @@ function sessionServer(
     tasks?: McpTasks | undefined;
     track?: (<T>(work: Promise<T>) => Promise<T>) | undefined;
     channels?: boolean | undefined;
+    observe?: ((call: ToolCallObservation) => void) | undefined;
   },
 ): Server {
   return createToolServer({
@@ -168,13 +173,20 @@ function sessionServer(
     liveResourceUpdates: config.toolsets.includes('monitor'),
     tasks: extra.tasks,
     track: extra.track,
+    observe: extra.observe,
     ...(extra.channels === true && services.channels !== undefined
       ? { experimental: services.channels.experimental }
       : {}),
   });
 }
 
-async function serveStdioMain(config: Config, services: Services, logger: Logger, io: MainIo): Promise<void> {
+async function serveStdioMain(
+  config: Config,
+  services: Services,
+  logger: Logger,
+  io: MainIo,
+  observe: (call: ToolCallObservation) => void,
+): Promise<void> {
   const stdin = io.stdin ?? process.stdin;
   // The stdio session is the launcher's own and keeps ZULIP_SESSION_ID's cursors.
   const agent = services.openSession({ launched: true, cursors: 'durable' });
@@ -223,6 +235,7 @@ async function serveStdioMain(config: Config, services: Services, logger: Logger
       era: 'legacy',
       track: inFlight.track,
       channels: true,
+      observe,
     });
     channels.attach(server);
     onClosed(server, () => done('transport closed'));
@@ -241,6 +254,7 @@ async function serveStdioMain(config: Config, services: Services, logger: Logger
           era: ctx.era,
           tasks,
           track: inFlight.track,
+          observe,
         });
         server.onerror = onerror;
         onClosed(server, () => {
@@ -286,7 +300,12 @@ interface Tenant {
 }
 
 /** Serves `services` over HTTP, both eras: 2025-era sessions with their own cursors, 2026-era requests through handles. */
-async function openTenant(config: Config, services: Services, logger: Logger): Promise<Tenant> {
+async function openTenant(
+  config: Config,
+  services: Services,
+  logger: Logger,
+  observe: (call: ToolCallObservation) => void,
+): Promise<Tenant> {
   const agents = new WeakMap<Server, AgentSessionServices>();
   const { store, account } = services.state;
   const handles = await openMcpHandles<SessionHandlePayload>({
@@ -337,9 +356,7 @@ async function openTenant(config: Config, services: Services, logger: Logger): P
           agent,
           sessionHost(config, services, agent, logger, false),
           logger,
-          {
-            era,
-          },
+          { era, observe },
         );
         agents.set(server, agent);
         return server;
@@ -359,6 +376,7 @@ async function openTenant(config: Config, services: Services, logger: Logger): P
         resourceTemplates: templates,
         resourceChanges: noChanges,
         tasks,
+        observe,
       });
     },
     async releaseServer(server) {
@@ -387,7 +405,12 @@ async function openTenant(config: Config, services: Services, logger: Logger): P
  * store (so a revocation anywhere is seen on the next request), and each token is served by a
  * tenant of its own over the person's services, built once and kept while the token is good.
  */
-function peopleAuth(config: Config, realms: readonly Services[], logger: Logger) {
+function peopleAuth(
+  config: Config,
+  realms: readonly Services[],
+  logger: Logger,
+  observe: (call: ToolCallObservation) => void,
+) {
   const secretKey = config.http.secretKey as Buffer;
   const audit = new AuditLog({ path: config.http.auditLog, maxBytes: config.http.auditMaxBytes });
   // Each realm's tokens are kept under its own state account, bound to its bot.
@@ -440,7 +463,7 @@ function peopleAuth(config: Config, realms: readonly Services[], logger: Logger)
           }),
         )
         .then((person) =>
-          openTenant(config, person, logger).then((t) => ({
+          openTenant(config, person, logger, observe).then((t) => ({
             ...t,
             close: async () => {
               await t.close();
@@ -501,10 +524,11 @@ async function serveHttp(
   realms: readonly Services[],
   logger: Logger,
   io: MainIo,
+  observe: (call: ToolCallObservation) => void,
 ): Promise<void> {
   const services = realms[0] as Services;
-  const people = config.http.auth === 'people' ? peopleAuth(config, realms, logger) : undefined;
-  const own = people === undefined ? await openTenant(config, services, logger) : undefined;
+  const people = config.http.auth === 'people' ? peopleAuth(config, realms, logger, observe) : undefined;
+  const own = people === undefined ? await openTenant(config, services, logger, observe) : undefined;
   const tenantOf = (authInfo: AuthInfo | undefined): Promise<Tenant> | Tenant =>
     own ?? (people as NonNullable<typeof people>).tenantOf(authInfo);
   const owners = new WeakMap<Server, Tenant>();
@@ -655,8 +679,9 @@ async function openRealms(
   config: Config,
   logger: Logger,
   credentials: Credentials,
+  progress: ReturnType<typeof deliveryProgress>,
 ): Promise<{ realms: Services[]; close(): Promise<void> }> {
-  const realms = [await buildServices(config, logger, credentials)];
+  const realms = [await buildServices(config, logger, credentials, progress)];
   const close = async () => {
     await Promise.allSettled(realms.map((r) => r.close()));
   };
@@ -702,13 +727,24 @@ function serve(config: Config, io: MainIo, secretKeyText: string | undefined): P
       config.http.secretKey?.toString('base64'),
       secretKeyText,
     ],
+    version: packageVersion(),
     demo: { realmName: 'zulip-mcp demo' },
-    open: ({ config, logger, credentials }) => openRealms(config, logger, credentials),
+    open: ({ config, logger, credentials, console }) =>
+      openRealms(config, logger, credentials, deliveryProgress(console)),
     configurationProblem: (err) =>
       errorCode(err) === 'MCP_CONFIG_INVALID' ? (err as Error).message : undefined,
-    serve: async ({ realms }, { config, logger }) => {
-      if (config.transport === 'http') await serveHttp(config, realms, logger, io);
-      else await serveStdioMain(config, realms[0] as Services, logger, io);
+    serve: async ({ realms }, { config, logger, console }) => {
+      // Every tool call of every instance, either era, either transport, observed once.
+      const observe = addToolCallPanel(console);
+      const channels = (realms[0] as Services).channels;
+      if (channels !== undefined) {
+        addDeliveryPanel(console, {
+          snapshot: () => channels.snapshot(),
+          idleText: 'Claude Code channels start delivering once the client has initialized.',
+        });
+      }
+      if (config.transport === 'http') await serveHttp(config, realms, logger, io, observe);
+      else await serveStdioMain(config, realms[0] as Services, logger, io, observe);
     },
   });
 }

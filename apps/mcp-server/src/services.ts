@@ -1,6 +1,7 @@
 import { stat } from 'node:fs/promises';
 import type { Credentials, Logger } from '@zmcp/core';
 import {
+  type DeliveryProgress,
   type FileStateStore,
   MemoryStateStore,
   MonitorStore,
@@ -148,6 +149,7 @@ export async function buildServices(
   config: Config,
   logger: Logger,
   credentials?: Credentials,
+  onProgress?: (progress: DeliveryProgress) => void,
 ): Promise<Services> {
   const runtime = await openZulipRuntime({ settings: config, logger, credentials });
   const { client, services, policy, store, account, identity } = runtime;
@@ -168,6 +170,7 @@ export async function buildServices(
           permissionRelay: config.claudeChannels.permissionRelay,
           toolsets: config.toolsets,
           logger,
+          onProgress,
         })
       : undefined;
     const instructions = instructionsFor(config, identity, served);
