@@ -28,7 +28,7 @@ export interface AgentProcessOptions {
   redact: (text: string) => string;
   timeLimitMs: number;
   stopGraceMs: number;
-  /** Called with each complete line of the agent's stdout (its machine-readable output), unredacted; never logged from here. */
+  /** Called with each complete line of the agent's stdout (its machine-readable output), redacted as the log is. */
   onStdoutLine?: ((line: string) => void) | undefined;
 }
 
@@ -42,6 +42,8 @@ export interface AgentProcess {
   readonly exited: Promise<AgentExit>;
   /** Stops it: SIGTERM to the group, SIGKILL after the grace period. Resolves as `exited`. */
   stop(reason: string): Promise<AgentExit>;
+  /** The last non-empty line it wrote (stdout or stderr), redacted as the log is, cut to 300 characters. */
+  readonly lastLine: string | undefined;
 }
 
 const MAX_LINE = 64 * 1024;
@@ -51,7 +53,7 @@ function pipeRedacted(
   source: Readable,
   log: WriteStream,
   redact: (text: string) => string,
-  onLine?: (line: string) => void,
+  onLines: (redacted: string) => void,
 ): Promise<void> {
   let pending = '';
   source.setEncoding('utf8');
@@ -59,9 +61,9 @@ function pipeRedacted(
     pending += chunk;
     const cut = pending.lastIndexOf('\n');
     if (cut >= 0) {
-      const lines = pending.slice(0, cut + 1);
-      log.write(redact(lines));
-      if (onLine !== undefined) for (const line of lines.slice(0, -1).split('\n')) onLine(line);
+      const lines = redact(pending.slice(0, cut + 1));
+      log.write(lines);
+      onLines(lines);
       pending = pending.slice(cut + 1);
     } else if (pending.length > MAX_LINE) {
       log.write(`${redact(pending)}\n`);
@@ -168,6 +170,17 @@ export function startAgentProcess(options: AgentProcessOptions): AgentProcess {
 
   let killTimer: NodeJS.Timeout | undefined;
   let limitTimer: NodeJS.Timeout | undefined;
+  let lastLine: string | undefined;
+  const noteLines = (redacted: string) => {
+    const lines = redacted.split('\n');
+    for (let i = lines.length - 1; i >= 0; i--) {
+      const line = (lines[i] as string).trim();
+      if (line !== '') {
+        lastLine = line.length > 300 ? `${line.slice(0, 300)}…` : line;
+        return;
+      }
+    }
+  };
   const exited = new Promise<AgentExit>((resolve) => {
     if (child === undefined) {
       rejectStarted(new Error(spawnError));
@@ -178,7 +191,13 @@ export function startAgentProcess(options: AgentProcessOptions): AgentProcess {
     const outputs = [child.stdout, child.stderr]
       .filter((s): s is Readable => s !== null)
       .map((s) =>
-        pipeRedacted(s, log, options.redact, s === child.stdout ? options.onStdoutLine : undefined),
+        pipeRedacted(s, log, options.redact, (redacted) => {
+          const onLine = s === child.stdout ? options.onStdoutLine : undefined;
+          // Machine-readable output (JSON events) is read for progress; the last line shown is
+          // then the last one a person reads, from stderr.
+          if (onLine === undefined) noteLines(redacted);
+          else for (const line of redacted.slice(0, -1).split('\n')) onLine(line);
+        }),
       );
     child.once('spawn', () => resolveStarted(child.pid as number));
     child.once('error', (err: NodeJS.ErrnoException) => {
@@ -227,6 +246,9 @@ export function startAgentProcess(options: AgentProcessOptions): AgentProcess {
   return {
     get pid() {
       return child?.pid;
+    },
+    get lastLine() {
+      return lastLine;
     },
     started,
     exited,

@@ -107,8 +107,24 @@ export const binName = 'zulip-agent';
  * the Zulip account, the deadline of each Zulip call, the log level. The rest (toolsets,
  * allowlists, uploads…) belong to the zulip server each agent gets, not to the launcher.
  */
-const shared = serverSettings({ bin: binName, only: ['ZULIP_REQUEST_TIMEOUT_MS', 'ZMCP_LOG_LEVEL'] });
-const { ZULIP_REQUEST_TIMEOUT_MS, ZMCP_LOG_LEVEL, ...zulipAccount } = shared.shape;
+const shared = serverSettings({
+  bin: binName,
+  only: [
+    'ZULIP_REQUEST_TIMEOUT_MS',
+    'ZMCP_LOG_LEVEL',
+    'ZMCP_STATUS_PORT',
+    'ZMCP_STATUS_HOST',
+    'ZMCP_STATUS_TOKEN',
+  ],
+});
+const {
+  ZULIP_REQUEST_TIMEOUT_MS,
+  ZMCP_LOG_LEVEL,
+  ZMCP_STATUS_PORT,
+  ZMCP_STATUS_HOST,
+  ZMCP_STATUS_TOKEN,
+  ...zulipAccount
+} = shared.shape;
 
 /** What the launcher's Zulip runtime is opened with, beyond the shared settings. */
 export interface LauncherRuntimeInput {
@@ -139,6 +155,10 @@ export function launcherServerSettings(input: LauncherRuntimeInput): ServerSetti
       ZULIP_REQUEST_TIMEOUT_MS: input.requestTimeoutMs ?? ZULIP_REQUEST_TIMEOUT_MS.parse(undefined),
       // The launcher's logger is given to it; the level only matters to the bin that made it.
       ZMCP_LOG_LEVEL: ZMCP_LOG_LEVEL.parse(undefined),
+      // The status page is the bin's, served by runServer; the runtime never serves one.
+      ZMCP_STATUS_PORT: undefined,
+      ZMCP_STATUS_HOST: ZMCP_STATUS_HOST.parse(undefined),
+      ZMCP_STATUS_TOKEN: undefined,
     },
     // Nothing here is read from a file or a variable: the state directory is the launcher's own.
     { env: {}, exists: () => false },
@@ -431,6 +451,9 @@ const configShape = {
   }),
   ZULIP_REQUEST_TIMEOUT_MS,
   ZMCP_LOG_LEVEL,
+  ZMCP_STATUS_PORT,
+  ZMCP_STATUS_HOST,
+  ZMCP_STATUS_TOKEN,
   '--demo': flagSwitch({
     group: 'Other',
     flag: '--demo',

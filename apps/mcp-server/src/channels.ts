@@ -10,7 +10,9 @@ import {
   type ChannelDescriptor,
   DeliveryEngine,
   type DeliveryItem,
+  type DeliveryProgress,
   type DeliverySink,
+  type DeliverySnapshot,
   FileFiltersPlane,
   FileStateStore,
   type IncomingBatch,
@@ -68,6 +70,8 @@ export interface ClaudeChannelsOptions {
   /** The toolsets served, for the attention tools (served only when `attention` is among them). */
   toolsets: readonly Toolset[];
   logger: Logger;
+  /** Told how the catch-up and re-registration sweeps go (the operator console's progress). */
+  onProgress?: ((progress: DeliveryProgress) => void) | undefined;
 }
 
 /** The channel bridge of one stdio session. */
@@ -80,6 +84,8 @@ export interface ClaudeChannels {
   readonly instructions: string;
   /** Hooks the SDK server: the relay's handler now, delivery once the client has initialized. */
   attach(server: Server): void;
+  /** The delivery engine's figures (the operator console), once delivery has started. */
+  snapshot(): DeliverySnapshot | undefined;
   close(): Promise<void>;
 }
 
@@ -305,6 +311,7 @@ export async function createClaudeChannels(options: ClaudeChannelsOptions): Prom
     timeZone: options.services.timeZone,
     // DMs and mentions from anyone the gate refuses never reach the sink (counted once there).
     admission,
+    onProgress: options.onProgress,
     logger,
   });
   const attention = selectTools(attentionCatalog(options.services, engine), {
@@ -343,6 +350,7 @@ export async function createClaudeChannels(options: ClaudeChannelsOptions): Prom
         );
       };
     },
+    snapshot: () => (engine.status().state === 'idle' ? undefined : engine.snapshot()),
     async close() {
       await started;
       relay?.close();

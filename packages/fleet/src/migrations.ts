@@ -77,6 +77,16 @@ ALTER TABLE state ADD CONSTRAINT state_kind_check
   CHECK (kind IN ('monitor', 'delivery', 'filters', 'key', 'agent', 'task', 'sends'));
 `,
   },
+  {
+    version: 3,
+    compatibleFrom: 1,
+    description: 'per-person access tokens of a hosted server: one row per token and their list',
+    sql: `
+ALTER TABLE state DROP CONSTRAINT state_kind_check;
+ALTER TABLE state ADD CONSTRAINT state_kind_check
+  CHECK (kind IN ('monitor', 'delivery', 'filters', 'key', 'agent', 'task', 'sends', 'token', 'tokens'));
+`,
+  },
 ];
 
 /** The schema version this release writes. */
