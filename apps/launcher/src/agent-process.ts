@@ -212,8 +212,10 @@ export function startAgentProcess(options: AgentProcessOptions): AgentProcess {
       await Promise.all(outputs);
       const pid = child.pid;
       if (pid !== undefined) {
-        // The agent is gone; whatever it left running in its group goes too.
-        signalGroup(pid, 'SIGTERM');
+        // The agent is gone; whatever it left running in its group goes too. When the group was
+        // stopped already it has had its SIGTERM: a second one would cut short the clean shutdown
+        // it is doing (a zmcp bin exits at once on a second signal), so it only gets the grace.
+        if (stoppedFor === undefined) signalGroup(pid, 'SIGTERM');
         await reapProcessGroup(pid, options.stopGraceMs);
       }
       const tail =

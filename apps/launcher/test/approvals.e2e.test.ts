@@ -107,6 +107,18 @@ describe('approvals', () => {
     expect(w.events.some((e) => e.type === 'trigger' && e.trigger.messageId === answer)).toBe(false);
   });
 
+  it('the agent’s end denies a prompt still waiting, and the prompt says so', async () => {
+    const launcher = await w.launch();
+    const asked = prompt('shutdown');
+    w.mention(w.ann, 'shutdown', '[stub:approve]');
+    const { messageId } = await asked;
+    await deskListening();
+    const edited = w.nextRequest((r) => r.method === 'PATCH' && r.path.endsWith(`/messages/${messageId}`));
+    // The launcher stops: the agent and its zulip server go, and the waiting prompt is denied.
+    await launcher.close();
+    expect(String((await edited).params.content)).toContain('The agent ended before an answer: denied.');
+  });
+
   it('off, the launcher passes no prompt tool, and Claude Code refuses the tool as -p does', async () => {
     await w.launch({ approvals: false });
     const refused = w.nextRequest(botSays('Bash refused'));

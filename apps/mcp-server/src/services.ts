@@ -60,6 +60,11 @@ export interface Services {
   }): AgentSessionServices;
   /** The Claude Code channel bridge of the stdio session, when `ZULIP_CLAUDE_CHANNELS` is on. */
   channels: ClaudeChannels | undefined;
+  /**
+   * Denies every approval still waiting (each prompt edited to say the agent ended): called as the
+   * stdio client goes away, so a permission prompt waits for no one. Safe to call twice.
+   */
+  endApprovals(): Promise<void>;
   /** The state store every process sharing the state directory reads, and this realm and bot's key in it. */
   state: { store: StateStore; account: string };
   /** The realm's URL and the account the services act as. */
@@ -186,6 +191,9 @@ export async function buildServices(
       tools: selectTools(createCatalog(services), selection),
       instructions: channels === undefined ? instructions : `${instructions}\n${channels.instructions}`,
       channels,
+      endApprovals: async () => {
+        await desk?.close();
+      },
       state: { store, account },
       account: {
         site: client.site,

@@ -97,6 +97,8 @@ interface Pending {
   messageId: number | undefined;
   /** Set once decided; a decision made while the prompt was still being posted is shown after. */
   decision: { outcome: ApprovalOutcome; byUserId: number | undefined } | undefined;
+  /** The edit showing the outcome, once started: the request answers after it. */
+  edited: Promise<void> | undefined;
   readonly settle: (decision: Omit<ApprovalDecision, 'id' | 'messageId' | 'allowed'>) => void;
 }
 
@@ -175,7 +177,15 @@ export class ApprovalDesk {
     const settled = new Promise<Omit<ApprovalDecision, 'id' | 'messageId' | 'allowed'>>((resolve) => {
       settle = resolve;
     });
-    const pending: Pending = { id, request, head, messageId: undefined, decision: undefined, settle };
+    const pending: Pending = {
+      id,
+      request,
+      head,
+      messageId: undefined,
+      decision: undefined,
+      edited: undefined,
+      settle,
+    };
     this.#pending.set(id, pending);
     const timeout = setTimeout(
       () => this.#decide(pending, { outcome: 'timed-out', byUserId: undefined }),
@@ -185,6 +195,12 @@ export class ApprovalDesk {
     const onAbort = () => this.#decide(pending, { outcome: 'ended', byUserId: undefined });
     request.signal?.addEventListener('abort', onAbort, { once: true });
     if (request.signal?.aborted) onAbort();
+    // close() waits for a prompt being posted too: its outcome must reach it before the process ends.
+    let posted!: () => void;
+    const posting = new Promise<void>((resolve) => {
+      posted = resolve;
+    });
+    this.#edits.add(posting);
     try {
       // The queue first: an answer given the moment the prompt appears is not missed.
       await this.#ensureQueue();
@@ -202,7 +218,7 @@ export class ApprovalDesk {
         });
       }
       pending.messageId = posted.ids[0];
-      if (pending.decision !== undefined) this.#track(this.#edit(pending, pending.decision));
+      if (pending.decision !== undefined) pending.edited = this.#track(this.#edit(pending, pending.decision));
       for (const event of this.#early.filter((e) => e.message_id === pending.messageId))
         this.#onReaction(event);
     } catch (err) {
@@ -213,8 +229,13 @@ export class ApprovalDesk {
       clearTimeout(timeout);
       request.signal?.removeEventListener('abort', onAbort);
       throw err;
+    } finally {
+      this.#edits.delete(posting);
+      posted();
     }
     const decision = await settled;
+    // The prompt shows the outcome before the caller acts on it (an agent going away may not wait).
+    await pending.edited;
     clearTimeout(timeout);
     request.signal?.removeEventListener('abort', onAbort);
     return {
@@ -349,7 +370,7 @@ export class ApprovalDesk {
     if (this.#decided.size > DECIDED_KEPT)
       this.#decided.delete(this.#decided.values().next().value as string);
     pending.settle(decision);
-    if (pending.messageId !== undefined) this.#track(this.#edit(pending, decision));
+    if (pending.messageId !== undefined) pending.edited = this.#track(this.#edit(pending, decision));
     this.#idle();
   }
 
@@ -382,12 +403,13 @@ export class ApprovalDesk {
     }
   }
 
-  #track(work: Promise<unknown>): void {
+  #track(work: Promise<unknown>): Promise<void> {
     const p = work.then(
       () => undefined,
       () => undefined,
     );
     this.#edits.add(p);
     void p.finally(() => this.#edits.delete(p));
+    return p;
   }
 }
