@@ -101,8 +101,11 @@ export const binName = 'zulip-agent';
  * the Zulip account, the deadline of each Zulip call, the log level. The rest (toolsets,
  * allowlists, uploads…) belong to the zulip server each agent gets, not to the launcher.
  */
-const shared = serverSettings({ bin: binName, only: ['ZULIP_REQUEST_TIMEOUT_MS', 'ZMCP_LOG_LEVEL'] });
-const { ZULIP_REQUEST_TIMEOUT_MS, ZMCP_LOG_LEVEL, ...zulipAccount } = shared.shape;
+const shared = serverSettings({
+  bin: binName,
+  only: ['ZULIP_STATE_URL', 'ZULIP_REQUEST_TIMEOUT_MS', 'ZMCP_LOG_LEVEL'],
+});
+const { ZULIP_STATE_URL, ZULIP_REQUEST_TIMEOUT_MS, ZMCP_LOG_LEVEL, ...zulipAccount } = shared.shape;
 
 /** What the launcher's Zulip runtime is opened with, beyond the shared settings. */
 export interface LauncherRuntimeInput {
@@ -111,6 +114,8 @@ export interface LauncherRuntimeInput {
   stateDir: string;
   /** Names the trigger record. */
   launcherId: string;
+  /** `ZULIP_STATE_URL`: the trigger record in PostgreSQL instead of `stateDir`. */
+  stateUrl?: string | undefined;
   requestTimeoutMs?: number | undefined;
 }
 
@@ -130,6 +135,7 @@ export function launcherServerSettings(input: LauncherRuntimeInput): ServerSetti
       ZULIP_API_KEY: zulip.apiKey,
       ZULIP_RC_PATH: zulip.rcPath,
       ZULIP_ALLOW_INSECURE_HTTP: zulip.allowInsecureHttp,
+      ZULIP_STATE_URL: input.stateUrl,
       ZULIP_REQUEST_TIMEOUT_MS: input.requestTimeoutMs ?? ZULIP_REQUEST_TIMEOUT_MS.parse(undefined),
       // The launcher's logger is given to it; the level only matters to the bin that made it.
       ZMCP_LOG_LEVEL: ZMCP_LOG_LEVEL.parse(undefined),
@@ -400,6 +406,7 @@ const configShape = {
     defaultText: '<state dir>/logs',
     help: 'Directory of the agents’ output, one log file per conversation.',
   }),
+  ZULIP_STATE_URL,
   ZULIP_REQUEST_TIMEOUT_MS,
   ZMCP_LOG_LEVEL,
   '--demo': flagSwitch({

@@ -129,8 +129,13 @@ export interface LauncherOptions {
   mcpServer: McpServerEntry | Readonly<Record<string, unknown>>;
   /** Who may start an agent: user ids, and exact email addresses. Anyone else is ignored. */
   allowedUsers: AllowedUsers | readonly (number | string)[];
-  /** The trigger record, run files and interrupt files live here. */
+  /** The trigger record (unless `stateUrl` is set), run files and interrupt files live here. */
   stateDir: string;
+  /**
+   * `ZULIP_STATE_URL`: `postgres://…` keeps the trigger record in PostgreSQL (`@zmcp/fleet`)
+   * instead of `stateDir`; run files and logs stay on this machine.
+   */
+  stateUrl?: string | undefined;
   /** Default `claude`. */
   backend?: BackendName | undefined;
   streamBackends?: readonly StreamBackendRule[] | undefined;
@@ -153,7 +158,7 @@ export interface LauncherOptions {
   logDir?: string | undefined;
   /**
    * Where the trigger record is kept, under the realm and bot's account key. Default: the runtime's
-   * `FileStateStore` on `stateDir` (`<stateDir>/<account>/<launcherId>.json`).
+   * store, PostgreSQL with `stateUrl`, else files on `stateDir` (`<stateDir>/<account>/<launcherId>.json`).
    */
   store?: StateStore | undefined;
   /** Start agents for DMs to the bot. Default true. */
@@ -419,6 +424,7 @@ class ZulipLauncher implements Launcher {
           allowInsecureHttp: zulip.allowInsecureHttp ?? false,
         },
         stateDir: this.#stateDir,
+        stateUrl: this.#o.stateUrl,
         launcherId: this.#id,
         requestTimeoutMs: this.#o.requestTimeoutMs,
       }),

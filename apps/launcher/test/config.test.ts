@@ -198,7 +198,7 @@ describe('parseConfig', () => {
 
   it('takes no secret as a flag', () => {
     const secrets = configSettings().filter((s) => s.secret);
-    expect(secrets.map((s) => s.name)).toEqual(['ZULIP_API_KEY']);
+    expect(secrets.map((s) => s.name)).toEqual(['ZULIP_API_KEY', 'ZULIP_STATE_URL']);
     expect(secrets.every((s) => s.flag === undefined)).toBe(true);
   });
 });

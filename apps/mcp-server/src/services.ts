@@ -1,7 +1,7 @@
 import { stat } from 'node:fs/promises';
 import type { Credentials, Logger } from '@zmcp/core';
 import {
-  type FileStateStore,
+  FileStateStore,
   MemoryStateStore,
   MonitorStore,
   MonitorWatcher,
@@ -150,7 +150,7 @@ export async function buildServices(
   const runtime = await openZulipRuntime({ settings: config, logger, credentials });
   const { client, services, policy, store, account, identity } = runtime;
   try {
-    await noticeUnscopedState(store, account, config.sessionId, logger);
+    if (store instanceof FileStateStore) await noticeUnscopedState(store, account, config.sessionId, logger);
     const sessions = new Set<AgentSessionServices>();
     const selection: ToolSelection = { toolsets: config.toolsets, readOnly: config.readOnly };
     const served = new Set(selectTools(toolDefinitions(), selection).map((d) => d.name));
@@ -160,7 +160,8 @@ export async function buildServices(
           client,
           policy,
           services,
-          stateDir: runtime.accountDir,
+          backend: runtime.backend,
+          account,
           sessionId: config.sessionId,
           admission: runtime.admission,
           permissionRelay: config.claudeChannels.permissionRelay,

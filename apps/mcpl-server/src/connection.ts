@@ -38,6 +38,7 @@ export class Connection {
       client: runtime.client,
       policy: runtime.policy,
       store: runtime.store,
+      account: runtime.account,
       session: config.sessionId,
       filters: runtime.filters,
       sink: this.sink,

@@ -16,7 +16,10 @@ export interface Runtime {
   readonly services: ToolServices;
   /** The realm tools served (toolsets applied); the attention tools are bound per connection. */
   readonly tools: readonly BoundTool[];
+  /** The state store (files or PostgreSQL), keyed by {@link account}. */
   readonly store: StateStore;
+  /** The realm and bot the state is kept under (`stateAccount`). */
+  readonly account: string;
   readonly filters: FiltersPlane;
   /** What the agent sent, for rollback. */
   readonly sent: SentLog;

@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import type { CallToolResult, Transport } from '@modelcontextprotocol/server';
 import {
   type CallOptions,
@@ -16,8 +15,6 @@ import {
 import {
   CORE_TAGS,
   dmChannelId,
-  FileFiltersPlane,
-  FileStateStore,
   type FiltersPlane,
   isDeliveryError,
   parseChannelId,
@@ -149,13 +146,16 @@ export async function createZulipMcpl(options: ZulipMcplOptions): Promise<ZulipM
   const { config } = options;
   const logger = options.logger ?? noopLogger;
   const zulip = await openZulipRuntime({ settings: config, logger, credentials: options.credentials });
-  let filters: FileFiltersPlane | undefined;
+  let filters: FiltersPlane | undefined;
   try {
-    const filtersFile = config.filtersFile ?? join(zulip.accountDir, `${config.sessionId}.filters.json`);
-    filters = await FileFiltersPlane.open({
-      file: filtersFile,
+    // A file (ZULIP_FILTERS_FILE, or the session's in the account's folder) or, with
+    // ZULIP_STATE_URL, the session's row in PostgreSQL, hot-reloaded in every process.
+    filters = await zulip.backend.openFilters({
+      account: zulip.account,
+      session: config.sessionId,
       seed: config.filters.seed,
       baseline: config.filters.baseline,
+      file: config.filtersFile,
     });
     filters.subscribe((event) => {
       if (event.kind === 'stale')
@@ -164,7 +164,11 @@ export async function createZulipMcpl(options: ZulipMcplOptions): Promise<ZulipM
         });
       else logger.info('filters reloaded', { revision: event.revision, source: event.source });
     });
-    logger.info('filters in force', { file: filtersFile });
+    logger.info('filters in force', {
+      file:
+        config.filtersFile ??
+        zulip.backend.locationOf({ account: zulip.account, session: config.sessionId, kind: 'filters' }),
+    });
     const runtime: Runtime = {
       config,
       logger,
@@ -174,7 +178,8 @@ export async function createZulipMcpl(options: ZulipMcplOptions): Promise<ZulipM
       services: zulip.services,
       tools: selectTools(createCatalog(zulip.services), { toolsets: config.toolsets, readOnly: false }),
       // Watermarks are message ids, which mean something on one realm only: state is kept per realm and bot.
-      store: new FileStateStore({ dir: zulip.accountDir }),
+      store: zulip.store,
+      account: zulip.account,
       filters,
       sent: new SentLog(),
     };
@@ -186,7 +191,7 @@ export async function createZulipMcpl(options: ZulipMcplOptions): Promise<ZulipM
   }
 }
 
-function assemble(runtime: Runtime, zulip: ZulipRuntime, filters: FileFiltersPlane): ZulipMcpl {
+function assemble(runtime: Runtime, zulip: ZulipRuntime, filters: FiltersPlane): ZulipMcpl {
   const { config, logger, client, policy, services } = runtime;
   const { identity } = zulip;
   const connections = new WeakMap<McplSession, Connection>();

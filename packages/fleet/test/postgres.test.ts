@@ -7,7 +7,13 @@ import { openStateBackend, type PostgresStateLock, SCHEMA_VERSION } from '@zmcp/
 import { startZulipSim } from '@zmcp/zulip-sim';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { dropAfterAll, openTestBackend, postgresUrl, sql, uniqueSchema } from './helpers/postgres.js';
+import {
+  dropAfterAll,
+  openTestBackend,
+  postgresUrl,
+  sql,
+  uniqueSchema,
+} from '../../../test/support/postgres.js';
 
 dropAfterAll();
 

@@ -19,12 +19,13 @@ export function uniqueSchema(prefix = 't'): string {
 
 const made = new Set<string>();
 
-/** Runs `sql` as the test database's superuser. */
+/** Runs `sql` as the test database's superuser (on the database of `url`, default the test database). */
 export async function sql<R extends pg.QueryResultRow = pg.QueryResultRow>(
   text: string,
   values: unknown[] = [],
+  url: string = postgresUrl(),
 ): Promise<pg.QueryResult<R>> {
-  const client = new pg.Client({ connectionString: postgresUrl() });
+  const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     return await client.query<R>(text, values);
@@ -76,4 +77,14 @@ export function dropAfterAll(): void {
     for (const database of databases) await sql(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
     databases.clear();
   });
+}
+
+/**
+ * `url` with a password in it. The test server trusts every local connection, so the password is
+ * never checked: a test gives one only to see that no log, error or output shows it.
+ */
+export function withPassword(url: string, password: string): string {
+  const parsed = new URL(url);
+  parsed.password = password;
+  return parsed.href;
 }

@@ -1,0 +1,38 @@
+// ZULIP_STATE_URL: the trigger record in PostgreSQL, no state file under the launcher's state
+// directory (its run files and agent logs stay on the machine).
+import { readdir } from 'node:fs/promises';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { dropAfterAll, freshDatabase, sql } from '../../../test/support/postgres.js';
+import { startWorld, type World } from './world.js';
+
+dropAfterAll();
+
+let w: World;
+
+beforeEach(async () => {
+  w = await startWorld();
+});
+
+afterEach(async () => {
+  await w.close();
+});
+
+describe('zulip-agent with ZULIP_STATE_URL', () => {
+  it('keeps the trigger record in PostgreSQL and no record file', async () => {
+    const url = await freshDatabase();
+    const launcher = await w.launch({ stateUrl: url, launcherId: 'fleet-a' });
+    const first = w.mention(w.ann, 'deploy');
+    await w.event('started', (e) => e.trigger.messageId === first);
+    await launcher.close();
+
+    const rows = await sql<{ session: string; kind: string; value: { [k: string]: unknown } }>(
+      'SELECT session, kind, value FROM zmcp.state',
+      [],
+      url,
+    );
+    expect(rows.rows.map((r) => [r.session, r.kind])).toEqual([['fleet-a', 'monitor']]);
+    expect(JSON.stringify(rows.rows[0]?.value)).toContain(String(first));
+    // Only the machine's own working files: the agents' logs and run folders.
+    expect((await readdir(w.stateDir)).sort()).toEqual(['logs', 'runs']);
+  });
+});
