@@ -1,6 +1,6 @@
 // The test run's PostgreSQL (started once by test/setup/postgres.ts) and a schema of its own for
 // each user, so test files run in parallel without seeing each other's state.
-import { openStateBackend, type StateBackend } from '@zmcp/fleet';
+import { type EventHubOptions, openStateBackend, type StateBackend } from '@zmcp/fleet';
 import pg from 'pg';
 import { afterAll, inject } from 'vitest';
 
@@ -39,7 +39,7 @@ export async function sql<R extends pg.QueryResultRow = pg.QueryResultRow>(
  * heartbeats so a lost lock shows quickly.
  */
 export async function openTestBackend(
-  options: { schema?: string; dir?: string } = {},
+  options: { schema?: string; dir?: string; events?: EventHubOptions } = {},
 ): Promise<StateBackend & { schema: string }> {
   const schema = options.schema ?? uniqueSchema();
   made.add(schema);
@@ -49,6 +49,7 @@ export async function openTestBackend(
     dir: options.dir,
     lockHeartbeatMs: 200,
     lockHeartbeatTimeoutMs: 2_000,
+    events: options.events,
   });
   return Object.assign(backend, { schema });
 }

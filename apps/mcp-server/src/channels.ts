@@ -397,6 +397,8 @@ export async function createClaudeChannels(options: ClaudeChannelsOptions): Prom
     policy: options.policy,
     store: options.backend.store,
     account: options.account,
+    // With PostgreSQL, the fleet's one event queue of this bot.
+    events: options.backend.events?.source(options.client, options.account),
     session: options.sessionId,
     filters,
     sink,

@@ -40,6 +40,7 @@ export class Connection {
       store: runtime.store,
       account: runtime.account,
       session: config.sessionId,
+      events: runtime.events,
       filters: runtime.filters,
       sink: this.sink,
       timeStyle: config.timestampStyle,

@@ -1,5 +1,5 @@
 import type { AccessPolicy, AdmissionGate, Logger, ZulipClient } from '@zmcp/core';
-import type { FiltersPlane, StateStore } from '@zmcp/delivery';
+import type { FiltersPlane, OpenEventSource, StateStore } from '@zmcp/delivery';
 import type { BoundTool, ToolServices } from '@zmcp/tools';
 import type { McplConfig } from './config.js';
 import type { SentLog } from './sent-log.js';
@@ -20,6 +20,8 @@ export interface Runtime {
   readonly store: StateStore;
   /** The realm and bot the state is kept under (`stateAccount`). */
   readonly account: string;
+  /** The fleet's shared event queue (PostgreSQL), or `undefined`: each engine registers its own. */
+  readonly events: OpenEventSource | undefined;
   readonly filters: FiltersPlane;
   /** What the agent sent, for rollback. */
   readonly sent: SentLog;

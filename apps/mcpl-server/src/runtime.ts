@@ -180,6 +180,7 @@ export async function createZulipMcpl(options: ZulipMcplOptions): Promise<ZulipM
       // Watermarks are message ids, which mean something on one realm only: state is kept per realm and bot.
       store: zulip.store,
       account: zulip.account,
+      events: zulip.events,
       filters,
       sent: new SentLog(),
     };

@@ -32,7 +32,7 @@ function collect(): { stream: PassThrough; text(): string } {
 }
 
 describe('zulip-mcpl with ZULIP_STATE_URL', () => {
-  it('delivers and catches up from watermarks in PostgreSQL, writing no state file', async () => {
+  it('delivers through the shared event queue, what came while nobody listened included, writing no state file', async () => {
     const url = withPassword(await freshDatabase(), PASSWORD);
     const env = { ...realm.env, ZULIP_STATE_URL: url, ZMCP_LOG_LEVEL: 'debug' };
     const shutdown = new AbortController();
@@ -71,8 +71,8 @@ describe('zulip-mcpl with ZULIP_STATE_URL', () => {
     );
     await second.setPolicy({ effectiveCapabilities: [...FULL_GRANT] });
     await caughtUp;
-    // Only a watermark kept from the first connection makes the second one catch up from there.
-    expect(pushes[0]).toContain(`id=${missed}]`);
+    // The engines of both connections read the one Zulip queue the database shares for the bot.
+    expect(realm.sim.queues(realm.bot)).toHaveLength(1);
     await second.close();
     shutdown.abort();
     expect(await exited).toBe(0);

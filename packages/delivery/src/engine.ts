@@ -13,6 +13,7 @@ import {
   type DeleteMessageEvent,
   dmOthers,
   EventQueue,
+  type EventQueueOptions,
   escapeMsgName,
   type FormattableMessage,
   isNoBotsMessage,
@@ -78,6 +79,22 @@ import type { StateStore } from './state-store.js';
 import { sweepHistory } from './sweep.js';
 import { addressingOf, changeTags, isAddressed, messageTags, reactionTags, TAGS } from './tags.js';
 
+/**
+ * What the engine reads its events from: core's `EventQueue`, or a queue shared by a fleet that
+ * hands out the same items in the same order (a {@link QueueGap} when events were lost).
+ */
+export interface EventSource {
+  /** The registration (initial state) the items follow from. */
+  readonly registration: RegisterResponse;
+  /** The next items in order; `undefined` once the source has ended. */
+  nextBatch(): Promise<QueueItem[] | undefined>;
+  /** Stops it; the engine calls it once it no longer reads. */
+  close(): Promise<void>;
+}
+
+/** Opens an {@link EventSource} registered with `params` (what the engine needs of the queue). */
+export type OpenEventSource = (params: EventQueueOptions) => Promise<EventSource>;
+
 /** Options of {@link DeliveryEngine}. */
 export interface DeliveryEngineOptions {
   /** The one Zulip client. Live delivery needs an event queue, which read-only mode refuses. */
@@ -138,6 +155,12 @@ export interface DeliveryEngineOptions {
     | undefined;
   /** Memory bounds: queued messages per channel before it reads from history instead (5000), held live messages during a replay (2000). */
   limits?: { queue?: number; held?: number } | undefined;
+  /**
+   * Where the engine's events come from. Default: an event queue of its own on `client`
+   * (`EventQueue.open`). A fleet passes one shared by every process serving the bot
+   * (`@zmcp/fleet`), so Zulip sees one queue however many engines run.
+   */
+  events?: OpenEventSource | undefined;
 }
 
 /** Where the engine stands. */
@@ -305,7 +328,7 @@ export class DeliveryEngine {
   readonly #heldLimit: number;
   #state: EngineState = 'idle';
   #failure: string | undefined;
-  #queue: EventQueue | undefined;
+  #queue: EventSource | undefined;
   #loop: Promise<void> | undefined;
   #ready: Promise<void> | undefined;
   #render!: Renderer;
@@ -427,7 +450,8 @@ export class DeliveryEngine {
 
   async #startUp(discovered: () => void, open: readonly string[]): Promise<StartReport> {
     const saved = await this.#o.store.read(this.#key, DeliveryStateSchema);
-    const queue = await EventQueue.open(this.#client, {
+    const openSource: OpenEventSource = this.#o.events ?? ((params) => EventQueue.open(this.#client, params));
+    const queue = await openSource({
       eventTypes: [...EVENT_TYPES],
       fetchEventTypes: ['message', 'realm_user', 'subscription', 'stream'],
       clientCapabilities: { bulk_message_deletion: true },
@@ -1771,7 +1795,7 @@ export class DeliveryEngine {
   // ---------------------------------------------------------------- the event loop
 
   async #run(): Promise<void> {
-    const queue = this.#queue as EventQueue;
+    const queue = this.#queue as EventSource;
     try {
       while (this.#state === 'running') {
         const batch = await queue.nextBatch();

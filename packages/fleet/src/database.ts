@@ -56,6 +56,7 @@ export class Database {
   readonly #config: pg.ClientConfig;
   readonly #lockIds = new Map<string, number>();
   readonly #filters = new Map<string, Set<FiltersChangeHandler>>();
+  readonly #events = new Map<string, Set<() => void>>();
   #listener: pg.Client | undefined;
   #listening: Promise<void> | undefined;
   #reconnect: NodeJS.Timeout | undefined;
@@ -192,6 +193,25 @@ export class Database {
     };
   }
 
+  /**
+   * Calls `handler` whenever events of `account` may have been logged (`zmcp_events`), and
+   * after the listening connection was lost and regained. Returns the unsubscribe function.
+   */
+  onEventsLogged(account: string, handler: () => void): () => void {
+    let set = this.#events.get(account);
+    if (set === undefined) {
+      set = new Set();
+      this.#events.set(account, set);
+    }
+    set.add(handler);
+    this.#startListening();
+    return () => {
+      const current = this.#events.get(account);
+      current?.delete(handler);
+      if (current?.size === 0) this.#events.delete(account);
+    };
+  }
+
   /** Resolves once the listener is connected (or has failed its first attempt). */
   async listening(): Promise<void> {
     await this.#listening;
@@ -211,8 +231,12 @@ export class Database {
       const c = client;
       c.on('error', (err) => this.#lostListener(c, err));
       c.on('end', () => this.#lostListener(c, undefined));
-      c.on('notification', (message) => this.#notified(message.payload));
-      await c.query('LISTEN zmcp_filters');
+      c.on('notification', (message) =>
+        message.channel === 'zmcp_events'
+          ? this.#eventsLogged(message.payload)
+          : this.#notified(message.payload),
+      );
+      await c.query('LISTEN zmcp_filters; LISTEN zmcp_events');
       if (this.#closed) {
         await c.end().catch(() => undefined);
         return;
@@ -233,7 +257,7 @@ export class Database {
     this.#listener = undefined;
     if (this.#closed || this.#reconnect !== undefined) return;
     this.#listenFailures += 1;
-    this.logger.warn('the filters change listener lost its connection; reconnecting', {
+    this.logger.warn('the change listener (filters, events) lost its connection; reconnecting', {
       code: errorCode(err),
       failures: this.#listenFailures,
     });
@@ -264,6 +288,18 @@ export class Database {
 
   #dispatchAll(cause: 'reconnected'): void {
     for (const set of this.#filters.values()) for (const handler of set) handler(cause);
+    for (const set of this.#events.values()) for (const handler of set) handler();
+  }
+
+  #eventsLogged(payload: string | undefined): void {
+    let parsed: { schema?: unknown; account?: unknown };
+    try {
+      parsed = JSON.parse(payload ?? '') as typeof parsed;
+    } catch {
+      return;
+    }
+    if (parsed.schema !== this.schema || typeof parsed.account !== 'string') return;
+    for (const handler of this.#events.get(parsed.account) ?? []) handler();
   }
 
   /** Ends the listener and the pool. Dedicated lock connections are their holders' to end. */

@@ -6,6 +6,7 @@ export { openStateBackend } from './backend.js';
 export type { FleetErrorCode, FleetErrorOptions } from './errors.js';
 export { FleetError, isFleetError } from './errors.js';
 export { SCHEMA_VERSION } from './migrations.js';
+export type { EventHub, EventHubOptions, EventQueueOwner } from './postgres-event-hub.js';
 export type {
   PostgresFiltersPlane,
   PostgresFiltersPlaneOptions,

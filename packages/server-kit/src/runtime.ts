@@ -12,7 +12,7 @@ import {
   type StreamInfo,
   ZulipClient,
 } from '@zmcp/core';
-import { stateAccount } from '@zmcp/delivery';
+import { type OpenEventSource, stateAccount } from '@zmcp/delivery';
 import { openStateBackend, type StateBackend } from '@zmcp/fleet';
 import {
   createToolServices,
@@ -71,6 +71,12 @@ export interface ZulipRuntime {
   readonly backend: StateBackend;
   /** The backend's state store (with its cross-process lock); key its state by {@link account}. */
   readonly store: StateBackend['store'];
+  /**
+   * Where a `DeliveryEngine` of this account takes its events from (its `events` option): with
+   * PostgreSQL, the one Zulip event queue the fleet shares per realm and bot; `undefined` on
+   * files (each engine registers its own).
+   */
+  readonly events: OpenEventSource | undefined;
   /** Where this account's state is, for logs: its folder of the state directory, or `postgres://user@host/db#schema`. */
   readonly stateLocation: string;
   /** Closes the client (its connections and timers) and the state backend; safe to call twice. */
@@ -237,6 +243,7 @@ export async function openZulipRuntime(options: OpenZulipRuntimeOptions): Promis
       account,
       backend,
       store,
+      events: backend.events?.source(client, account),
       stateLocation,
       close() {
         closed ??= (async () => {
