@@ -9,6 +9,7 @@ import {
   type McpTasks,
   openMcpHandles,
   runServer,
+  sharedServerEventBus,
 } from '@zmcp/server-kit';
 import { type ResourceChanges, ToolHost } from '@zmcp/tools';
 import { binName, type Config, helpText, parseConfig } from './config.js';
@@ -308,6 +309,7 @@ async function serveHttp(config: Config, services: Services, logger: Logger, io:
     return found;
   };
   let running: RunningHttpServer | undefined;
+  const { broadcast } = services.state.backend;
   running = await startHttpServer({
     host: config.http.host,
     port: config.http.port,
@@ -318,6 +320,13 @@ async function serveHttp(config: Config, services: Services, logger: Logger, io:
     maxBodyBytes: services.maxRequestBytes,
     // The tool deadline and the grace a late handler gets (the server's default, 1 s).
     requestTimeoutMs: config.toolDeadlineMs + 1000,
+    // With ZULIP_STATE_URL, a change any process sees reaches the listen streams of every process.
+    bus:
+      broadcast === undefined
+        ? undefined
+        : sharedServerEventBus(broadcast, `mcp-listen/${services.state.account}`, (err) =>
+            logger.debug('a listen event went out without its params', { err }),
+          ),
     logger,
     createServer: ({ era, authInfo }) => {
       if (era === 'legacy') {

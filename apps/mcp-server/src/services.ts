@@ -7,7 +7,7 @@ import {
   MonitorWatcher,
   type StateStore,
 } from '@zmcp/delivery';
-import { instructionLines, openZulipRuntime } from '@zmcp/server-kit';
+import { instructionLines, openZulipRuntime, type ZulipRuntime } from '@zmcp/server-kit';
 import {
   type AgentSession,
   type BoundTool,
@@ -58,7 +58,7 @@ export interface Services {
   /** The Claude Code channel bridge of the stdio session, when `ZULIP_CLAUDE_CHANNELS` is on. */
   channels: ClaudeChannels | undefined;
   /** The state store every process sharing the state directory reads, and this realm and bot's key in it. */
-  state: { store: StateStore; account: string };
+  state: { store: StateStore; account: string; backend: ZulipRuntime['backend'] };
   /** Closes the sessions still open, then connections, timers and files; called once at shutdown. */
   close(): Promise<void>;
 }
@@ -174,7 +174,7 @@ export async function buildServices(
       tools: selectTools(createCatalog(services), selection),
       instructions: channels === undefined ? instructions : `${instructions}\n${channels.instructions}`,
       channels,
-      state: { store, account },
+      state: { store, account, backend: runtime.backend },
       maxRequestBytes: maxInlineAttachmentChars(services.maxFileBytes) + REQUEST_OVERHEAD_BYTES,
       openSession({ launched, cursors, stateSession }) {
         const launch = config.session.launch;

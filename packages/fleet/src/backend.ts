@@ -9,6 +9,7 @@ import {
   type StateKey,
   type StateStore,
 } from '@zmcp/delivery';
+import type { Broadcast } from './broadcast.js';
 import { FleetError } from './errors.js';
 import type { EventHub, EventHubOptions } from './postgres-event-hub.js';
 
@@ -85,6 +86,11 @@ export interface StateBackend {
    * files, where each engine registers its own.
    */
   readonly events: EventHub | undefined;
+  /**
+   * With PostgreSQL, messages by topic to every process sharing the database (`NOTIFY`);
+   * `undefined` on files, where there is one process.
+   */
+  readonly broadcast: Broadcast | undefined;
   /** Closes the filters planes still open, the shared event queues' readers, releases the locks still held and ends the connections. */
   close(): Promise<void>;
 }
@@ -127,6 +133,7 @@ function openFileBackend(dir: string): StateBackend {
     location: store.dir,
     store,
     events: undefined,
+    broadcast: undefined,
     locationOf: (key) => store.pathOf(key),
     async openFilters(options) {
       const key: StateKey =

@@ -57,6 +57,7 @@ export class Database {
   readonly #lockIds = new Map<string, number>();
   readonly #filters = new Map<string, Set<FiltersChangeHandler>>();
   readonly #events = new Map<string, Set<() => void>>();
+  readonly #broadcasts = new Map<string, Set<(message: unknown, origin: string) => void>>();
   #listener: pg.Client | undefined;
   #listening: Promise<void> | undefined;
   #reconnect: NodeJS.Timeout | undefined;
@@ -212,6 +213,25 @@ export class Database {
     };
   }
 
+  /**
+   * Calls `handler` with every message broadcast on `topic` (`zmcp_broadcast`) by any process,
+   * with the publisher's origin. Returns the unsubscribe function.
+   */
+  onBroadcast(topic: string, handler: (message: unknown, origin: string) => void): () => void {
+    let set = this.#broadcasts.get(topic);
+    if (set === undefined) {
+      set = new Set();
+      this.#broadcasts.set(topic, set);
+    }
+    set.add(handler);
+    this.#startListening();
+    return () => {
+      const current = this.#broadcasts.get(topic);
+      current?.delete(handler);
+      if (current?.size === 0) this.#broadcasts.delete(topic);
+    };
+  }
+
   /** Resolves once the listener is connected (or has failed its first attempt). */
   async listening(): Promise<void> {
     await this.#listening;
@@ -231,12 +251,12 @@ export class Database {
       const c = client;
       c.on('error', (err) => this.#lostListener(c, err));
       c.on('end', () => this.#lostListener(c, undefined));
-      c.on('notification', (message) =>
-        message.channel === 'zmcp_events'
-          ? this.#eventsLogged(message.payload)
-          : this.#notified(message.payload),
-      );
-      await c.query('LISTEN zmcp_filters; LISTEN zmcp_events');
+      c.on('notification', (message) => {
+        if (message.channel === 'zmcp_events') this.#eventsLogged(message.payload);
+        else if (message.channel === 'zmcp_broadcast') this.#broadcast(message.payload);
+        else this.#notified(message.payload);
+      });
+      await c.query('LISTEN zmcp_filters; LISTEN zmcp_events; LISTEN zmcp_broadcast');
       if (this.#closed) {
         await c.end().catch(() => undefined);
         return;
@@ -289,6 +309,22 @@ export class Database {
   #dispatchAll(cause: 'reconnected'): void {
     for (const set of this.#filters.values()) for (const handler of set) handler(cause);
     for (const set of this.#events.values()) for (const handler of set) handler();
+  }
+
+  #broadcast(payload: string | undefined): void {
+    let parsed: { schema?: unknown; topic?: unknown; origin?: unknown; message?: unknown };
+    try {
+      parsed = JSON.parse(payload ?? '') as typeof parsed;
+    } catch {
+      return;
+    }
+    if (
+      parsed.schema !== this.schema ||
+      typeof parsed.topic !== 'string' ||
+      typeof parsed.origin !== 'string'
+    )
+      return;
+    for (const handler of this.#broadcasts.get(parsed.topic) ?? []) handler(parsed.message, parsed.origin);
   }
 
   #eventsLogged(payload: string | undefined): void {

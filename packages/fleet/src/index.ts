@@ -3,6 +3,7 @@
 
 export type { OpenFiltersOptions, OpenStateBackendOptions, StateBackend } from './backend.js';
 export { openStateBackend } from './backend.js';
+export type { Broadcast } from './broadcast.js';
 export type { FleetErrorCode, FleetErrorOptions } from './errors.js';
 export { FleetError, isFleetError } from './errors.js';
 export { SCHEMA_VERSION } from './migrations.js';

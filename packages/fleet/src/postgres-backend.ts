@@ -1,5 +1,6 @@
 import type { FiltersPlane } from '@zmcp/delivery';
 import { type OpenStateBackendOptions, type StateBackend, tracked } from './backend.js';
+import { PgBroadcast } from './broadcast.js';
 import { Database } from './database.js';
 import { FleetError } from './errors.js';
 import { PgEventHub } from './postgres-event-hub.js';
@@ -32,6 +33,7 @@ export async function openPostgresBackend(
     store,
     locationOf: (key) => db.locationOf(key),
     events,
+    broadcast: new PgBroadcast(db),
     async openFilters(filters) {
       if (filters.file !== undefined) {
         throw new FleetError(

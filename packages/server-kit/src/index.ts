@@ -3,6 +3,7 @@
 
 export type { ServerKitErrorCode, ServerKitErrorOptions } from './errors.js';
 export { isServerKitError, ServerKitError } from './errors.js';
+export { sharedServerEventBus } from './event-bus.js';
 export { instructionLines } from './instructions.js';
 export type { BadHandleReason, McpHandles, McpHandlesOptions } from './mcp-handles.js';
 export { openMcpHandles } from './mcp-handles.js';
