@@ -399,6 +399,7 @@ export async function createClaudeChannels(options: ClaudeChannelsOptions): Prom
     account: options.account,
     // With PostgreSQL, the fleet's one event queue of this bot.
     events: options.backend.events?.source(options.client, options.account),
+    lockRetryMaxMs: options.backend.events === undefined ? undefined : 1_000,
     session: options.sessionId,
     filters,
     sink,

@@ -161,6 +161,12 @@ export interface DeliveryEngineOptions {
    * (`@zmcp/fleet`), so Zulip sees one queue however many engines run.
    */
   events?: OpenEventSource | undefined;
+  /**
+   * Longest pause between two tries of the delivery lock while `start({ waitForLock })` waits,
+   * in ms. Default 10 s. A fleet's standby sets it low (its lock is a cheap query), so it takes
+   * over within about that long when the holder dies.
+   */
+  lockRetryMaxMs?: number | undefined;
 }
 
 /** Where the engine stands. */
@@ -190,7 +196,8 @@ export interface StartOptions {
   readonly open?: readonly string[] | undefined;
   /**
    * While another engine holds this session's delivery state (`DELIVERY_STATE_LOCKED`), wait
-   * for it instead of failing: the lock is tried again after 0.5 s, doubling to 10 s, with one
+   * for it instead of failing: the lock is tried again after 0.5 s, doubling to 10 s (the
+   * engine's `lockRetryMaxMs`), with one
    * warning logged; `status().waitingFor` names the holder, calls that need the engine fail with
    * `DELIVERY_STATE_LOCKED` meanwhile, and `close()` ends the wait. For a server that may be
    * started while the one it replaces is still stopping. Default false: fail at once.
@@ -591,7 +598,8 @@ export class DeliveryEngine {
   async #takeLock(wait: boolean): Promise<StateLock | undefined> {
     const store = this.#o.store;
     if (store.lock === undefined) return undefined;
-    for (let delay = 500; ; delay = Math.min(delay * 2, 10_000)) {
+    const most = Math.max(50, positive(this.#o.lockRetryMaxMs, 10_000, 'lockRetryMaxMs'));
+    for (let delay = Math.min(500, most); ; delay = Math.min(delay * 2, most)) {
       try {
         const lock = await store.lock(this.#key);
         if (this.#waitingFor !== undefined) this.#logger.info('the delivery state is free: starting');
