@@ -311,8 +311,8 @@ async function catchUp(backend: StateBackend, session: string, shared: boolean) 
     'files, the engine registering its own queue',
     `${fmt(files.ms)} ms, ${files.history} history requests, ${files.registers} queue registrations`,
     postgres.history / Math.max(1, files.history),
-    'history requests <= files; time within 2x (the shared queue is kept for the next owner, so what it holds comes live)',
-    postgres.history <= files.history && postgres.ms <= files.ms * 2,
+    'history requests <= files; time <= 2x files + 250 ms (the shared queue is kept for the next owner: what it holds comes live, through the log)',
+    postgres.history <= files.history && postgres.ms <= files.ms * 2 + 250,
   );
 }
 
