@@ -204,6 +204,8 @@ class AccountFeed {
   #params: EventQueueOptions | undefined;
   /** The lock's connection while this process owns the queue. */
   #owner: pg.Client | undefined;
+  /** The connection that tries for the lock while another process owns the queue. */
+  #candidate: pg.Client | undefined;
   #queue: EventQueue | undefined;
   #owning: Promise<void> | undefined;
   #electing: Promise<void> | undefined;
@@ -269,6 +271,7 @@ class AccountFeed {
     if (this.#owner !== undefined || this.#closed || this.#readers.size === 0) return Promise.resolve();
     this.#electing ??= this.#tryOwn()
       .catch((err: unknown) => {
+        if (this.#closed || this.#readers.size === 0) return;
         this.#logger.warn('could not try to own the shared event queue', { code: errorCode(err) });
       })
       .finally(() => {
@@ -279,7 +282,17 @@ class AccountFeed {
 
   async #tryOwn(): Promise<void> {
     const rowId = this.#rowId as number;
-    const conn = await this.#db.connectDedicated();
+    // One connection tries, again and again, while another process owns the queue: no new
+    // connection (a server process on PostgreSQL) per try.
+    let conn = this.#candidate;
+    if (conn === undefined) {
+      conn = await this.#db.connectDedicated();
+      const c = conn;
+      c.on('error', () => {
+        if (this.#candidate === c) this.#candidate = undefined;
+      });
+      this.#candidate = conn;
+    }
     let got = false;
     try {
       const lock = await conn.query<{ got: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS got', [
@@ -287,19 +300,30 @@ class AccountFeed {
         rowId,
       ]);
       got = lock.rows[0]?.got === true;
-    } finally {
-      if (!got) await conn.end().catch(() => undefined);
+    } catch (err) {
+      this.#candidate = undefined;
+      await conn.end().catch(() => undefined);
+      throw err;
     }
     if (!got) return;
+    this.#candidate = undefined;
     if (this.#closed || this.#readers.size === 0) {
       await conn.end().catch(() => undefined);
       return;
     }
     this.#owner = conn;
-    conn.on('error', (err) => this.#lost(conn, err));
-    conn.on('end', () => this.#lost(conn, undefined));
-    this.#owning = this.#own(conn, rowId).catch((err: unknown) => this.#lost(conn, err));
+    const owner = conn;
+    owner.on('error', (err) => this.#lost(owner, err));
+    owner.on('end', () => this.#lost(owner, undefined));
     // The owner's first write (a registration, or the resumed position) is what readers wait for.
+    this.#owning = this.#own(owner, rowId).catch((err: unknown) => this.#lost(owner, err));
+  }
+
+  /** Ends the connection that tries for the ownership. */
+  async #endCandidate(): Promise<void> {
+    const conn = this.#candidate;
+    this.#candidate = undefined;
+    await conn?.end().catch(() => undefined);
   }
 
   async #own(conn: pg.Client, rowId: number): Promise<void> {
@@ -462,6 +486,7 @@ class AccountFeed {
     this.#timer = undefined;
     this.#unlisten?.();
     this.#unlisten = undefined;
+    void (this.#electing ?? Promise.resolve()).finally(() => this.#endCandidate());
     void this.#stopOwning();
   }
 
@@ -472,6 +497,7 @@ class AccountFeed {
     this.#timer = undefined;
     this.#unlisten?.();
     await this.#electing;
+    await this.#endCandidate();
     await this.#stopOwning();
     this.#forget();
   }
