@@ -2,7 +2,8 @@
 // session's delivery lock and owns the bot's event queue), the second waits. The first is killed
 // (SIGKILL) mid-stream; the second takes the lock and the queue over, resuming the same Zulip
 // queue: every message reaches a host, the second host gets each once and in order, and the
-// realm never sees a second queue.
+// realm never sees a second queue. Two processes serving two sessions of one bot deliver from
+// one Zulip queue.
 import { fileURLToPath } from 'node:url';
 import { type ChildProcessTransport, McplHost, spawnStdioTransport } from '@zmcp/mcpl';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -90,4 +91,18 @@ describe('two zulip-mcpl processes on one session, on PostgreSQL', () => {
     expect(realm.sim.queues(realm.bot).map((q) => q.queueId)).toEqual([queueId]);
     await second.host.close();
   }, 40_000);
+
+  it('deliver to two sessions from one Zulip queue, read through the database', async () => {
+    const env = { ...realm.env, ZULIP_STATE_URL: await freshDatabase(), ZMCP_LOG_LEVEL: 'info' };
+    const first = await processWithHost({ ...env, ZULIP_SESSION_ID: 'agent-a' });
+    const second = await processWithHost({ ...env, ZULIP_SESSION_ID: 'agent-b' });
+    await Promise.all([first.registered, second.registered]);
+    const ids = [1, 2, 3].map((n) => realm.say('random', `to both ${n} @**Helper Bot**`));
+    await Promise.all([first.until(ids), second.until(ids)]);
+    expect(first.pushed).toEqual(ids);
+    expect(second.pushed).toEqual(ids);
+    // Two engines in two processes, one queue on the realm.
+    expect(realm.sim.queues(realm.bot)).toHaveLength(1);
+    await Promise.all([first.host.close(), second.host.close()]);
+  }, 30_000);
 });
