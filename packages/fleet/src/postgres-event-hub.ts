@@ -66,6 +66,16 @@ interface Tuning {
   heartbeatMs: number;
 }
 
+/** What a reader reads in one statement: the queue's row beside each log entry after its cursor. */
+interface LogRow {
+  trimmed_through: string;
+  registration: RegisterResponse | null;
+  queue_id: string | null;
+  last_message_id: string | null;
+  seq: string | null;
+  item: LoggedItem | null;
+}
+
 interface QueueRow {
   id: number;
   queue_id: string | null;
@@ -596,25 +606,24 @@ class LogReader implements EventSource {
 
   async #next(): Promise<QueueItem[] | undefined> {
     const q = this.#db.q;
+    let failures = 0;
     while (!this.#closed) {
-      const result = await this.#db.pool.query<{
-        trimmed_through: string;
-        registration: RegisterResponse | null;
-        queue_id: string | null;
-        last_message_id: string | null;
-        seq: string | null;
-        item: LoggedItem | null;
-      }>(
-        `SELECT e.trimmed_through, e.queue_id, e.last_message_id,
-                CASE WHEN e.trimmed_through > $2 THEN e.registration END AS registration,
-                l.seq::text AS seq, l.item
-           FROM ${q}.event_queues e
-           LEFT JOIN LATERAL (SELECT seq, item FROM ${q}.event_log
-                               WHERE account = e.account AND seq > greatest($2, e.trimmed_through)
-                               ORDER BY seq LIMIT 1000) l ON true
-          WHERE e.id = $1`,
-        [this.#rowId, this.#cursor],
-      );
+      let result: pg.QueryResult<LogRow>;
+      try {
+        result = await this.#read(q);
+        failures = 0;
+      } catch (err) {
+        // The database is away for a while: tried again, as a Zulip queue's poll is, never fatal.
+        failures += 1;
+        if (failures === 1 || failures % 30 === 0) {
+          this.#db.logger.warn('could not read the shared event log; trying again', {
+            code: errorCode(err),
+            failures,
+          });
+        }
+        await this.#sleep();
+        continue;
+      }
       const head = result.rows[0];
       if (head === undefined) return undefined;
       const items: QueueItem[] = [];
@@ -647,6 +656,21 @@ class LogReader implements EventSource {
       await this.#sleep();
     }
     return undefined;
+  }
+
+  /** The queue's row and the log after the cursor (at most 1,000 entries), in one statement. */
+  #read(q: string): Promise<pg.QueryResult<LogRow>> {
+    return this.#db.pool.query<LogRow>(
+      `SELECT e.trimmed_through, e.queue_id, e.last_message_id,
+                CASE WHEN e.trimmed_through > $2 THEN e.registration END AS registration,
+                l.seq::text AS seq, l.item
+           FROM ${q}.event_queues e
+           LEFT JOIN LATERAL (SELECT seq, item FROM ${q}.event_log
+                               WHERE account = e.account AND seq > greatest($2, e.trimmed_through)
+                               ORDER BY seq LIMIT 1000) l ON true
+          WHERE e.id = $1`,
+      [this.#rowId, this.#cursor],
+    );
   }
 
   async close(): Promise<void> {

@@ -6,7 +6,13 @@ import { type EventSource, stateAccount } from '@zmcp/delivery';
 import type { StateBackend } from '@zmcp/fleet';
 import { startZulipSim, type ZulipSim } from '@zmcp/zulip-sim';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { dropAfterAll, openTestBackend, sql, uniqueSchema } from '../../../test/support/postgres.js';
+import {
+  dropAfterAll,
+  freshDatabase,
+  openTestBackend,
+  sql,
+  uniqueSchema,
+} from '../../../test/support/postgres.js';
 
 dropAfterAll();
 
@@ -188,5 +194,25 @@ describe('the shared event queue', () => {
     const next = post('f');
     expect(await take(late, 1)).toEqual({ ids: [next], gaps: 0 });
     expect(await take(slow, 1)).toEqual({ ids: [next], gaps: 0 });
+  });
+
+  it('carries on through the database dropping every connection: the owner takes its queue back, readers read on', async () => {
+    const url = await freshDatabase();
+    const { openStateBackend } = await import('@zmcp/fleet');
+    const backend = await openStateBackend({
+      url,
+      events: { electionIntervalMs: 100, pollIntervalMs: 100, heartbeatMs: 100 },
+    });
+    const client = new ZulipClient({ ...sim.credentials(bot), timeoutMs: 5_000 });
+    closing.push(backend, client);
+    const r = await reader({ backend, client });
+    const queueId = sim.queues(bot)[0]?.queueId;
+    const first = post('before');
+    expect((await take(r, 1)).ids).toEqual([first]);
+    const database = new URL(url).pathname.slice(1);
+    await sql('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [database]);
+    const after = [post('after 1'), post('after 2')];
+    expect(await take(r, 2)).toEqual({ ids: after, gaps: 0 });
+    expect(sim.queues(bot).map((q) => q.queueId)).toEqual([queueId]);
   });
 });
