@@ -23,7 +23,7 @@ import {
   sameStreamName,
   type ZulipClient,
 } from '@zmcp/core';
-import { parseSessionId, type StateStore } from '@zmcp/delivery';
+import { parseSessionId, type StateLock, type StateStore } from '@zmcp/delivery';
 import { openZulipRuntime, type ZulipRuntime } from '@zmcp/server-kit';
 import { type AgentExit, type AgentProcess, reapProcessGroup, startAgentProcess } from './agent-process.js';
 import {
@@ -41,7 +41,7 @@ import {
   type StreamBackendRule,
 } from './config.js';
 import { LauncherError } from './errors.js';
-import { TriggerLedger } from './ledger.js';
+import { holdRecord, TriggerLedger } from './ledger.js';
 import { InterruptMailbox } from './mailbox.js';
 import { type McpServerEntry, parseServerEntry } from './mcp-config.js';
 import { agentPrompt, followUpNote, systemPrompt } from './prompt.js';
@@ -288,6 +288,8 @@ class ZulipLauncher implements Launcher {
   /** The realm's display names: a follow-up note names a person as every surface does. */
   readonly #people = new PersonNames();
   #ledger: TriggerLedger | undefined;
+  /** The lock of the trigger record, held from start to close. */
+  #recordLock: StateLock | undefined;
   #queue: EventQueue | undefined;
   readonly #stop = new AbortController();
   readonly #runs = new Map<string, Run>();
@@ -404,6 +406,7 @@ class ZulipLauncher implements Launcher {
       this.#state = 'closed';
       this.#stop.abort();
       await this.#queue?.close();
+      await this.#recordLock?.release().catch(() => undefined);
       await this.#runtime?.close();
       throw err;
     }
@@ -451,7 +454,15 @@ class ZulipLauncher implements Launcher {
     });
     this.#gate = gate;
     this.#realmEmoji = new Map(emoji.filter((e) => e.deactivated !== true).map((e) => [e.name, e]));
-    const { ledger, fresh } = await TriggerLedger.open(this.#o.store ?? runtime.store, this.#id, {
+    const store = this.#o.store ?? runtime.store;
+    // One launcher per record at a time, on this machine or, with ZULIP_STATE_URL, on every
+    // machine: a second one with the same id waits here and takes over when the first stops or dies.
+    this.#recordLock = await holdRecord(
+      store,
+      { account: runtime.account, session: this.#id, kind: 'monitor' },
+      { signal: this.#stop.signal, logger: this.#logger },
+    );
+    const { ledger, fresh } = await TriggerLedger.open(store, this.#id, {
       account: runtime.account,
     });
     this.#ledger = ledger;
@@ -521,6 +532,9 @@ class ZulipLauncher implements Launcher {
       while (this.#background.size > 0) await Promise.all([...this.#background]);
     }
     await this.#gate?.close();
+    await this.#recordLock
+      ?.release()
+      .catch((err: unknown) => this.#logger.warn('could not release the trigger record', { err }));
     await this.#runtime?.close();
     this.#state = 'closed';
   }

@@ -35,4 +35,25 @@ describe('zulip-agent with ZULIP_STATE_URL', () => {
     // Only the machine's own working files: the agents' logs and run folders.
     expect((await readdir(w.stateDir)).sort()).toEqual(['logs', 'runs']);
   });
+
+  it('runs one launcher per record: a second with the same id waits, and takes over when the first stops', async () => {
+    const url = await freshDatabase();
+    const first = await w.launch({ stateUrl: url, launcherId: 'fleet-b' });
+    let secondStarted = false;
+    const second = w.launch({ stateUrl: url, launcherId: 'fleet-b' }).then((l) => {
+      secondStarted = true;
+      return l;
+    });
+    const one = w.mention(w.ann, 'first');
+    await w.event('started', (e) => e.trigger.messageId === one);
+    // The second one waits for the record: it saw nothing, started nothing.
+    expect(secondStarted).toBe(false);
+    await first.close();
+    const taken = await second;
+    const two = w.mention(w.ann, 'second');
+    await w.event('started', (e) => e.trigger.messageId === two);
+    await taken.close();
+    // Each trigger started once, the first one's by the first launcher only.
+    expect(w.events.filter((e) => e.type === 'started').map((e) => e.trigger.messageId)).toEqual([one, two]);
+  });
 });
