@@ -356,6 +356,12 @@ class ZulipLauncher implements Launcher {
     // Every backend that may run is given the entry once now, so a reference to an unset
     // variable or an entry a backend cannot carry stops start-up instead of a first trigger.
     const secrets = new Set<string>([options.zulip.apiKey]);
+    // The state URL may hold a password: agents' output never shows it.
+    if (options.stateUrl !== undefined) {
+      secrets.add(options.stateUrl);
+      const password = URL.canParse(options.stateUrl) ? new URL(options.stateUrl).password : '';
+      if (password.length >= 4) secrets.add(decodeURIComponent(password));
+    }
     for (const backend of this.#backendsInUse()) {
       const trial = buildInvocation({
         backend,
