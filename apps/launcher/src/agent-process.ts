@@ -40,19 +40,28 @@ export interface AgentProcess {
   readonly exited: Promise<AgentExit>;
   /** Stops it: SIGTERM to the group, SIGKILL after the grace period. Resolves as `exited`. */
   stop(reason: string): Promise<AgentExit>;
+  /** The last non-empty line it wrote (stdout or stderr), redacted as the log is, cut to 300 characters. */
+  readonly lastLine: string | undefined;
 }
 
 const MAX_LINE = 64 * 1024;
 
 /** Copies a stream to the log a line at a time, so a secret is never split across two redactions. */
-function pipeRedacted(source: Readable, log: WriteStream, redact: (text: string) => string): Promise<void> {
+function pipeRedacted(
+  source: Readable,
+  log: WriteStream,
+  redact: (text: string) => string,
+  onLines: (redacted: string) => void,
+): Promise<void> {
   let pending = '';
   source.setEncoding('utf8');
   source.on('data', (chunk: string) => {
     pending += chunk;
     const cut = pending.lastIndexOf('\n');
     if (cut >= 0) {
-      log.write(redact(pending.slice(0, cut + 1)));
+      const lines = redact(pending.slice(0, cut + 1));
+      log.write(lines);
+      onLines(lines);
       pending = pending.slice(cut + 1);
     } else if (pending.length > MAX_LINE) {
       log.write(`${redact(pending)}\n`);
@@ -159,6 +168,17 @@ export function startAgentProcess(options: AgentProcessOptions): AgentProcess {
 
   let killTimer: NodeJS.Timeout | undefined;
   let limitTimer: NodeJS.Timeout | undefined;
+  let lastLine: string | undefined;
+  const noteLines = (redacted: string) => {
+    const lines = redacted.split('\n');
+    for (let i = lines.length - 1; i >= 0; i--) {
+      const line = (lines[i] as string).trim();
+      if (line !== '') {
+        lastLine = line.length > 300 ? `${line.slice(0, 300)}…` : line;
+        return;
+      }
+    }
+  };
   const exited = new Promise<AgentExit>((resolve) => {
     if (child === undefined) {
       rejectStarted(new Error(spawnError));
@@ -168,7 +188,7 @@ export function startAgentProcess(options: AgentProcessOptions): AgentProcess {
     }
     const outputs = [child.stdout, child.stderr]
       .filter((s): s is Readable => s !== null)
-      .map((s) => pipeRedacted(s, log, options.redact));
+      .map((s) => pipeRedacted(s, log, options.redact, noteLines));
     child.once('spawn', () => resolveStarted(child.pid as number));
     child.once('error', (err: NodeJS.ErrnoException) => {
       if (child.pid === undefined) {
@@ -216,6 +236,9 @@ export function startAgentProcess(options: AgentProcessOptions): AgentProcess {
   return {
     get pid() {
       return child?.pid;
+    },
+    get lastLine() {
+      return lastLine;
     },
     started,
     exited,

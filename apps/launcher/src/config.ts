@@ -103,9 +103,24 @@ export const binName = 'zulip-agent';
  */
 const shared = serverSettings({
   bin: binName,
-  only: ['ZULIP_STATE_URL', 'ZULIP_REQUEST_TIMEOUT_MS', 'ZMCP_LOG_LEVEL'],
+  only: [
+    'ZULIP_STATE_URL',
+    'ZULIP_REQUEST_TIMEOUT_MS',
+    'ZMCP_LOG_LEVEL',
+    'ZMCP_STATUS_PORT',
+    'ZMCP_STATUS_HOST',
+    'ZMCP_STATUS_TOKEN',
+  ],
 });
-const { ZULIP_STATE_URL, ZULIP_REQUEST_TIMEOUT_MS, ZMCP_LOG_LEVEL, ...zulipAccount } = shared.shape;
+const {
+  ZULIP_STATE_URL,
+  ZULIP_REQUEST_TIMEOUT_MS,
+  ZMCP_LOG_LEVEL,
+  ZMCP_STATUS_PORT,
+  ZMCP_STATUS_HOST,
+  ZMCP_STATUS_TOKEN,
+  ...zulipAccount
+} = shared.shape;
 
 /** What the launcher's Zulip runtime is opened with, beyond the shared settings. */
 export interface LauncherRuntimeInput {
@@ -139,6 +154,10 @@ export function launcherServerSettings(input: LauncherRuntimeInput): ServerSetti
       ZULIP_REQUEST_TIMEOUT_MS: input.requestTimeoutMs ?? ZULIP_REQUEST_TIMEOUT_MS.parse(undefined),
       // The launcher's logger is given to it; the level only matters to the bin that made it.
       ZMCP_LOG_LEVEL: ZMCP_LOG_LEVEL.parse(undefined),
+      // The status page is the bin's, served by runServer; the runtime never serves one.
+      ZMCP_STATUS_PORT: undefined,
+      ZMCP_STATUS_HOST: ZMCP_STATUS_HOST.parse(undefined),
+      ZMCP_STATUS_TOKEN: undefined,
     },
     // Nothing here is read from a file or a variable: the state directory is the launcher's own.
     { env: {}, exists: () => false },
@@ -409,6 +428,9 @@ const configShape = {
   ZULIP_STATE_URL,
   ZULIP_REQUEST_TIMEOUT_MS,
   ZMCP_LOG_LEVEL,
+  ZMCP_STATUS_PORT,
+  ZMCP_STATUS_HOST,
+  ZMCP_STATUS_TOKEN,
   '--demo': flagSwitch({
     group: 'Other',
     flag: '--demo',

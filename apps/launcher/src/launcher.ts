@@ -92,6 +92,20 @@ export type LauncherEvent =
       argv: readonly string[];
     }
   | { type: 'ended'; end: SessionEndInfo }
+  | {
+      /**
+       * How reading missed triggers from history goes: after a restart (`catch-up`) or an
+       * event-queue expiry (`re-registration`); at the start, after each page, and at the end
+       * (with `outcome`).
+       */
+      type: 'progress';
+      work: 'catch-up' | 're-registration';
+      afterId: number;
+      throughId: number;
+      reachedId: number;
+      messages: number;
+      outcome?: 'done' | 'failed';
+    }
   | { type: 'recovered'; messageId: number; action: 'requeued' | 'failed' | 'merged'; killedOrphan: boolean };
 
 /** A snapshot of what runs and what waits. */
@@ -102,6 +116,8 @@ export interface LauncherStatus {
     backend: BackendName;
     pid: number | undefined;
     startedAt: number;
+    /** The agent's last line of output, redacted as its log is. */
+    lastLine: string | undefined;
   }[];
   queued: TriggerInfo[];
 }
@@ -395,6 +411,7 @@ class ZulipLauncher implements Launcher {
         backend: r.backend,
         pid: r.agent.pid,
         startedAt: r.startedAt,
+        lastLine: r.agent.lastLine,
       })),
       queued: [...this.#waiting],
     };
@@ -619,24 +636,51 @@ class ZulipLauncher implements Launcher {
     if (upTo <= from) return;
     const found = new Map<number, Message>();
     if (this.#catchUpMs > 0) {
-      const call = { signal: this.#stop.signal };
-      const streams = await runtime.services.directory.streamLookup(call);
-      for (const terms of [narrow().is('mentioned').build(), narrow().is('dm').build()]) {
-        let after = from;
-        for (;;) {
-          const page = await readNarrow(runtime.client, runtime.policy, {
-            narrow: terms,
-            range: { kind: 'since', afterId: after, limit: CATCH_UP_PAGE },
-            streams,
-            pageSize: CATCH_UP_PAGE,
-            call,
-          });
-          for (const m of page.messages) if (m.id <= upTo) found.set(m.id, m);
-          const last = page.messages[page.messages.length - 1];
-          if (!page.hasMore || last === undefined || last.id >= upTo) break;
-          after = last.id;
+      const work = inChain ? 're-registration' : 'catch-up';
+      let reached = from;
+      let read = 0;
+      const progress = (outcome?: 'done' | 'failed') =>
+        this.#emit({
+          type: 'progress',
+          work,
+          afterId: from,
+          throughId: upTo,
+          reachedId: reached,
+          messages: read,
+          ...(outcome === undefined ? {} : { outcome }),
+        });
+      progress();
+      try {
+        const call = { signal: this.#stop.signal };
+        const streams = await runtime.services.directory.streamLookup(call);
+        const searches = [narrow().is('mentioned').build(), narrow().is('dm').build()];
+        for (const [i, terms] of searches.entries()) {
+          let after = from;
+          for (;;) {
+            const page = await readNarrow(runtime.client, runtime.policy, {
+              narrow: terms,
+              range: { kind: 'since', afterId: after, limit: CATCH_UP_PAGE },
+              streams,
+              pageSize: CATCH_UP_PAGE,
+              call,
+            });
+            for (const m of page.messages) if (m.id <= upTo) found.set(m.id, m);
+            const last = page.messages[page.messages.length - 1];
+            read += page.messages.length;
+            // Two searches over the same range: each covers half of the way.
+            const through = Math.min(upTo, last?.id ?? upTo);
+            reached = from + Math.floor((through - from + i * (upTo - from)) / searches.length);
+            progress();
+            if (!page.hasMore || last === undefined || last.id >= upTo) break;
+            after = last.id;
+          }
         }
+      } catch (err) {
+        progress('failed');
+        throw err;
       }
+      reached = upTo;
+      progress('done');
     }
     const oldest = Date.now() - this.#catchUpMs;
     const handle = async () => {

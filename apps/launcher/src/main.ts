@@ -6,6 +6,7 @@ import { type Credentials, type Logger, mentionSyntax } from '@zmcp/core';
 import { readBoundedFile } from '@zmcp/delivery';
 import { type DemoRealm, runServer } from '@zmcp/server-kit';
 import { binName, helpText, type LauncherConfig, parseConfig } from './config.js';
+import { type LauncherConsole, launcherConsole } from './console.js';
 import { isLauncherError, LauncherError } from './errors.js';
 import { createLauncher, type Launcher, type LauncherEvent } from './launcher.js';
 import {
@@ -117,7 +118,9 @@ function run(
       }),
     },
     configurationProblem,
-    open: ({ config, credentials, logger, demo }) => open(config, credentials, logger, demo, env, io),
+    version: packageVersion(),
+    open: ({ config, credentials, logger, demo, console }) =>
+      open(config, credentials, logger, demo, env, io, launcherConsole(console, credentials.site)),
     serve: (launcher, { config, logger, demo }) => serve(launcher, config, logger, demo, io),
   });
 }
@@ -130,6 +133,7 @@ async function open(
   demo: DemoRealm | undefined,
   env: Readonly<Record<string, string | undefined>>,
   io: MainIo,
+  panels: LauncherConsole,
 ): Promise<Launcher> {
   const server =
     demo === undefined
@@ -160,10 +164,14 @@ async function open(
     catchUpMs: config.catchUpMs,
     emoji: config.emoji,
     logger,
-    onEvent: io.onEvent,
+    onEvent: (event) => {
+      panels.onEvent(event);
+      io.onEvent?.(event);
+    },
   });
   // A failed start leaves nothing open.
   await launcher.start();
+  panels.attach(launcher);
   return launcher;
 }
 

@@ -288,6 +288,11 @@ describe('after a restart', () => {
     const missed = w.mention(w.ann, 'while down', '[stub:quick]');
     await w.launch();
     expect((await w.ended(missed)).outcome).toBe('done');
+    // The read from history was reported as it went, for a status page: from the start to done.
+    const progress = w.events.filter((e) => e.type === 'progress');
+    expect(progress[0]).toMatchObject({ work: 'catch-up', throughId: missed, messages: 0 });
+    expect(progress.at(-1)).toMatchObject({ work: 'catch-up', reachedId: missed, outcome: 'done' });
+    expect(progress.some((e) => e.type === 'progress' && e.messages === 1)).toBe(true);
   });
 
   it('reads the triggers it missed from history, each conversation named as the live queue names it', async () => {

@@ -12,7 +12,9 @@ import {
   type ChannelDescriptor,
   DeliveryEngine,
   type DeliveryItem,
+  type DeliveryProgress,
   type DeliverySink,
+  type DeliverySnapshot,
   type IncomingBatch,
   type IncomingOutcome,
   type PushEvent,
@@ -72,6 +74,8 @@ export interface ClaudeChannelsOptions {
   /** The toolsets served, for the attention tools (served only when `attention` is among them). */
   toolsets: readonly Toolset[];
   logger: Logger;
+  /** Told how the catch-up and re-registration sweeps go (the operator console's progress). */
+  onProgress?: ((progress: DeliveryProgress) => void) | undefined;
 }
 
 /** The channel bridge of one stdio session. */
@@ -84,6 +88,8 @@ export interface ClaudeChannels {
   readonly instructions: string;
   /** Hooks the SDK server: the relay's handler now, delivery once the client has initialized. */
   attach(server: Server): void;
+  /** The delivery engine's figures (the operator console), once delivery has started. */
+  snapshot(): DeliverySnapshot | undefined;
   close(): Promise<void>;
 }
 
@@ -407,6 +413,7 @@ export async function createClaudeChannels(options: ClaudeChannelsOptions): Prom
     timeZone: options.services.timeZone,
     // DMs and mentions from anyone the gate refuses never reach the sink (counted once there).
     admission,
+    onProgress: options.onProgress,
     logger,
   });
   const attention = selectTools(attentionCatalog(options.services, engine), {
@@ -445,6 +452,7 @@ export async function createClaudeChannels(options: ClaudeChannelsOptions): Prom
         );
       };
     },
+    snapshot: () => (engine.status().state === 'idle' ? undefined : engine.snapshot()),
     async close() {
       await started;
       await relay?.close();

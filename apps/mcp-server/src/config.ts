@@ -1,4 +1,4 @@
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import {
   defineSettings,
   expandHome,
@@ -7,6 +7,7 @@ import {
   integer,
   type LegacySetting,
   matching,
+  oneOf,
   optionalInteger,
   parsedBy,
   problem,
@@ -23,6 +24,7 @@ import { checkEmojiName, isLoopbackHost } from '@zmcp/core';
 import { type ServerSettings, serverSettings } from '@zmcp/server-kit';
 import { DEFAULT_TOOLSETS, TOOLSETS } from '@zmcp/tools';
 import { McpServerError } from './errors.js';
+import { decodeSecretKey } from './tokens.js';
 
 export type { LegacySetting, SettingInfo } from '@zmcp/cli';
 export type { ZulipCredentialSettings } from '@zmcp/server-kit';
@@ -39,6 +41,25 @@ export interface HttpSettings {
   allowedOrigins: readonly string[] | undefined;
   maxSessions: number;
   sessionIdleMs: number;
+  /** `token`: one shared bearer token; `people`: per-person tokens from `zulip-mcp tokens`. */
+  auth: 'token' | 'people';
+  /** The 32-byte key people's API keys are encrypted with (`ZULIP_SECRET_KEY`); required with `auth: 'people'`. Secret. */
+  secretKey: Buffer | undefined;
+  /** Bearer token of the admin API (`/admin/tokens`); unset, there is none. Secret. */
+  adminToken: string | undefined;
+  /** Requests one person's token may make per minute. */
+  rateLimitPerMinute: number;
+  /** Concurrent long waits (listen, wait_for_messages, subscriptions/listen) one token may hold. */
+  maxWaitsPerToken: number;
+  /** The public URL of the MCP endpoint, as clients dial it (behind a proxy); unset, from the request. */
+  publicUrl: string | undefined;
+  /** Where people get a token: shown in 401 answers and the protected-resource metadata. */
+  tokenHelp: string | undefined;
+  /** The audit log (JSON lines, rotated by size). */
+  auditLog: string;
+  auditMaxBytes: number;
+  /** Further realms this server fronts (a JSON list, absolute path); unset: the one realm. */
+  realmsFile: string | undefined;
 }
 
 /**
@@ -227,6 +248,92 @@ const configShape = {
     86_400_000,
     1_800_000,
   ),
+  ZMCP_HTTP_AUTH: oneOf(
+    {
+      group: 'Hosting for an organization',
+      help: 'token: one shared ZMCP_HTTP_TOKEN; people: each person’s own token (zulip-mcp tokens create), acting as them.',
+    },
+    ['token', 'people'] as const,
+    'token',
+  ),
+  ZULIP_SECRET_KEY: setting<Buffer | undefined>(
+    {
+      group: 'Hosting for an organization',
+      defaultText: 'unset',
+      help: 'Encrypts people’s Zulip API keys at rest: 32 bytes as base64 (openssl rand -base64 32) or 64 hex digits. Secret; required with ZMCP_HTTP_AUTH=people.',
+      secret: true,
+    },
+    (raw) =>
+      decodeSecretKey(raw) ??
+      problem('expected 32 bytes as base64 (openssl rand -base64 32) or 64 hex digits'),
+    undefined,
+  ),
+  ZMCP_ADMIN_TOKEN: text(
+    {
+      group: 'Hosting for an organization',
+      defaultText: 'unset (no admin API)',
+      help: 'Bearer token of the admin API at /admin/tokens (create, list, revoke tokens over HTTP). Secret.',
+      secret: true,
+    },
+    matching(/^[\x21-\x7e]{16,}$/, 'expected at least 16 printable characters without spaces'),
+  ),
+  ZMCP_TOKEN_RATE_LIMIT: integer(
+    {
+      group: 'Hosting for an organization',
+      help: 'Requests one person’s token may make per minute (429 beyond).',
+    },
+    1,
+    100_000,
+    600,
+  ),
+  ZMCP_TOKEN_MAX_WAITS: integer(
+    {
+      group: 'Hosting for an organization',
+      help: 'Long waits (listen, wait_for_messages, subscriptions/listen) one token may hold at once (429 beyond).',
+    },
+    1,
+    1000,
+    4,
+  ),
+  ZMCP_PUBLIC_URL: setting<string | undefined>(
+    {
+      group: 'Hosting for an organization',
+      defaultText: 'from the request',
+      help: 'The MCP endpoint as clients dial it (https://mcp.example.com/mcp behind a proxy): the resource of the protected-resource metadata.',
+    },
+    (raw) => {
+      try {
+        const url = new URL(raw);
+        if (url.protocol === 'https:' || url.protocol === 'http:') return url.href;
+      } catch {}
+      return problem('expected an http(s) URL such as https://mcp.example.com/mcp');
+    },
+    undefined,
+  ),
+  ZMCP_TOKEN_HELP: text({
+    group: 'Hosting for an organization',
+    defaultText: 'unset',
+    help: 'Where people get a token (a URL or a sentence): said in every 401 and in the protected-resource metadata.',
+  }),
+  ZMCP_AUDIT_LOG: text({
+    group: 'Hosting for an organization',
+    defaultText: '<state dir>/audit.log',
+    help: 'The audit log: one JSON line per write and admin operation (token label, user id, target; never content). Read it with zulip-mcp audit.',
+  }),
+  ZMCP_AUDIT_MAX_BYTES: integer(
+    {
+      group: 'Hosting for an organization',
+      help: 'The audit log is rotated past this size (one earlier file kept, audit.log.1).',
+    },
+    4096,
+    1_073_741_824,
+    10_485_760,
+  ),
+  ZMCP_REALMS_FILE: text({
+    group: 'Hosting for an organization',
+    defaultText: 'unset (one realm)',
+    help: 'Further Zulip organizations to front (with ZMCP_HTTP_AUTH=people): a JSON list of { "zuliprc", "privateStreams"?, "writeStreams"?, "writeDms"? }, one bot per realm.',
+  }),
   ZULIP_CLAUDE_CHANNELS: strictBoolean(
     {
       group: 'Claude Code channels',
@@ -279,7 +386,27 @@ function refineConfig(raw: RawConfig, report: ReportProblem<typeof configShape>)
       'needs ZULIP_CLAUDE_CHANNELS and ZULIP_PRIVATE_STREAMS=__ALL__ (its prompts and answers are DMs)',
     );
   }
-  if (raw['--http'] && !isLoopbackHost(raw.ZMCP_HTTP_HOST) && raw.ZMCP_HTTP_TOKEN === undefined) {
+  if (raw.ZMCP_HTTP_AUTH === 'people' && raw.ZULIP_SECRET_KEY === undefined) {
+    report(
+      'ZULIP_SECRET_KEY',
+      'is required with ZMCP_HTTP_AUTH=people: it encrypts each person’s API key at rest (openssl rand -base64 32)',
+    );
+  }
+  if (raw.ZMCP_REALMS_FILE !== undefined && raw.ZMCP_HTTP_AUTH !== 'people') {
+    report('ZMCP_REALMS_FILE', 'fronts several realms with ZMCP_HTTP_AUTH=people only');
+  }
+  if (raw.ZMCP_HTTP_AUTH === 'people' && !raw['--http']) {
+    report('ZMCP_HTTP_AUTH', 'people serves Streamable HTTP only: add --http');
+  }
+  if (raw.ZMCP_HTTP_AUTH === 'people' && raw.ZMCP_HTTP_TOKEN !== undefined) {
+    report('ZMCP_HTTP_TOKEN', 'is not used with ZMCP_HTTP_AUTH=people (each person has a token); unset it');
+  }
+  if (
+    raw['--http'] &&
+    raw.ZMCP_HTTP_AUTH === 'token' &&
+    !isLoopbackHost(raw.ZMCP_HTTP_HOST) &&
+    raw.ZMCP_HTTP_TOKEN === undefined
+  ) {
     report('ZMCP_HTTP_TOKEN', `is required when the HTTP host is not loopback (host ${raw.ZMCP_HTTP_HOST})`);
   }
 }
@@ -362,8 +489,9 @@ export function parseConfig(
   const raw = settings.parse(env, argv);
   const home = homeDirectory(env);
   const cwd = options.cwd ?? process.cwd();
+  const resolved = server.resolve(raw, { env, cwd, exists: options.exists });
   return {
-    ...server.resolve(raw, { env, cwd, exists: options.exists }),
+    ...resolved,
     command: raw['--help'] ? 'help' : raw['--version'] ? 'version' : 'serve',
     demo: raw['--demo'],
     transport: raw['--http'] ? 'http' : 'stdio',
@@ -395,6 +523,20 @@ export function parseConfig(
       allowedOrigins: raw.ZMCP_HTTP_ALLOWED_ORIGINS,
       maxSessions: raw.ZMCP_HTTP_MAX_SESSIONS,
       sessionIdleMs: raw.ZMCP_HTTP_SESSION_IDLE_MS,
+      auth: raw.ZMCP_HTTP_AUTH,
+      secretKey: raw.ZULIP_SECRET_KEY,
+      adminToken: raw.ZMCP_ADMIN_TOKEN,
+      rateLimitPerMinute: raw.ZMCP_TOKEN_RATE_LIMIT,
+      maxWaitsPerToken: raw.ZMCP_TOKEN_MAX_WAITS,
+      publicUrl: raw.ZMCP_PUBLIC_URL,
+      tokenHelp: raw.ZMCP_TOKEN_HELP,
+      auditLog:
+        raw.ZMCP_AUDIT_LOG === undefined
+          ? join(resolved.stateDir, 'audit.log')
+          : resolve(cwd, expandHome(raw.ZMCP_AUDIT_LOG, home)),
+      auditMaxBytes: raw.ZMCP_AUDIT_MAX_BYTES,
+      realmsFile:
+        raw.ZMCP_REALMS_FILE === undefined ? undefined : resolve(cwd, expandHome(raw.ZMCP_REALMS_FILE, home)),
     },
   };
 }
@@ -408,7 +550,10 @@ function withoutBrackets(host: string): string {
 /** The `--help` text: usage, then every setting with its flag, default and one line of help. */
 export function helpText(): string {
   return settings.helpText({
-    about: ['zulip-mcp: a Zulip realm for any MCP client (stdio by default, Streamable HTTP with --http).'],
+    about: [
+      'zulip-mcp: a Zulip realm for any MCP client (stdio by default, Streamable HTTP with --http).',
+      'Hosting it for an organization: zulip-mcp tokens create|list|revoke, zulip-mcp audit (zulip-mcp tokens --help).',
+    ],
     footer: ['The README of @zmcp/mcp-server explains each setting and shows client configurations.'],
   });
 }

@@ -1,4 +1,4 @@
-import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type Server as NodeServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
@@ -13,7 +13,7 @@ import {
   WebStandardStreamableHTTPServerTransport,
 } from '@modelcontextprotocol/server';
 import { isLoopbackHost } from '@zmcp/core';
-import type { McpEra } from '@zmcp/server-kit';
+import { bearerTokenOf, isLoopbackHostHeader, type McpEra, tokenCheck } from '@zmcp/server-kit';
 import { McpServerError } from './errors.js';
 import { type Logger, silentLogger } from './logging.js';
 import { nodeHandler } from './node-http.js';
@@ -46,8 +46,20 @@ export interface HttpServerOptions {
   host: string;
   /** Port to listen on; 0 picks a free one. */
   port: number;
-  /** Bearer token every request must carry; required when `host` is not loopback. */
+  /** Bearer token every request must carry; required when `host` is not loopback (or `verifyToken`). */
   token?: string | undefined;
+  /**
+   * Checks each presented bearer token instead of the one `token` (per-person tokens): the
+   * caller's credentials, or why the token is refused (said in the 401). Called for every request
+   * before anything else about it is looked at, so a revoked token is refused on its next request.
+   */
+  verifyToken?: ((token: string) => Promise<AuthInfo | { refused: string }>) | undefined;
+  /** What 401 answers and the protected-resource metadata (RFC 9728) tell a client. */
+  authorization?: AuthorizationInfo | undefined;
+  /** Limits per caller (per token): requests per minute and concurrent long waits; beyond, 429. */
+  limits?: CallerLimits | undefined;
+  /** The admin API under `/admin/`, behind its own bearer token (checked in constant time). */
+  admin?: HttpAdmin | undefined;
   /** Browser origins allowed to call; unset allows loopback origins only. */
   allowedOrigins?: readonly string[] | undefined;
   /**
@@ -100,6 +112,31 @@ export interface HttpServerOptions {
   onSessionClosed?: ((sessionId: string, reason: SessionCloseReason) => void) | undefined;
 }
 
+/** What a client is told about getting a token (RFC 9728 metadata and the 401's challenge). */
+export interface AuthorizationInfo {
+  /** The MCP endpoint as clients dial it (`https://mcp.example.com/mcp`); default, from the request. */
+  resourceUrl?: string | undefined;
+  /** Where to get a token: a URL (the metadata's `resource_documentation`) or a sentence. */
+  tokenHelp?: string | undefined;
+}
+
+/** Limits of {@link HttpServerOptions.limits}, per caller (`authInfo.clientId`). */
+export interface CallerLimits {
+  /** Requests per minute (a bucket of this many, refilled evenly). */
+  perMinute: number;
+  /** Long waits at once: calls of `waitTools` and `subscriptions/listen` streams. */
+  maxWaits: number;
+  /** Tool names that wait on purpose. Default `['listen']`. */
+  waitTools?: readonly string[] | undefined;
+}
+
+/** The admin API of {@link HttpServerOptions.admin}. */
+export interface HttpAdmin {
+  token: string;
+  /** Answers a request to `/admin/<path>` that carried the admin token; `body` is its parsed JSON (POST). */
+  handle(request: Request, path: string, body: unknown): Promise<Response>;
+}
+
 /** A running Streamable HTTP server. */
 export interface RunningHttpServer {
   /** The MCP endpoint, e.g. `http://127.0.0.1:3000/mcp`. */
@@ -127,6 +164,8 @@ interface Session {
   inFlightSince: number[];
   /** Orders sessions by last use: the highest was used last. */
   lastUsed: number;
+  /** The digest of the bearer token that created it: a request with another token never reaches it. */
+  owner: string;
   /** Cancels the armed idle timer, if any. */
   cancelIdle: () => void;
   /** Why the session is ending, once it is. */
@@ -135,18 +174,42 @@ interface Session {
 }
 
 const endpointPath = '/mcp';
+const metadataPaths = new Set([
+  '/.well-known/oauth-protected-resource',
+  '/.well-known/oauth-protected-resource/mcp',
+]);
+const adminPrefix = '/admin/';
 
 function jsonRpcError(
   status: number,
   code: number,
   message: string,
   headers: Record<string, string> = {},
+  data?: Record<string, unknown>,
 ): Response {
-  return Response.json({ jsonrpc: '2.0', error: { code, message }, id: null }, { status, headers });
+  return Response.json(
+    { jsonrpc: '2.0', error: { code, message, ...(data === undefined ? {} : { data }) }, id: null },
+    { status, headers },
+  );
 }
 
 function digest(value: string): Buffer {
   return createHash('sha256').update(value).digest();
+}
+
+/**
+ * Whether a request opens a long wait: a waiting tool call or a `subscriptions/listen`. A 2025-era
+ * session's standalone GET stream is not one (every client opens one; the session bound governs them).
+ */
+function isLongWait(method: string, body: unknown, waitTools: readonly string[]): boolean {
+  if (method !== 'POST') return false;
+  const one = (m: unknown): boolean => {
+    if (typeof m !== 'object' || m === null) return false;
+    const { method: rpc, params } = m as { method?: unknown; params?: { name?: unknown } };
+    if (rpc === 'subscriptions/listen') return true;
+    return rpc === 'tools/call' && typeof params?.name === 'string' && waitTools.includes(params.name);
+  };
+  return Array.isArray(body) ? body.some(one) : one(body);
 }
 
 function isLoopbackOrigin(origin: string): boolean {
@@ -159,16 +222,6 @@ function isLoopbackOrigin(origin: string): boolean {
 }
 
 /** The host of a `Host` header ("[::1]:3000" → "[::1]"), or `undefined` when it is malformed. */
-function hostnameOf(hostHeader: string): string | undefined {
-  // Only a host and a port: no user info, path or anything else a URL parser would read past.
-  if (!/^[A-Za-z0-9.:[\]-]+$/.test(hostHeader)) return undefined;
-  try {
-    return new URL(`http://${hostHeader}/`).hostname;
-  } catch {
-    return undefined;
-  }
-}
-
 class BodyTooLarge extends Error {}
 
 /** Reads a request body up to `limit` bytes; past it the read stops and {@link BodyTooLarge} is thrown. */
@@ -209,8 +262,14 @@ function listenedResources(body: unknown): readonly string[] | undefined {
  * Serves MCP over Streamable HTTP at `/mcp`, both protocol eras. A web-standard router (mounted on
  * `node:http`) checks every request in order, before a byte of its body is read: path (404),
  * `Host` when bound to loopback (403, DNS-rebinding protection), `Origin` against the allow-list
- * (403; requests without one pass), bearer token in constant time (401 with
- * `WWW-Authenticate: Bearer`); then the body, up to `maxBodyBytes` (413). A 2026-era request (a
+ * (403; requests without one pass), bearer token (401 with a `WWW-Authenticate: Bearer` challenge
+ * naming the protected-resource metadata, RFC 9728, served unauthenticated at
+ * `/.well-known/oauth-protected-resource[/mcp]`): the one `token` in constant time, or each
+ * person's token through `verifyToken`, before any session or handle is looked at; then the
+ * caller's rate limit (429 `MCP_RATE_LIMITED` with `Retry-After`); then the body, up to
+ * `maxBodyBytes` (413), and the caller's long waits (429 `MCP_TOO_MANY_WAITS`). A session is bound
+ * to the token that created it: another token's request for it gets the 404 of an unknown session.
+ * `/admin/` goes to `admin.handle` behind the admin token. A 2026-era request (a
  * POST carrying the per-request `_meta` envelope, no session header) goes to the SDK's
  * `createMcpHandler` (strict: it refuses 2025-era traffic), which builds one server per request
  * with no server-side session, so any process can serve it. Everything else is the 2025 era, in
@@ -229,14 +288,29 @@ function listenedResources(body: unknown): readonly string[] | undefined {
 export async function startHttpServer(options: HttpServerOptions): Promise<RunningHttpServer> {
   const logger = options.logger ?? silentLogger;
   const loopback = isLoopbackHost(options.host);
-  if (!loopback && options.token === undefined) {
+  if (!loopback && options.token === undefined && options.verifyToken === undefined) {
     throw new McpServerError(
       'MCP_HTTP_TOKEN_REQUIRED',
       `Refusing to serve HTTP on ${options.host} without a bearer token: set ZMCP_HTTP_TOKEN, or listen on 127.0.0.1.`,
     );
   }
   const maxBodyBytes = options.maxBodyBytes ?? 4 * 1024 * 1024;
-  const expectedToken = options.token === undefined ? undefined : digest(options.token);
+  // server-kit's one bearer check: constant-time and length-blind.
+  const tokenMatches = options.token === undefined ? undefined : tokenCheck(options.token);
+  const authRequired = tokenMatches !== undefined || options.verifyToken !== undefined;
+  const adminMatches = options.admin === undefined ? undefined : tokenCheck(options.admin.token);
+  // Per caller: a bucket of requests (refilled evenly over a minute) and the long waits open.
+  const buckets = new Map<string, { tokens: number; at: number }>();
+  const waits = new Map<string, number>();
+  const waitTools = options.limits?.waitTools ?? ['listen'];
+  // Behind a proxy the metadata is asked for at the public path of the endpoint too.
+  const publicPath =
+    options.authorization?.resourceUrl === undefined
+      ? undefined
+      : new URL(options.authorization.resourceUrl).pathname.replace(/\/+$/, '');
+  const servedMetadata = new Set(metadataPaths);
+  if (publicPath !== undefined && publicPath !== '')
+    servedMetadata.add(`/.well-known/oauth-protected-resource${publicPath}`);
   const allowedOrigins = options.allowedOrigins ? new Set(options.allowedOrigins) : undefined;
   const sessions = new Map<string, Session>();
   // Sessions being created: counted against the bound until initialize has run.
@@ -367,6 +441,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
       active: 0,
       inFlightSince: [],
       lastUsed: 0,
+      owner: authInfo === undefined ? '' : digest(authInfo.token).toString('hex'),
       cancelIdle: () => {},
       closeReason: undefined,
       finished: false,
@@ -405,25 +480,123 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     });
   };
 
-  /** The caller's credentials when the bearer token matches (constant time), `null` when it does not. */
-  const authenticate = (request: Request): AuthInfo | undefined | null => {
-    if (expectedToken === undefined) return undefined;
-    const header = request.headers.get('authorization') ?? '';
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    // Both sides are hashed first, so the comparison is constant-time and length-blind.
-    if (match === null || !timingSafeEqual(digest(match[1] as string), expectedToken)) return null;
-    return { token: match[1] as string, clientId: 'zulip-mcp', scopes: [] };
+  /** The presented bearer token, or undefined. */
+  const bearerOf = (request: Request): string | undefined =>
+    bearerTokenOf(request.headers.get('authorization'));
+
+  /**
+   * The one bearer check: the caller's credentials when the token is good (the one token, compared
+   * in constant time, or `verifyToken`'s answer), `{ refused }` when it is not; `undefined` when
+   * the server asks for none.
+   */
+  const authenticate = async (request: Request): Promise<AuthInfo | undefined | { refused: string }> => {
+    if (!authRequired) return undefined;
+    const presented = bearerOf(request);
+    if (presented === undefined) return { refused: 'a bearer token is required' };
+    if (options.verifyToken !== undefined) return options.verifyToken(presented);
+    if (!(tokenMatches as (presented: string) => boolean)(presented))
+      return { refused: 'the token is not valid' };
+    return { token: presented, clientId: 'zulip-mcp', scopes: [] };
+  };
+
+  /** The URL of the protected-resource metadata of the endpoint a request reached. */
+  const resourceOf = (request: Request): { resource: string; metadata: string } => {
+    const configured = options.authorization?.resourceUrl;
+    const base = configured === undefined ? undefined : new URL(configured);
+    const origin = base?.origin ?? `http://${request.headers.get('host') ?? new URL(request.url).host}`;
+    const resource = base?.href ?? `${origin}${endpointPath}`;
+    const path = base === undefined ? endpointPath : base.pathname.replace(/\/+$/, '');
+    return {
+      resource,
+      metadata: `${origin}/.well-known/oauth-protected-resource${path === '/' ? '' : path}`,
+    };
+  };
+
+  const unauthorized = (request: Request, why: string): Response => {
+    const { metadata } = resourceOf(request);
+    const presented = request.headers.get('authorization') !== null;
+    const help = options.authorization?.tokenHelp;
+    const quoted = (text: string) => text.replace(/[^\x20-\x7e]/g, '?').replace(/["\\]/g, "'");
+    const challenge = [
+      'Bearer realm="zulip-mcp"',
+      `resource_metadata="${quoted(metadata)}"`,
+      ...(presented ? ['error="invalid_token"', `error_description="${quoted(why)}"`] : []),
+    ].join(', ');
+    return jsonRpcError(
+      401,
+      -32000,
+      `Unauthorized: ${why}. ${help === undefined ? 'Ask the server’s operator for a token (zulip-mcp tokens create).' : `Get a token: ${help}`}`,
+      { 'www-authenticate': challenge },
+    );
+  };
+
+  /** Takes one request from the caller's bucket; the seconds until one is free when it is empty. */
+  const takeRequest = (caller: string): number | undefined => {
+    const limits = options.limits;
+    if (limits === undefined) return undefined;
+    const now = performance.now();
+    const bucket = buckets.get(caller) ?? { tokens: limits.perMinute, at: now };
+    bucket.tokens = Math.min(
+      limits.perMinute,
+      bucket.tokens + ((now - bucket.at) / 60_000) * limits.perMinute,
+    );
+    bucket.at = now;
+    buckets.set(caller, bucket);
+    if (bucket.tokens < 1) return Math.max(1, Math.ceil(((1 - bucket.tokens) * 60) / limits.perMinute));
+    bucket.tokens -= 1;
+    return undefined;
+  };
+
+  /** Counts a long wait for the caller until the response ends; false when the caller has as many as allowed. */
+  const takeWait = (caller: string, ended: Promise<void>): boolean => {
+    const limits = options.limits;
+    if (limits === undefined) return true;
+    const open = waits.get(caller) ?? 0;
+    if (open >= limits.maxWaits) return false;
+    waits.set(caller, open + 1);
+    void ended.then(() => {
+      const left = (waits.get(caller) ?? 1) - 1;
+      if (left <= 0) waits.delete(caller);
+      else waits.set(caller, left);
+    });
+    return true;
+  };
+
+  /** The admin API: its own bearer token, checked in constant time before the body is read. */
+  const routeAdmin = async (request: Request, path: string): Promise<Response> => {
+    if (options.admin === undefined || adminMatches === undefined) {
+      return jsonRpcError(404, -32000, `Not found: the MCP endpoint is ${endpointPath}`);
+    }
+    const presented = bearerOf(request);
+    if (presented === undefined || !adminMatches(presented)) {
+      return Response.json(
+        { error: 'unauthorized', message: 'the admin API needs the admin token (ZMCP_ADMIN_TOKEN)' },
+        { status: 401, headers: { 'www-authenticate': 'Bearer realm="zulip-mcp-admin"' } },
+      );
+    }
+    let body: unknown;
+    if (request.method === 'POST') {
+      try {
+        body = JSON.parse(await readBody(request, 64 * 1024));
+      } catch {
+        return Response.json(
+          { error: 'bad_request', message: 'the body is not JSON (or over 64 KiB)' },
+          { status: 400 },
+        );
+      }
+    }
+    return options.admin.handle(request, path, body);
   };
 
   const route = async (request: Request, ended: Promise<void>): Promise<Response> => {
     const url = new URL(request.url);
-    if (url.pathname !== endpointPath) {
+    const metadataRequest = authRequired && servedMetadata.has(url.pathname) && request.method === 'GET';
+    const adminRequest = url.pathname.startsWith(adminPrefix);
+    if (url.pathname !== endpointPath && !metadataRequest && !adminRequest) {
       return jsonRpcError(404, -32000, `Not found: the MCP endpoint is ${endpointPath}`);
     }
     if (loopback) {
-      const hostHeader = request.headers.get('host');
-      const hostname = hostHeader === null ? undefined : hostnameOf(hostHeader);
-      if (hostname === undefined || !isLoopbackHost(hostname)) {
+      if (!isLoopbackHostHeader(request.headers.get('host'))) {
         return jsonRpcError(403, -32000, 'Forbidden: Host header is not a loopback name');
       }
     }
@@ -435,16 +608,33 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
         return jsonRpcError(403, -32000, 'Forbidden: origin not allowed');
       }
     }
-    const authInfo = authenticate(request);
-    if (authInfo === null) {
-      const presented = request.headers.get('authorization') !== null;
-      return jsonRpcError(401, -32000, 'Unauthorized: a valid bearer token is required', {
-        'www-authenticate': presented
-          ? 'Bearer realm="zulip-mcp", error="invalid_token"'
-          : 'Bearer realm="zulip-mcp"',
+    if (metadataRequest) {
+      // RFC 9728: where this resource is and how tokens are presented; no authorization server is
+      // named, since tokens are issued by the operator (said in resource_documentation).
+      const help = options.authorization?.tokenHelp;
+      return Response.json({
+        resource: resourceOf(request).resource,
+        resource_name: 'zulip-mcp',
+        bearer_methods_supported: ['header'],
+        ...(help !== undefined && /^https?:\/\//.test(help) ? { resource_documentation: help } : {}),
+        ...(help !== undefined ? { token_help: help } : {}),
       });
     }
+    if (adminRequest) return routeAdmin(request, url.pathname.slice(adminPrefix.length));
+    const authInfo = await authenticate(request);
+    if (authInfo !== undefined && 'refused' in authInfo) return unauthorized(request, authInfo.refused);
     if (shuttingDown) return jsonRpcError(503, -32000, 'Server is shutting down');
+    const caller = authInfo?.clientId ?? 'anyone';
+    const wait = takeRequest(caller);
+    if (wait !== undefined) {
+      return jsonRpcError(
+        429,
+        -32000,
+        `MCP_RATE_LIMITED: this token made more than ${options.limits?.perMinute} requests in a minute; retry in ${wait} s`,
+        { 'retry-after': String(wait) },
+        { code: 'MCP_RATE_LIMITED', retryAfter: wait },
+      );
+    }
 
     const method = request.method;
     if (method !== 'POST' && method !== 'GET' && method !== 'DELETE') {
@@ -457,7 +647,9 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     let session: Session | undefined;
     if (sessionId !== null) {
       session = sessions.get(sessionId);
-      if (!session) return jsonRpcError(404, -32001, 'Session not found');
+      // A session another token made is not found for this one: the same answer as an unknown id.
+      const owner = authInfo === undefined ? '' : digest(authInfo.token).toString('hex');
+      if (!session || session.owner !== owner) return jsonRpcError(404, -32001, 'Session not found');
       track(session, method, ended);
     }
 
@@ -474,6 +666,18 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
             { connection: 'close' },
           );
         return jsonRpcError(400, -32700, 'Parse error: invalid JSON');
+      }
+    }
+
+    if (options.limits !== undefined && isLongWait(method, body, waitTools)) {
+      if (!takeWait(caller, ended)) {
+        return jsonRpcError(
+          429,
+          -32000,
+          `MCP_TOO_MANY_WAITS: this token holds ${options.limits.maxWaits} long waits (listen, subscriptions/listen) already; let one end first`,
+          { 'retry-after': '1' },
+          { code: 'MCP_TOO_MANY_WAITS', maxWaits: options.limits.maxWaits },
+        );
       }
     }
 
@@ -555,7 +759,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
 
   const address = httpServer.address() as AddressInfo;
   // A name can resolve beyond loopback (a hosts-file entry, say): judge the address actually bound.
-  if (expectedToken === undefined && !isLoopbackHost(address.address)) {
+  if (!authRequired && !isLoopbackHost(address.address)) {
     await new Promise<void>((resolve) => httpServer.close(() => resolve()));
     await modern?.close();
     throw new McpServerError(
@@ -567,7 +771,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   const url = `http://${hostForUrl}:${address.port}${endpointPath}`;
   logger.info('listening', {
     url,
-    auth: expectedToken ? 'bearer' : 'none',
+    auth: options.verifyToken !== undefined ? 'per-person tokens' : tokenMatches ? 'bearer' : 'none',
     eras: modern === undefined ? '2025' : '2026-07-28,2025',
   });
 

@@ -13,6 +13,9 @@ export { configSettings, configVariableNames, helpText, legacySettings, parseCon
 export type { McpServerErrorCode } from './errors.js';
 export { McpServerError } from './errors.js';
 export type {
+  AuthorizationInfo,
+  CallerLimits,
+  HttpAdmin,
   HttpListen,
   HttpServerContext,
   HttpServerOptions,

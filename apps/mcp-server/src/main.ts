@@ -1,18 +1,26 @@
 import { PassThrough, type Readable, type Writable } from 'node:stream';
-import type { Server } from '@modelcontextprotocol/server';
+import type { AuthInfo, Server } from '@modelcontextprotocol/server';
 import { StdioServerTransport, serveStdio } from '@modelcontextprotocol/server/stdio';
 import { type BinMain, defineMain, waitForAbort } from '@zmcp/cli';
+import { type Credentials, errorCode } from '@zmcp/core';
 import {
+  addDeliveryPanel,
+  addToolCallPanel,
   createMcpTasks,
   createToolServer,
+  deliveryProgress,
   type McpEra,
   type McpTasks,
   openMcpHandles,
   runServer,
   sharedServerEventBus,
+  type ToolCallObservation,
 } from '@zmcp/server-kit';
 import { type ResourceChanges, ToolHost } from '@zmcp/tools';
+import { z } from 'zod';
+import { AuditLog } from './audit.js';
 import { binName, type Config, helpText, parseConfig } from './config.js';
+import { McpServerError } from './errors.js';
 import {
   followSessionResources,
   HandleSessions,
@@ -21,9 +29,14 @@ import {
   type SessionHandlePayload,
   sessionResourceTemplates,
 } from './handle-sessions.js';
-import { type RunningHttpServer, startHttpServer } from './http.js';
+import { personServices } from './hosting.js';
+import { type HttpListen, type RunningHttpServer, startHttpServer } from './http.js';
 import type { Logger } from './logging.js';
+import { loadRealmConfigs } from './realms.js';
 import { type AgentSessionServices, buildServices, type Services } from './services.js';
+import { type RealmsAdmin, realmsAdmin, tokenAdmin, tokenToolsets } from './token-admin.js';
+import { parseExpiry, type TokenRefusal, TokenRegistry, tokenIdOf } from './tokens.js';
+import { auditMain, tokensMain } from './tokens-command.js';
 import { packageVersion } from './version.js';
 
 /** Streams and hooks of one run of {@link main}; each defaults to the process's own. */
@@ -141,6 +154,7 @@ function sessionServer(
     tasks?: McpTasks | undefined;
     track?: (<T>(work: Promise<T>) => Promise<T>) | undefined;
     channels?: boolean | undefined;
+    observe?: ((call: ToolCallObservation) => void) | undefined;
   },
 ): Server {
   return createToolServer({
@@ -160,13 +174,20 @@ function sessionServer(
     liveResourceUpdates: config.toolsets.includes('monitor'),
     tasks: extra.tasks,
     track: extra.track,
+    observe: extra.observe,
     ...(extra.channels === true && services.channels !== undefined
       ? { experimental: services.channels.experimental }
       : {}),
   });
 }
 
-async function serveStdioMain(config: Config, services: Services, logger: Logger, io: MainIo): Promise<void> {
+async function serveStdioMain(
+  config: Config,
+  services: Services,
+  logger: Logger,
+  io: MainIo,
+  observe: (call: ToolCallObservation) => void,
+): Promise<void> {
   const stdin = io.stdin ?? process.stdin;
   // The stdio session is the launcher's own and keeps ZULIP_SESSION_ID's cursors.
   const agent = services.openSession({ launched: true, cursors: 'durable' });
@@ -215,6 +236,7 @@ async function serveStdioMain(config: Config, services: Services, logger: Logger
       era: 'legacy',
       track: inFlight.track,
       channels: true,
+      observe,
     });
     channels.attach(server);
     onClosed(server, () => done('transport closed'));
@@ -233,6 +255,7 @@ async function serveStdioMain(config: Config, services: Services, logger: Logger
           era: ctx.era,
           tasks,
           track: inFlight.track,
+          observe,
         });
         server.onerror = onerror;
         onClosed(server, () => {
@@ -269,7 +292,21 @@ async function serveStdioMain(config: Config, services: Services, logger: Logger
 /** The resource updates of a per-request instance: none of its own (they go through the handler's bus). */
 const noChanges: ResourceChanges = { subscribe: () => () => {} };
 
-async function serveHttp(config: Config, services: Services, logger: Logger, io: MainIo): Promise<void> {
+/** What one caller's requests are served from: the process's own services, or one person's. */
+interface Tenant {
+  createServer(era: McpEra, authInfo: AuthInfo | undefined): Server;
+  releaseServer(server: Server): Promise<void>;
+  onListen(listen: HttpListen, ended: Promise<void>, notify: (uri: string) => void): void;
+  close(): Promise<void>;
+}
+
+/** Serves `services` over HTTP, both eras: 2025-era sessions with their own cursors, 2026-era requests through handles. */
+async function openTenant(
+  config: Config,
+  services: Services,
+  logger: Logger,
+  observe: (call: ToolCallObservation) => void,
+): Promise<Tenant> {
   const agents = new WeakMap<Server, AgentSessionServices>();
   const { store, account } = services.state;
   const handles = await openMcpHandles<SessionHandlePayload>({
@@ -308,27 +345,8 @@ async function serveHttp(config: Config, services: Services, logger: Logger, io:
     }
     return found;
   };
-  let running: RunningHttpServer | undefined;
-  const { broadcast } = services.state.backend;
-  running = await startHttpServer({
-    host: config.http.host,
-    port: config.http.port,
-    token: config.http.token,
-    allowedOrigins: config.http.allowedOrigins,
-    maxSessions: config.http.maxSessions,
-    sessionIdleMs: config.http.sessionIdleMs,
-    maxBodyBytes: services.maxRequestBytes,
-    // The tool deadline and the grace a late handler gets (the server's default, 1 s).
-    requestTimeoutMs: config.toolDeadlineMs + 1000,
-    // With ZULIP_STATE_URL, a change any process sees reaches the listen streams of every process.
-    bus:
-      broadcast === undefined
-        ? undefined
-        : sharedServerEventBus(broadcast, `mcp-listen/${services.state.account}`, (err) =>
-            logger.debug('a listen event went out without its params', { err }),
-          ),
-    logger,
-    createServer: ({ era, authInfo }) => {
+  return {
+    createServer(era, authInfo) {
       if (era === 'legacy') {
         // Each 2025-era session gets cursors of its own, so one client can neither consume nor
         // stop another's.
@@ -339,9 +357,7 @@ async function serveHttp(config: Config, services: Services, logger: Logger, io:
           agent,
           sessionHost(config, services, agent, logger, false),
           logger,
-          {
-            era,
-          },
+          { era, observe },
         );
         agents.set(server, agent);
         return server;
@@ -361,30 +377,290 @@ async function serveHttp(config: Config, services: Services, logger: Logger, io:
         resourceTemplates: templates,
         resourceChanges: noChanges,
         tasks,
+        observe,
       });
     },
-    releaseServer: async (server) => {
+    async releaseServer(server) {
       await agents.get(server)?.close();
     },
-    onListen: (listen, ended) => {
+    onListen(listen, ended, notify) {
       void followSessionResources(
         listen.resourceSubscriptions,
         sessions,
         listen.authInfo,
-        (uri) => running?.notify.resourceUpdated(uri),
+        notify,
         ended,
         logger,
       ).catch((err: unknown) => logger.warn('a listen stream could not follow its resources', { err }));
+    },
+    async close() {
+      await tasks.close();
+      await sessions.close();
+      await listing.close();
+    },
+  };
+}
+
+/**
+ * Per-person tokens (`ZMCP_HTTP_AUTH=people`): each request's token is checked against the state
+ * store (so a revocation anywhere is seen on the next request), and each token is served by a
+ * tenant of its own over the person's services, built once and kept while the token is good.
+ */
+function peopleAuth(
+  config: Config,
+  realms: readonly Services[],
+  logger: Logger,
+  observe: (call: ToolCallObservation) => void,
+) {
+  const secretKey = config.http.secretKey as Buffer;
+  const audit = new AuditLog({ path: config.http.auditLog, maxBytes: config.http.auditMaxBytes });
+  // Each realm's tokens are kept under its own state account, bound to its bot.
+  const served = realms.map((services) => {
+    const registry = new TokenRegistry({
+      store: services.state.store,
+      account: services.state.account,
+      secretKey,
+    });
+    return {
+      services,
+      registry,
+      admin: tokenAdmin({ registry, config, site: services.account.site, audit, logger }),
+    };
+  });
+  /** The token's grant in the realm that issued it, or why it is refused. */
+  const check = async (token: string) => {
+    for (const realm of served) {
+      const grant = await realm.registry.check(token);
+      if (grant !== 'unknown') return { realm, grant };
+    }
+    return { realm: undefined, grant: 'unknown' as const };
+  };
+  const tenants = new Map<string, Promise<Tenant>>();
+  const drop = (id: string) => {
+    const gone = tenants.get(id);
+    tenants.delete(id);
+    void gone?.then((t) => t.close()).catch(() => undefined);
+  };
+  const verifyToken = async (token: string): Promise<AuthInfo | { refused: string }> => {
+    const { realm, grant } = await check(token);
+    if (typeof grant === 'string' || realm === undefined) {
+      const id = tokenIdOf(token);
+      if (id !== undefined) drop(id);
+      return { refused: refusalText[typeof grant === 'string' ? grant : 'unknown'] };
+    }
+    const id = grant.info.id;
+    let tenant = tenants.get(id);
+    if (tenant === undefined) {
+      tenant = Promise.resolve()
+        .then(() =>
+          personServices({
+            config,
+            bot: realm.services,
+            token: grant.info,
+            apiKey: grant.apiKey(),
+            audit,
+            waits: { max: config.http.maxWaitsPerToken, tools: LONG_WAITS },
+            logger,
+          }),
+        )
+        .then((person) =>
+          openTenant(config, person, logger, observe).then((t) => ({
+            ...t,
+            close: async () => {
+              await t.close();
+              await person.close();
+            },
+          })),
+        );
+      tenants.set(id, tenant);
+      tenant.catch(() => tenants.delete(id));
+    }
+    try {
+      await tenant;
+    } catch (err) {
+      logger.warn('a token’s person could not be served', {
+        token: grant.info.label,
+        code: errorCode(err) ?? 'UNKNOWN',
+      });
+      const code = errorCode(err);
+      return {
+        refused:
+          code === 'CORE_UNAUTHORIZED'
+            ? 'Zulip no longer accepts the API key kept with this token; ask for a new token'
+            : code === 'MCP_SECRET_KEY_MISMATCH'
+              ? 'the server cannot read the key kept with this token; ask its operator'
+              : code === 'CORE_CONFIG_INVALID'
+                ? 'the server’s write allowlist names a stream this person cannot see; ask its operator'
+                : 'the person’s account could not be opened; try again later',
+      };
+    }
+    return { token, clientId: id, scopes: [...grant.info.toolsets] };
+  };
+  const tenantOf = (authInfo: AuthInfo | undefined): Promise<Tenant> => {
+    const tenant = authInfo === undefined ? undefined : tenants.get(authInfo.clientId);
+    if (tenant === undefined) throw new McpServerError('MCP_TOKEN_UNKNOWN', 'the token’s tenant is gone');
+    return tenant;
+  };
+  const admin = realmsAdmin(served.map((r) => r.admin));
+  return {
+    verifyToken,
+    tenantOf,
+    admin,
+    async close() {
+      await Promise.allSettled([...tenants.values()].map((t) => t.then((x) => x.close())));
+      tenants.clear();
+    },
+  };
+}
+
+const refusalText: Readonly<Record<TokenRefusal, string>> = {
+  malformed: 'the token is not valid',
+  unknown: 'the token is not valid',
+  revoked: 'the token was revoked',
+  expired: 'the token has expired',
+};
+
+async function serveHttp(
+  config: Config,
+  realms: readonly Services[],
+  logger: Logger,
+  io: MainIo,
+  observe: (call: ToolCallObservation) => void,
+): Promise<void> {
+  const services = realms[0] as Services;
+  const people = config.http.auth === 'people' ? peopleAuth(config, realms, logger, observe) : undefined;
+  const own = people === undefined ? await openTenant(config, services, logger, observe) : undefined;
+  const tenantOf = (authInfo: AuthInfo | undefined): Promise<Tenant> | Tenant =>
+    own ?? (people as NonNullable<typeof people>).tenantOf(authInfo);
+  const owners = new WeakMap<Server, Tenant>();
+  const { broadcast } = services.state.backend;
+  let running: RunningHttpServer | undefined;
+  running = await startHttpServer({
+    host: config.http.host,
+    port: config.http.port,
+    token: config.http.token,
+    verifyToken: people?.verifyToken,
+    authorization: { resourceUrl: config.http.publicUrl, tokenHelp: config.http.tokenHelp },
+    limits:
+      people === undefined
+        ? undefined
+        : {
+            perMinute: config.http.rateLimitPerMinute,
+            maxWaits: config.http.maxWaitsPerToken,
+            // The waiting tools are counted where they run (a task outlives its request): the
+            // router counts the subscriptions/listen streams.
+            waitTools: [],
+          },
+    admin:
+      people === undefined || config.http.adminToken === undefined
+        ? undefined
+        : {
+            token: config.http.adminToken,
+            handle: (request, path, body) => adminApi(people.admin, request, path, body),
+          },
+    allowedOrigins: config.http.allowedOrigins,
+    maxSessions: config.http.maxSessions,
+    sessionIdleMs: config.http.sessionIdleMs,
+    maxBodyBytes: services.maxRequestBytes,
+    // The tool deadline and the grace a late handler gets (the server's default, 1 s).
+    requestTimeoutMs: config.toolDeadlineMs + 1000,
+    // With ZULIP_STATE_URL, a change any process sees reaches the listen streams of every process.
+    bus:
+      broadcast === undefined
+        ? undefined
+        : sharedServerEventBus(broadcast, `mcp-listen/${services.state.account}`, (err) =>
+            logger.debug('a listen event went out without its params', { err }),
+          ),
+    logger,
+    createServer: async ({ era, authInfo }) => {
+      const tenant = await tenantOf(authInfo);
+      const server = tenant.createServer(era, authInfo);
+      owners.set(server, tenant);
+      return server;
+    },
+    releaseServer: async (server) => {
+      await owners.get(server)?.releaseServer(server);
+    },
+    onListen: (listen, ended) => {
+      void Promise.resolve(tenantOf(listen.authInfo))
+        .then((tenant) => tenant.onListen(listen, ended, (uri) => running?.notify.resourceUpdated(uri)))
+        .catch((err: unknown) => logger.warn('a listen stream could not follow its resources', { err }));
     },
   });
   io.onReady?.({ transport: 'http', url: running.url });
   await waitForAbort(io.shutdown);
   logger.info('shutting down', { why: 'shutdown requested', sessions: running.sessionCount() });
   await running.close();
-  await tasks.close();
-  await sessions.close();
-  await listing.close();
+  await own?.close();
+  await people?.close();
 }
+
+/** The admin API: `GET tokens`, `POST tokens` (a token request), `DELETE tokens/<id or label>`. */
+async function adminApi(
+  admin: RealmsAdmin,
+  request: Request,
+  path: string,
+  body: unknown,
+): Promise<Response> {
+  const fail = (status: number, err: unknown) =>
+    Response.json(
+      { error: errorCode(err) ?? 'failed', message: err instanceof Error ? err.message : 'failed' },
+      { status },
+    );
+  try {
+    if (path === 'tokens' && request.method === 'GET') return Response.json({ tokens: await admin.list() });
+    if (path === 'tokens' && request.method === 'POST') {
+      const parsed = AdminCreateSchema.safeParse(body);
+      if (!parsed.success) {
+        throw new McpServerError(
+          'MCP_TOKEN_INVALID',
+          `expected { label, email, apiKey, expires?, toolsets?, writeAs? }: ${parsed.error.issues[0]?.path.join('.') ?? ''} ${parsed.error.issues[0]?.message ?? ''}`,
+        );
+      }
+      const expiresAt = parseExpiry(parsed.data.expires ?? '90d', Date.now());
+      if (expiresAt === undefined) {
+        throw new McpServerError('MCP_TOKEN_INVALID', 'expires takes never, a duration (90d, 12h) or a date');
+      }
+      const created = await admin.create(
+        {
+          label: parsed.data.label,
+          email: parsed.data.email,
+          apiKey: parsed.data.apiKey,
+          expiresAt,
+          toolsets: tokenToolsets(parsed.data.toolsets),
+          writeAs: parsed.data.writeAs ?? 'bot',
+          realm: parsed.data.realm,
+        },
+        'http',
+      );
+      return Response.json(created, { status: 201 });
+    }
+    if (path.startsWith('tokens/') && request.method === 'DELETE') {
+      return Response.json({
+        revoked: await admin.revoke(decodeURIComponent(path.slice('tokens/'.length)), 'http'),
+      });
+    }
+    return Response.json(
+      { error: 'not_found', message: 'GET/POST /admin/tokens, DELETE /admin/tokens/<id>' },
+      { status: 404 },
+    );
+  } catch (err) {
+    const code = errorCode(err);
+    if (code === 'MCP_TOKEN_INVALID') return fail(400, err);
+    if (code === 'MCP_TOKEN_UNKNOWN') return fail(404, err);
+    return fail(500, new Error('the operation failed; the server log says why'));
+  }
+}
+
+const AdminCreateSchema = z.object({
+  label: z.string(),
+  email: z.string(),
+  apiKey: z.string().regex(/^[\x21-\x7e]{8,200}$/),
+  expires: z.string().optional(),
+  toolsets: z.string().optional(),
+  writeAs: z.enum(['bot', 'person', 'none']).optional(),
+  realm: z.string().optional(),
+});
 
 /**
  * Runs the `zulip-mcp` command: parses `argv` and `env`, prints help or the version, or
@@ -394,27 +670,90 @@ async function serveHttp(config: Config, services: Services, logger: Logger, io:
  * bad variable or flag, missing or malformed credentials or zuliprc, credentials Zulip refuses,
  * a missing upload root).
  * Only help, the version and the JSON-RPC wire go to stdout; everything else to stderr.
+ * `zulip-mcp tokens <create|list|revoke>` and `zulip-mcp audit` are the operator's commands of a
+ * server hosted for an organization (ZMCP_HTTP_AUTH=people): the new token is the only thing
+ * printed on stdout; the person's API key is read from `io.stdin` or a file.
  */
-export const main: BinMain<MainIo> = defineMain({
+export const main: BinMain<MainIo> = (argv, env, io = {}) => {
+  if (argv[0] === 'tokens') return tokensMain(argv.slice(1), env, io);
+  if (argv[0] === 'audit') return auditMain(argv.slice(1), env, io);
+  return serverMain(argv, env, io);
+};
+
+/**
+ * The services of every realm the server fronts: the configured one first, then those of
+ * `ZMCP_REALMS_FILE`, each on its own bot account, policy and state account.
+ */
+async function openRealms(
+  config: Config,
+  logger: Logger,
+  credentials: Credentials,
+  progress: ReturnType<typeof deliveryProgress>,
+): Promise<{ realms: Services[]; close(): Promise<void> }> {
+  const realms = [await buildServices(config, logger, credentials, progress)];
+  const close = async () => {
+    await Promise.allSettled(realms.map((r) => r.close()));
+  };
+  try {
+    if (config.http.realmsFile !== undefined) {
+      for (const realmConfig of await loadRealmConfigs(config.http.realmsFile, config)) {
+        const opened = await buildServices(realmConfig, logger);
+        realms.push(opened);
+        if (realms.some((r) => r !== opened && r.state.account === opened.state.account)) {
+          throw new McpServerError(
+            'MCP_CONFIG_INVALID',
+            `ZMCP_REALMS_FILE: ${config.http.realmsFile}: ${opened.account.site} (bot ${opened.account.email}) is listed twice`,
+          );
+        }
+      }
+      logger.info('fronting several realms', { realms: realms.map((r) => r.account.site).join(',') });
+    }
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  return { realms, close };
+}
+
+/** The server itself: `zulip-mcp [--http]`. */
+const serverMain: BinMain<MainIo> = defineMain({
   bin: binName,
   help: helpText,
   version: packageVersion,
   configure: (env, argv) => parseConfig(env, argv),
-  run: serve,
+  run: (config, io, env) => serve(config, io, env.ZULIP_SECRET_KEY),
 });
 
 /** Builds the services for a valid configuration and serves them until the end of the session. */
-function serve(config: Config, io: MainIo): Promise<number> {
+function serve(config: Config, io: MainIo, secretKeyText: string | undefined): Promise<number> {
   return runServer({
     bin: binName,
     config,
     stderr: io.stderr ?? process.stderr,
-    secrets: [config.http.token],
+    secrets: [
+      config.http.token,
+      config.http.adminToken,
+      config.http.secretKey?.toString('base64'),
+      secretKeyText,
+    ],
+    version: packageVersion(),
     demo: { realmName: 'zulip-mcp demo' },
-    open: ({ config, logger, credentials }) => buildServices(config, logger, credentials),
-    serve: async (services, { config, logger }) => {
-      if (config.transport === 'http') await serveHttp(config, services, logger, io);
-      else await serveStdioMain(config, services, logger, io);
+    open: ({ config, logger, credentials, console }) =>
+      openRealms(config, logger, credentials, deliveryProgress(console)),
+    configurationProblem: (err) =>
+      errorCode(err) === 'MCP_CONFIG_INVALID' ? (err as Error).message : undefined,
+    serve: async ({ realms }, { config, logger, console }) => {
+      // Every tool call of every instance, either era, either transport, observed once.
+      const observe = addToolCallPanel(console);
+      const channels = (realms[0] as Services).channels;
+      if (channels !== undefined) {
+        addDeliveryPanel(console, {
+          snapshot: () => channels.snapshot(),
+          idleText: 'Claude Code channels start delivering once the client has initialized.',
+        });
+      }
+      if (config.transport === 'http') await serveHttp(config, realms, logger, io, observe);
+      else await serveStdioMain(config, realms[0] as Services, logger, io, observe);
     },
   });
 }

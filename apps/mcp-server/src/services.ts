@@ -1,6 +1,7 @@
 import { stat } from 'node:fs/promises';
 import type { Credentials, Logger } from '@zmcp/core';
 import {
+  type DeliveryProgress,
   FileStateStore,
   MemoryStateStore,
   MonitorStore,
@@ -59,6 +60,8 @@ export interface Services {
   channels: ClaudeChannels | undefined;
   /** The state store every process sharing the state directory reads, and this realm and bot's key in it. */
   state: { store: StateStore; account: string; backend: ZulipRuntime['backend'] };
+  /** The realm's URL and the account the services act as. */
+  account: { site: string; userId: number; email: string; fullName: string };
   /** Closes the sessions still open, then connections, timers and files; called once at shutdown. */
   close(): Promise<void>;
 }
@@ -146,6 +149,7 @@ export async function buildServices(
   config: Config,
   logger: Logger,
   credentials?: Credentials,
+  onProgress?: (progress: DeliveryProgress) => void,
 ): Promise<Services> {
   const runtime = await openZulipRuntime({ settings: config, logger, credentials });
   const { client, services, policy, store, account, identity } = runtime;
@@ -167,6 +171,7 @@ export async function buildServices(
           permissionRelay: config.claudeChannels.permissionRelay,
           toolsets: config.toolsets,
           logger,
+          onProgress,
         })
       : undefined;
     const instructions = instructionsFor(config, identity, served);
@@ -175,6 +180,12 @@ export async function buildServices(
       instructions: channels === undefined ? instructions : `${instructions}\n${channels.instructions}`,
       channels,
       state: { store, account, backend: runtime.backend },
+      account: {
+        site: client.site,
+        userId: identity.user_id,
+        email: identity.email,
+        fullName: identity.full_name,
+      },
       maxRequestBytes: maxInlineAttachmentChars(services.maxFileBytes) + REQUEST_OVERHEAD_BYTES,
       openSession({ launched, cursors, stateSession }) {
         const launch = config.session.launch;

@@ -20,6 +20,37 @@ function parse(env: Record<string, string>, argv: string[] = []): Config {
   return parseConfig({ ...home, ...env }, argv, { exists: () => false });
 }
 
+describe('parseConfig: hosting for an organization', () => {
+  const key = Buffer.alloc(32, 1).toString('base64');
+  it('refuses per-person tokens without ZULIP_SECRET_KEY, over stdio, or beside the shared token', () => {
+    expect(problems({ ZMCP_HTTP_AUTH: 'people' }, ['--http'])).toEqual([
+      expect.stringMatching(/^ZULIP_SECRET_KEY: is required with ZMCP_HTTP_AUTH=people/),
+    ]);
+    expect(problems({ ZMCP_HTTP_AUTH: 'people', ZULIP_SECRET_KEY: key })).toEqual([
+      expect.stringMatching(/^ZMCP_HTTP_AUTH: people serves Streamable HTTP only/),
+    ]);
+    expect(
+      problems({ ZMCP_HTTP_AUTH: 'people', ZULIP_SECRET_KEY: key, ZMCP_HTTP_TOKEN: 'x'.repeat(20) }, [
+        '--http',
+      ]),
+    ).toEqual([expect.stringMatching(/^ZMCP_HTTP_TOKEN: is not used with ZMCP_HTTP_AUTH=people/)]);
+  });
+
+  it('takes a 32-byte secret key as base64 or hex, never showing a bad one', () => {
+    expect(parse({ ZULIP_SECRET_KEY: key }).http.secretKey).toEqual(Buffer.alloc(32, 1));
+    expect(parse({ ZULIP_SECRET_KEY: 'ab'.repeat(32) }).http.secretKey).toEqual(Buffer.alloc(32, 0xab));
+    const bad = problems({ ZULIP_SECRET_KEY: 'too-short-secret-value' });
+    expect(bad).toEqual([expect.stringMatching(/^ZULIP_SECRET_KEY: expected 32 bytes/)]);
+    expect(bad.join('')).not.toContain('too-short-secret-value');
+  });
+
+  it('puts the audit log in the state directory unless told', () => {
+    const config = parse({ ZULIP_STATE_DIR: '/srv/zmcp' });
+    expect(config.http.auditLog).toBe(resolve('/srv/zmcp/audit.log'));
+    expect(config.http).toMatchObject({ auth: 'token', rateLimitPerMinute: 600, maxWaitsPerToken: 4 });
+  });
+});
+
 describe('parseConfig', () => {
   it('fills in the documented defaults', () => {
     const config = parse({});

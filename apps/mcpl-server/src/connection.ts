@@ -50,6 +50,7 @@ export class Connection {
       catchUp: { maxMessages: config.catchUpLimit },
       markRead: config.markRead,
       admission: runtime.admission,
+      onProgress: runtime.onProgress,
       logger,
     });
     session.on('close', () => void this.close());

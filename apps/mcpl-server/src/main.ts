@@ -79,7 +79,9 @@ function serve(config: McplConfig, io: MainIo): Promise<number> {
       // The demo's DMs and private streams are part of the tour.
       configure: (demo) => ({ ...demo, filtersFile: undefined, privateStreams: '__ALL__' }),
     },
-    open: ({ config, logger, credentials }) => createZulipMcpl({ config, logger, credentials }),
+    version: packageVersion(),
+    open: ({ config, logger, credentials, console }) =>
+      createZulipMcpl({ config, logger, credentials, console }),
     serve: async (app, { config, logger }) => {
       const why =
         config.tcpPort === undefined

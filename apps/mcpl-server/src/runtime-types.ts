@@ -1,5 +1,5 @@
 import type { AccessPolicy, AdmissionGate, Logger, ZulipClient } from '@zmcp/core';
-import type { FiltersPlane, OpenEventSource, StateStore } from '@zmcp/delivery';
+import type { DeliveryProgress, FiltersPlane, OpenEventSource, StateStore } from '@zmcp/delivery';
 import type { BoundTool, ToolServices } from '@zmcp/tools';
 import type { McplConfig } from './config.js';
 import type { SentLog } from './sent-log.js';
@@ -25,4 +25,6 @@ export interface Runtime {
   readonly filters: FiltersPlane;
   /** What the agent sent, for rollback. */
   readonly sent: SentLog;
+  /** Told how each connection's catch-up and re-registration sweeps go (the operator console). */
+  readonly onProgress?: ((progress: DeliveryProgress) => void) | undefined;
 }

@@ -34,9 +34,13 @@ import {
   withCheckpoint,
 } from '@zmcp/mcpl';
 import {
+  addDeliveryPanel,
+  addToolCallPanel,
   callMcpTool,
+  deliveryProgress,
   instructionLines,
   listMcpTools,
+  type OperatorConsole,
   openZulipRuntime,
   type ZulipRuntime,
 } from '@zmcp/server-kit';
@@ -130,6 +134,11 @@ export interface ZulipMcplOptions {
   logger?: Logger | undefined;
   /** The account's credentials; default: loaded as configured (variables, then the zuliprc). */
   credentials?: Credentials | undefined;
+  /**
+   * The process's operator console (`runServer`'s): it gets the tool-call and delivery panels and
+   * metrics, and the catch-up and re-registration sweeps as progress. Default: none.
+   */
+  console?: OperatorConsole | undefined;
 }
 
 /**
@@ -183,8 +192,9 @@ export async function createZulipMcpl(options: ZulipMcplOptions): Promise<ZulipM
       events: zulip.events,
       filters,
       sent: new SentLog(),
+      onProgress: options.console === undefined ? undefined : deliveryProgress(options.console),
     };
-    return assemble(runtime, zulip, filters);
+    return assemble(runtime, zulip, filters, options.console);
   } catch (err) {
     await filters?.close().catch(() => undefined);
     await zulip.close();
@@ -192,11 +202,28 @@ export async function createZulipMcpl(options: ZulipMcplOptions): Promise<ZulipM
   }
 }
 
-function assemble(runtime: Runtime, zulip: ZulipRuntime, filters: FiltersPlane): ZulipMcpl {
+function assemble(
+  runtime: Runtime,
+  zulip: ZulipRuntime,
+  filters: FiltersPlane,
+  operatorConsole: OperatorConsole | undefined,
+): ZulipMcpl {
   const { config, logger, client, policy, services } = runtime;
   const { identity } = zulip;
   const connections = new WeakMap<McplSession, Connection>();
   const open = new Set<Connection>();
+  const observe = operatorConsole === undefined ? undefined : addToolCallPanel(operatorConsole);
+  if (operatorConsole !== undefined) {
+    addDeliveryPanel(operatorConsole, {
+      // One host delivers at a time: the newest connection whose engine started.
+      snapshot: () =>
+        [...open]
+          .reverse()
+          .find((c) => c.engine.status().state !== 'idle')
+          ?.engine.snapshot(),
+      idleText: 'No host is connected: live delivery starts when one is (its watermarks are kept).',
+    });
+  }
   let previous: Promise<void> = Promise.resolve();
 
   const connectionOf = (session: McplSession): Connection => {
@@ -337,7 +364,11 @@ function assemble(runtime: Runtime, zulip: ZulipRuntime, filters: FiltersPlane):
       featureSet: (name) => featureSets.get(name),
       call: async (params, context) => {
         const host = connectionOf(context.session).toolHost();
-        const outcome = await callMcpTool(host, params, context.extra);
+        const outcome = await callMcpTool(host, params, context.extra, {
+          observe,
+          // MCPL and its plain-MCP hosts speak the 2025 era.
+          caller: { era: 'legacy', client: context.session.hostInfo?.name ?? 'unknown' },
+        });
         if (!outcome.isError && SENDING_TOOLS.has(params.name)) {
           const { message_id: id, stream_id: streamId, recipient_ids: recipients } = outcome.structured;
           // Where it went: send_message gives its stream's id, send_dm its recipients.

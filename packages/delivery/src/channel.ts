@@ -138,6 +138,10 @@ export class Channel {
   ambientTo: number | undefined;
   /** The newest offered ids, persisted so changes to them surface after a restart. */
   recentSeen: number[] = [];
+  /** The newest message id seen for this channel (live, replayed or swept): what the watermark is behind. */
+  newestSeen = 0;
+  /** UNIX seconds of the oldest message not accepted, once it left the queue to be read again from history. */
+  unacceptedSince: number | undefined;
 
   constructor(key: ChannelKey, target: ChannelTarget, id: string, watermark: number) {
     this.key = key;

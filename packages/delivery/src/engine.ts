@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
@@ -145,6 +146,14 @@ export interface DeliveryEngineOptions {
    */
   admission?: AdmissionGate | undefined;
   logger?: Logger | undefined;
+  /**
+   * Told how long work goes: the start-up catch-up sweep and the sweep after an event-queue
+   * expiry (a re-registration), after each page of history and at the end. For a status page or a
+   * progress line; never given message content.
+   */
+  onProgress?: ((progress: DeliveryProgress) => void) | undefined;
+  /** The clock of the snapshot's times. Default `Date.now`. */
+  now?: (() => number) | undefined;
   /** Event-queue tuning (tests shorten these). */
   queue?:
     | {
@@ -236,6 +245,77 @@ export interface MissedReport {
   readonly info?: MissedInfo;
   /** Whether the tally was cleared. */
   readonly cleared: boolean;
+}
+
+/** How far one long piece of the engine's work has come: see `DeliveryEngineOptions.onProgress`. */
+export interface DeliveryProgress {
+  /** `catch-up`: the start-up sweep; `re-registration`: the sweep after an event-queue expiry. */
+  readonly work: 'catch-up' | 're-registration';
+  /** The message id range read: above `afterId`, through `throughId`. */
+  readonly afterId: number;
+  readonly throughId: number;
+  /** The newest id read so far. */
+  readonly reachedId: number;
+  /** Messages read so far. */
+  readonly messages: number;
+  /** Set on the last report: `done`, or `failed` with the engine closing or an error. */
+  readonly outcome?: 'done' | 'failed';
+}
+
+/** One channel's delivery figures in a {@link DeliverySnapshot}. */
+export interface ChannelFigures {
+  readonly channel: ChannelDescriptor;
+  /**
+   * The channel as people name it, not escaped (`#general`, `DM with Ann Lee`): names are chosen
+   * by anyone, so escape it for wherever it goes (`channel.label` is escaped for a model).
+   */
+  readonly name: string;
+  readonly open: boolean;
+  readonly refused: boolean;
+  readonly muted: boolean;
+  /** Every deliverable message up to this id was accepted by the host. */
+  readonly watermark: number;
+  /** The newest message id seen in the channel (0: none since start). */
+  readonly newestId: number;
+  /** Messages known above the watermark and not accepted yet (queued or held); more may wait in history while `recovering`. */
+  readonly pending: number;
+  /** How long the oldest message not accepted has waited, in seconds; 0 when the channel is caught up. */
+  readonly lagSeconds: number;
+  /** Live messages held while the channel reads from history. */
+  readonly held: number;
+  /** Ambient messages dropped while closed, since the tally was last cleared. */
+  readonly missed: number;
+  /** Reading from history after an unaccepted offer, a gap or an overflow. */
+  readonly recovering: boolean;
+}
+
+/** What {@link DeliveryEngine.snapshot} reports: everything a status page or metrics show. */
+export interface DeliverySnapshot {
+  readonly status: EngineStatus;
+  /** The newest message id Zulip reported (registration, events, sweeps). */
+  readonly head: number;
+  readonly channels: readonly ChannelFigures[];
+  readonly filters: {
+    readonly stale: boolean;
+    /** Why it is stale (no content of the file). */
+    readonly staleReason?: string;
+    /** When it last changed state (came into force, or went stale), as UNIX milliseconds. */
+    readonly since: number;
+    readonly revision: number;
+    /** A short digest of the filters in force (sha-256 of their JSON, 12 hex digits). */
+    readonly digest: string;
+    readonly location: string;
+  };
+  readonly eventQueue: {
+    /** When the queue was last registered (UNIX ms); undefined before start. */
+    readonly registeredAt?: number;
+    /** When the last batch of events arrived (UNIX ms). */
+    readonly lastEventAt?: number;
+    /** Re-registrations after an expiry since start. */
+    readonly reRegistrations: number;
+  };
+  /** Since start: items the host accepted (incoming and pushed), offers it did not accept, ambient messages dropped. */
+  readonly totals: { readonly accepted: number; readonly notAccepted: number; readonly dropped: number };
 }
 
 /** The engine's health, for a status resource or a log line. */
@@ -363,6 +443,12 @@ export class DeliveryEngine {
   /** While a batch of events is routed: the channels to offer once it is done. */
   #deferred: Set<Channel> | undefined;
   readonly #ownChanges = new Set<number>();
+  readonly #now: () => number;
+  #registeredAt: number | undefined;
+  #lastEventAt: number | undefined;
+  #reRegistrations = 0;
+  #filtersSince: number;
+  readonly #totals = { accepted: 0, notAccepted: 0, dropped: 0 };
 
   /**
    * @throws DeliveryError `DELIVERY_INVALID_SESSION_ID`; `DELIVERY_INVALID_ARGUMENT` for a bad limit or account.
@@ -376,6 +462,8 @@ export class DeliveryEngine {
     this.#sink = options.sink;
     this.#filters = options.filters;
     this.#logger = options.logger ?? noopLogger;
+    this.#now = options.now ?? Date.now;
+    this.#filtersSince = this.#now();
     const session = parseSessionId(options.session);
     this.#key =
       options.account === undefined
@@ -469,6 +557,7 @@ export class DeliveryEngine {
       logger: this.#logger,
     });
     this.#queue = queue;
+    this.#registeredAt = this.#now();
     const reg = queue.registration;
     if (reg.user_id === undefined) {
       throw new DeliveryError(
@@ -495,7 +584,10 @@ export class DeliveryEngine {
     this.#applyRegistration(reg);
     for (const [key, state] of Object.entries(saved?.channels ?? {})) this.#restore(key, state);
     await this.#discover(previousHead);
+    let wasStale = this.#filters.stale;
     this.#unsubscribeFilters = this.#filters.subscribe((event) => {
+      if (event.kind === 'reloaded' || !wasStale) this.#filtersSince = this.#now();
+      wasStale = event.kind === 'stale';
       if (event.kind === 'reloaded') this.#onFiltersChanged();
     });
     for (const id of open) {
@@ -525,7 +617,7 @@ export class DeliveryEngine {
     const from = Math.min(through, ...registered.map((c) => c.w));
     if (through > from) {
       const collectors = new Map<Channel, MissedCollector>();
-      await this.#sweepWithRetry(from, through, (m) => {
+      await this.#sweepWithRetry('catch-up', from, through, (m) => {
         const c = this.#channelFor(m, previousHead);
         if (c === undefined || m.id <= c.w || c.above.has(m.id)) return;
         const verdict = this.#judge(c, m);
@@ -668,6 +760,73 @@ export class DeliveryEngine {
       recovering,
       stateWriteFailures: this.#writer.failures,
       ...(this.#waitingFor === undefined ? {} : { waitingFor: this.#waitingFor }),
+    };
+  }
+
+  /**
+   * Everything a status page or metrics show, read-only: the engine's health, each registered
+   * channel's watermark and lag, the filters plane (stale or in force, since when, a digest), the
+   * event queue's registration and last event time, and running totals. Carries no message content.
+   */
+  snapshot(): DeliverySnapshot {
+    const now = this.#now();
+    const channels: ChannelFigures[] = [];
+    for (const c of this.#channels.values()) {
+      if (!c.registered) continue;
+      let pending = c.held.length;
+      let oldest: number | undefined;
+      for (let i = 0; ; i++) {
+        const e = c.queue.at(i);
+        if (e === undefined) break;
+        if (e.t !== 'm' || e.m.id <= c.w || c.above.has(e.m.id)) continue;
+        pending += 1;
+        if (oldest === undefined || e.m.timestamp < oldest) oldest = e.m.timestamp;
+      }
+      for (const m of c.held) if (oldest === undefined || m.timestamp < oldest) oldest = m.timestamp;
+      const behind = Math.max(c.newestSeen, c.lastEnqueued) > c.w;
+      if (!behind) c.unacceptedSince = undefined;
+      else if (c.unacceptedSince !== undefined)
+        oldest = Math.min(oldest ?? c.unacceptedSince, c.unacceptedSince);
+      const info = this.#info(c);
+      const name =
+        c.target.kind === 'stream'
+          ? `#${this.#streamOf(c)?.name ?? c.id.slice(6)}`
+          : `DM with ${c.target.userIds.map((u) => this.#users.get(u)?.name ?? `user ${u}`).join(', ')}`;
+      channels.push({
+        channel: info.channel,
+        name,
+        open: info.open,
+        refused: info.refused,
+        muted: info.muted,
+        watermark: c.w,
+        newestId: c.newestSeen,
+        pending,
+        lagSeconds: behind && oldest !== undefined ? Math.max(0, Math.round(now / 1000 - oldest)) : 0,
+        held: c.held.length,
+        missed: c.ambient,
+        recovering: c.replayNeeded,
+      });
+    }
+    channels.sort((a, b) => (a.channel.id < b.channel.id ? -1 : a.channel.id > b.channel.id ? 1 : 0));
+    const view = this.#filters.view();
+    return {
+      status: this.status(),
+      head: this.#head,
+      channels,
+      filters: {
+        stale: view.stale,
+        ...(view.staleReason === undefined ? {} : { staleReason: view.staleReason }),
+        since: this.#filtersSince,
+        revision: view.revision,
+        digest: createHash('sha256').update(JSON.stringify(view.filters)).digest('hex').slice(0, 12),
+        location: view.location,
+      },
+      eventQueue: {
+        ...(this.#registeredAt === undefined ? {} : { registeredAt: this.#registeredAt }),
+        ...(this.#lastEventAt === undefined ? {} : { lastEventAt: this.#lastEventAt }),
+        reRegistrations: this.#reRegistrations,
+      },
+      totals: { ...this.#totals },
     };
   }
 
@@ -1394,6 +1553,7 @@ export class DeliveryEngine {
     if (m.id > this.#head) this.#head = m.id;
     const c = this.#channelFor(m);
     if (c === undefined) return;
+    if (m.id > c.newestSeen) c.newestSeen = m.id;
     if (c.replayNeeded) {
       if (!recovered) this.#hold(c, m);
       return;
@@ -1475,7 +1635,10 @@ export class DeliveryEngine {
       const verdict = this.#judge(c, m);
       if (verdict === 'skip' || verdict === 'drop') {
         c.queue.drop(1);
-        if (verdict === 'drop') c.tallyAmbient(m.id);
+        if (verdict === 'drop') {
+          c.tallyAmbient(m.id);
+          this.#totals.dropped += 1;
+        }
         c.advance(m.id);
         this.#writer.mark();
         continue;
@@ -1563,6 +1726,7 @@ export class DeliveryEngine {
           : new Set<string>();
     let prefix = true;
     let missing = false;
+    let oldestMissing: number | undefined;
     const readIds: number[] = [];
     for (const { e, deliver } of run) {
       if (e.t !== 'm') continue;
@@ -1572,10 +1736,12 @@ export class DeliveryEngine {
         continue;
       }
       if (accepted.has(String(id))) {
+        this.#totals.accepted += 1;
         readIds.push(id);
         if (prefix) c.advance(id);
         else if (c.above.size < MAX_ABOVE) c.above.add(id);
       } else {
+        if (!missing) oldestMissing = e.m.timestamp;
         prefix = false;
         missing = true;
       }
@@ -1583,8 +1749,9 @@ export class DeliveryEngine {
     this.#writer.mark();
     this.#markRead(readIds);
     c.busy = false;
-    if (missing) this.#notAccepted(c, outcome === undefined ? 'nothing offered' : this.#why(outcome));
-    else if (accepted.size > 0) this.#answered(c);
+    if (missing) {
+      this.#notAccepted(c, outcome === undefined ? 'nothing offered' : this.#why(outcome), oldestMissing);
+    } else if (accepted.size > 0) this.#answered(c);
     this.#pump(c);
   }
 
@@ -1610,12 +1777,13 @@ export class DeliveryEngine {
     if (outcome.kind === 'ok' && outcome.value.kind === 'answered' && outcome.value.accepted) {
       if (c.queue.at(0) === e) c.queue.drop(1);
       c.advance(e.m.id);
+      this.#totals.accepted += 1;
       this.#writer.mark();
       this.#markRead([e.m.id]);
       this.#answered(c);
     } else {
       if (c.queue.at(0) === e) c.queue.drop(1);
-      this.#notAccepted(c, this.#why(outcome));
+      this.#notAccepted(c, this.#why(outcome), e.m.timestamp);
     }
     this.#pump(c);
   }
@@ -1650,6 +1818,7 @@ export class DeliveryEngine {
     if (outcome.kind === 'ok' && outcome.value.kind === 'answered' && outcome.value.accepted) {
       c.queue.drop(1);
       c.advance(e.through);
+      this.#totals.accepted += 1;
       this.#writer.mark();
       this.#markRead(e.event.items.map((i) => i.messageId));
       this.#answered(c);
@@ -1669,7 +1838,20 @@ export class DeliveryEngine {
   }
 
   /** Something offered was not accepted: read it again from history, after a backoff. */
-  #notAccepted(c: Channel, why: string): void {
+  #notAccepted(c: Channel, why: string, oldestTimestamp?: number): void {
+    this.#totals.notAccepted += 1;
+    // The queue's messages go back to history: remember how old the oldest of them is.
+    for (let i = 0; ; i++) {
+      const e = c.queue.at(i);
+      if (e === undefined) break;
+      if (e.t === 'm' && e.m.id > c.w) {
+        oldestTimestamp = Math.min(oldestTimestamp ?? e.m.timestamp, e.m.timestamp);
+        break;
+      }
+    }
+    if (oldestTimestamp !== undefined) {
+      c.unacceptedSince = Math.min(c.unacceptedSince ?? oldestTimestamp, oldestTimestamp);
+    }
     c.queue.filter((e) => e.t !== 'm');
     c.lastEnqueued = c.w;
     c.replayNeeded = true;
@@ -1725,6 +1907,7 @@ export class DeliveryEngine {
         if (m.id <= c.lastEnqueued) continue;
         c.queue.push({ t: 'm', m, recovered: true });
         c.lastEnqueued = m.id;
+        if (m.id > c.newestSeen) c.newestSeen = m.id;
       }
       if (!res.hasMore && !c.heldOverflowed) {
         // Caught up: the live messages held meanwhile follow, without the ones history returned.
@@ -1808,6 +1991,7 @@ export class DeliveryEngine {
       while (this.#state === 'running') {
         const batch = await queue.nextBatch();
         if (batch === undefined) break;
+        if (batch.some((item) => item.kind === 'event')) this.#lastEventAt = this.#now();
         // A whole batch is routed before anything is offered, so each channel's messages go
         // out together (one offer per channel, not one per message).
         this.#deferred = new Set();
@@ -1897,14 +2081,59 @@ export class DeliveryEngine {
     }
     const from = Math.max(0, gap.lastMessageId ?? this.#head);
     const through = Math.max(0, gap.newMaxMessageId ?? from);
+    this.#reRegistrations += 1;
+    this.#registeredAt = this.#now();
     if (through > from) {
-      await this.#sweepWithRetry(from, through, (m) => this.#onMessage(m, true));
+      await this.#sweepWithRetry('re-registration', from, through, (m) => this.#onMessage(m, true));
     }
     if (through > this.#head) this.#head = through;
     this.#writer.mark();
   }
 
-  async #sweepWithRetry(afterId: number, throughId: number, visit: (m: Message) => void): Promise<void> {
+  async #sweepWithRetry(
+    work: DeliveryProgress['work'],
+    afterId: number,
+    throughId: number,
+    visit: (m: Message) => void,
+  ): Promise<void> {
+    const report = this.#o.onProgress;
+    let reached = afterId;
+    let read = 0;
+    const tell = (outcome?: 'done' | 'failed') => {
+      try {
+        report?.({
+          work,
+          afterId,
+          throughId,
+          reachedId: reached,
+          messages: read,
+          ...(outcome ? { outcome } : {}),
+        });
+      } catch (err) {
+        this.#logger.debug('a progress listener failed', { code: codeOf(err) });
+      }
+    };
+    tell();
+    try {
+      await this.#sweepPages(afterId, throughId, visit, (id, messages) => {
+        reached = Math.max(reached, id);
+        read = messages;
+        tell();
+      });
+    } catch (err) {
+      tell('failed');
+      throw err;
+    }
+    reached = throughId;
+    tell('done');
+  }
+
+  async #sweepPages(
+    afterId: number,
+    throughId: number,
+    visit: (m: Message) => void,
+    onPage: (reachedId: number, messages: number) => void,
+  ): Promise<void> {
     const extra: NarrowTerm[][] = [];
     for (const c of this.#channels.values()) {
       if (!c.registered || c.target.kind !== 'stream') continue;
@@ -1928,6 +2157,7 @@ export class DeliveryEngine {
             last = Math.max(last, m.id);
             visit(m);
           },
+          onPage,
           signal: this.#stop.signal,
         });
         return;

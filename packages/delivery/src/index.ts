@@ -4,8 +4,11 @@
 export type { ParsedChannelId } from './channel-id.js';
 export { dmChannelId, parseChannelId, streamChannelId } from './channel-id.js';
 export type {
+  ChannelFigures,
   ChannelInfo,
   DeliveryEngineOptions,
+  DeliveryProgress,
+  DeliverySnapshot,
   EngineState,
   EngineStatus,
   EventSource,

@@ -42,6 +42,8 @@ describe('parseSessionId', () => {
     ['a.key', /reserved suffix/],
     ['a.Agent', /reserved suffix/],
     ['a.task', /reserved suffix/],
+    ['a.token', /reserved suffix/],
+    ['a.Tokens', /reserved suffix/],
     [42, /expected a string, got number/],
     [null, /expected a string, got null/],
     [undefined, /expected a string, got undefined/],
@@ -64,7 +66,17 @@ describe('stateFileName', () => {
 
   it('never maps two keys to one file', () => {
     const sessions = ['a', 'a.b', 'a.json', 'b', 'delivery', 'filters', 'a.monitor', 'key', 'agent', 'task'];
-    const kinds: StateKind[] = ['monitor', 'delivery', 'filters', 'key', 'agent', 'task'];
+    const kinds: StateKind[] = [
+      'monitor',
+      'delivery',
+      'filters',
+      'key',
+      'agent',
+      'task',
+      'sends',
+      'token',
+      'tokens',
+    ];
     const names = sessions.flatMap((session) => kinds.map((kind) => stateFileName({ session, kind })));
     expect(new Set(names).size).toBe(names.length);
   });

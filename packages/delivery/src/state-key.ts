@@ -5,9 +5,20 @@ import { DeliveryError } from './errors.js';
  * delivery watermarks (`delivery`) and filters (`filters`); and what a server keeps for its
  * 2026-era callers, who carry no session: the key it signs their handles with (`key`), the state
  * of an agent session a handle names (`agent`), and a task a long call became (`task`); and the
- * memory of an account's recent sends (`sends`, `@zmcp/tools`' send-once rule).
+ * memory of an account's recent sends (`sends`, `@zmcp/tools`' send-once rule); and a hosted
+ * server's per-person access tokens: one record per token (`token`, only a hash of the token kept)
+ * and the list of their ids (`tokens`).
  */
-export type StateKind = 'monitor' | 'delivery' | 'filters' | 'key' | 'agent' | 'task' | 'sends';
+export type StateKind =
+  | 'monitor'
+  | 'delivery'
+  | 'filters'
+  | 'key'
+  | 'agent'
+  | 'task'
+  | 'sends'
+  | 'token'
+  | 'tokens';
 
 /**
  * Names one piece of state: which account (realm and bot) and session it belongs to, and what
@@ -22,7 +33,17 @@ export interface StateKey {
   readonly kind: StateKind;
 }
 
-const STATE_KINDS: readonly StateKind[] = ['monitor', 'delivery', 'filters', 'key', 'agent', 'task', 'sends'];
+const STATE_KINDS: readonly StateKind[] = [
+  'monitor',
+  'delivery',
+  'filters',
+  'key',
+  'agent',
+  'task',
+  'sends',
+  'token',
+  'tokens',
+];
 
 // The file suffix of each kind. `monitor` keeps the bare `<session>.json` of the earlier layout.
 const KIND_SUFFIX: Readonly<Record<StateKind, string>> = {
@@ -33,16 +54,18 @@ const KIND_SUFFIX: Readonly<Record<StateKind, string>> = {
   agent: '.agent.json',
   task: '.task.json',
   sends: '.sends.json',
+  token: '.token.json',
+  tokens: '.tokens.json',
 };
 
 const SESSION_ID = /^[A-Za-z0-9._-]{1,128}$/;
 // A session named `a.delivery` would own `a.delivery.json`, the delivery file of session `a`.
-const RESERVED_ENDING = /\.(?:delivery|filters|key|agent|task|sends)$/i;
+const RESERVED_ENDING = /\.(?:delivery|filters|key|agent|task|sends|token|tokens)$/i;
 
 /**
  * Returns `value` when it is a valid session id: 1-128 characters of `[A-Za-z0-9._-]`, not
  * starting with a dot (no `.`, `..` or hidden files) and not ending in `.delivery`, `.filters`,
- * `.key`, `.agent`, `.task` or `.sends` (which would collide with another session's files).
+ * `.key`, `.agent`, `.task`, `.sends`, `.token` or `.tokens` (which would collide with another session's files).
  *
  * @throws DeliveryError `DELIVERY_INVALID_SESSION_ID` naming what is wrong with the value.
  */
@@ -62,7 +85,7 @@ export function parseSessionId(value: unknown): string {
   if (value.startsWith('.')) return fail(`${JSON.stringify(value)} starts with a dot`);
   if (RESERVED_ENDING.test(value)) {
     return fail(
-      `${JSON.stringify(value)} ends in a reserved suffix (.delivery, .filters, .key, .agent, .task, .sends)`,
+      `${JSON.stringify(value)} ends in a reserved suffix (.delivery, .filters, .key, .agent, .task, .sends, .token, .tokens)`,
     );
   }
   return value;

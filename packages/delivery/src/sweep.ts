@@ -24,6 +24,8 @@ export interface SweepQuery {
    */
   extra: readonly (readonly NarrowTerm[])[];
   visit(message: Message): void;
+  /** Called after each page: the newest id read so far and how many messages were read. */
+  onPage?: ((reachedId: number, messages: number) => void) | undefined;
   signal?: AbortSignal | undefined;
 }
 
@@ -42,6 +44,7 @@ export async function sweepHistory(query: SweepQuery): Promise<void> {
   if (base.scope !== 'all') {
     for (const extra of query.extra) narrows.push(policy.checkNarrowScope(extra, streams).narrow);
   }
+  let read = 0;
   for (const narrow of narrows) {
     const pager = new HistoryPager(query.client, {
       narrow: validateNarrow(narrow),
@@ -54,6 +57,8 @@ export async function sweepHistory(query: SweepQuery): Promise<void> {
         query.visit(m);
       }
       const last = page[page.length - 1];
+      read += page.length;
+      query.onPage?.(Math.min(last?.id ?? query.throughId, query.throughId), read);
       if (last === undefined || last.id >= query.throughId) break;
     }
   }

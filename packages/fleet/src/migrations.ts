@@ -80,6 +80,16 @@ ALTER TABLE state ADD CONSTRAINT state_kind_check
   {
     version: 3,
     compatibleFrom: 1,
+    description: 'per-person access tokens of a hosted server: one row per token and their list',
+    sql: `
+ALTER TABLE state DROP CONSTRAINT state_kind_check;
+ALTER TABLE state ADD CONSTRAINT state_kind_check
+  CHECK (kind IN ('monitor', 'delivery', 'filters', 'key', 'agent', 'task', 'sends', 'token', 'tokens'));
+`,
+  },
+  {
+    version: 4,
+    compatibleFrom: 1,
     description: 'one shared Zulip event queue per realm and bot: its owner, position and event log',
     sql: `
 -- One row per realm and bot (account) whose events are shared: its id names the owner's advisory

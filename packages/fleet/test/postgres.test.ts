@@ -131,6 +131,29 @@ describe('opening a PostgreSQL backend', () => {
 });
 
 describe('PostgresStateStore', () => {
+  it('stores every kind of state, a hosted server’s tokens and their list included', async () => {
+    const b = await backend();
+    const account = 'chat.example.com@42';
+    const kinds = [
+      'monitor',
+      'delivery',
+      'filters',
+      'key',
+      'agent',
+      'task',
+      'sends',
+      'token',
+      'tokens',
+    ] as const;
+    for (const kind of kinds)
+      await b.store.write({ account, session: 's1', kind }, { count: kinds.indexOf(kind) });
+    for (const kind of kinds) {
+      expect(await b.store.read({ account, session: 's1', kind }, Counter)).toEqual({
+        count: kinds.indexOf(kind),
+      });
+    }
+  });
+
   it('keeps values as jsonb an operator can query', async () => {
     const b = await backend();
     await b.store.write({ account: 'chat.example.com@42', session: 'agent', kind: 'delivery' }, { count: 3 });

@@ -15,7 +15,9 @@ export type ServerKitErrorCode =
    * for these credentials, or it expired; `details.reason` is `malformed`, `forged`, `expired` or
    * `other-credentials`.
    */
-  | 'SERVER_KIT_BAD_HANDLE';
+  | 'SERVER_KIT_BAD_HANDLE'
+  /** The status page could not be served: its port is taken or its host cannot be bound (`details.host`, `details.port`). */
+  | 'SERVER_KIT_LISTEN_FAILED';
 
 /** Options accepted by every `ServerKitError`. */
 export type ServerKitErrorOptions = ZmcpErrorOptions;

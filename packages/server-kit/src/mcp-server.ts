@@ -2,6 +2,7 @@ import {
   type CacheHint,
   type CallToolResult,
   CLIENT_CAPABILITIES_META_KEY,
+  CLIENT_INFO_META_KEY,
   type LoggingLevel,
   ProtocolError,
   ProtocolErrorCode,
@@ -82,8 +83,37 @@ export interface ToolServerOptions {
    * must answer what is in flight before it closes (stdio at end of input) counts them here.
    */
   track?: (<T>(work: Promise<T>) => Promise<T>) | undefined;
+  /**
+   * Called once per `tools/call` after it is answered: the tool, era, client, outcome and how long
+   * it took. For an operator's figures (calls per tool, errors by code, latency), observed here once
+   * for every bin and transport. Never given the arguments or the result.
+   */
+  observe?: ((call: ToolCallObservation) => void) | undefined;
   /** Cache hints of the 2026-era list and read results; see {@link DEFAULT_CACHE_HINTS}. */
   cacheHints?: Partial<Record<CacheableMethod, CacheHint>> | undefined;
+}
+
+/** One answered `tools/call`, as {@link ToolServerOptions.observe} is told of it. */
+export interface ToolCallObservation {
+  readonly tool: string;
+  readonly era: McpEra;
+  /** The client's `name` as it introduced itself (`initialize`, or the 2026 request envelope); `unknown` without one. */
+  readonly client: string;
+  /** `ok`, `error` (an `isError` result), `protocol-error` (an unknown tool, say), or `task` (started as a task). */
+  readonly outcome: 'ok' | 'error' | 'protocol-error' | 'task';
+  /** The error's stable code, for `error` and `protocol-error`. */
+  readonly code?: string | undefined;
+  readonly durationMs: number;
+}
+
+/** The calling client's name: the 2026 request envelope's, or what `initialize` said. */
+function clientName(server: Server, ctx: ServerContext): string {
+  const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
+  const info = (envelope?.[CLIENT_INFO_META_KEY] ?? server.getClientVersion()) as
+    | { name?: unknown }
+    | undefined;
+  const name = info?.name;
+  return typeof name === 'string' && name !== '' ? name.slice(0, 100) : 'unknown';
 }
 
 /** The results the 2026-07-28 revision lets a server give cache hints for. */
@@ -231,10 +261,22 @@ export function createToolServer(options: ToolServerOptions): Server {
         const params = request.params;
         logger.debug('tool call started', { tool: params.name, args: params.arguments });
         if (tasks?.tools.has(params.name) === true && host.has(params.name) && clientSupportsTasks(ctx)) {
-          return (await tasks.start(host, params, ctx)) as unknown as CallToolResult;
+          const task = (await tasks.start(host, params, ctx)) as unknown as CallToolResult;
+          options.observe?.({
+            tool: params.name.slice(0, 100),
+            era,
+            client: clientName(server, ctx),
+            outcome: 'task',
+            durationMs: 0,
+          });
+          return task;
         }
         const started = performance.now();
-        const outcome = await callMcpTool(host, params, ctx, callOptions);
+        const outcome = await callMcpTool(host, params, ctx, {
+          ...callOptions,
+          observe: options.observe,
+          caller: options.observe === undefined ? undefined : { era, client: clientName(server, ctx) },
+        });
         if (modern) {
           await ctx.mcpReq
             .log(

@@ -13,6 +13,7 @@ import {
   toMcpResult,
   toolListing,
 } from '@zmcp/tools';
+import type { McpEra, ToolCallObservation } from './mcp-server.js';
 
 // A tool as MCP lists it, made once per definition and shared by every listing of every instance:
 // a per-request HTTP instance lists from here and never converts a schema again.
@@ -62,6 +63,14 @@ export interface McpToolCallOptions {
    * Default true.
    */
   dedupByRequestId?: boolean | undefined;
+  /**
+   * Told of the call once it is answered (its tool, era, client, outcome and latency; never its
+   * arguments or result): an operator's figures, measured here once for every entry that calls
+   * tools (see `ToolServerOptions.observe`).
+   */
+  observe?: ((call: ToolCallObservation) => void) | undefined;
+  /** The era and client name the observation reports. Default: `legacy`, `unknown`. */
+  caller?: { era: McpEra; client: string } | undefined;
 }
 
 /**
@@ -92,8 +101,25 @@ export async function callMcpTool(
   options: McpToolCallOptions = {},
 ): Promise<ToolCallOutcome> {
   const progressToken = ctx.mcpReq._meta?.progressToken;
+  const started = performance.now();
+  const seen = (outcome: ToolCallObservation['outcome'], code: string | undefined) => {
+    if (options.observe === undefined) return;
+    try {
+      options.observe({
+        tool: params.name.slice(0, 100),
+        era: options.caller?.era ?? 'legacy',
+        client: options.caller?.client ?? 'unknown',
+        outcome,
+        code,
+        durationMs: performance.now() - started,
+      });
+    } catch {
+      // An observer's failure is its own: the call's answer stands.
+    }
+  };
+  let outcome: ToolCallOutcome;
   try {
-    return await host.call(params.name, params.arguments ?? {}, {
+    outcome = await host.call(params.name, params.arguments ?? {}, {
       requestId: options.dedupByRequestId === false ? undefined : ctx.mcpReq.id,
       signal: ctx.mcpReq.signal,
       progress:
@@ -106,8 +132,12 @@ export async function callMcpTool(
               }),
     });
   } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    seen('protocol-error', typeof code === 'string' ? code : undefined);
     throw toolCallError(err);
   }
+  seen(outcome.isError ? 'error' : 'ok', outcome.isError ? outcome.code : undefined);
+  return outcome;
 }
 
 /** {@link callMcpTool}, answered as MCP's `CallToolResult` (`@zmcp/tools`' one rendering, `toMcpResult`). */

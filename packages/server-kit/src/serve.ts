@@ -10,6 +10,7 @@ import {
   type TextSink,
 } from '@zmcp/cli';
 import type { CredentialSource, Credentials, Logger } from '@zmcp/core';
+import { OperatorConsole } from './console/console.js';
 import { loadConfiguredCredentials } from './runtime.js';
 import type { ServerSettings } from './settings.js';
 
@@ -68,6 +69,15 @@ export async function startDemoRealm(realmName: string): Promise<DemoRealm> {
   };
 }
 
+/** The realm as metrics label it: the site's host (and port). */
+function realmLabel(site: string): string {
+  try {
+    return new URL(site).host;
+  } catch {
+    return site;
+  }
+}
+
 /** What {@link runServer} hands a bin once the account is known. */
 export interface ServerStart<C extends ServerSettings> {
   /** The configuration; with `--demo`, pointed at the demo realm and a temporary state directory. */
@@ -78,6 +88,12 @@ export interface ServerStart<C extends ServerSettings> {
   logger: Logger;
   /** With `--demo`, the demo realm (its people, a way to post as one of them); else undefined. */
   demo: DemoRealm | undefined;
+  /**
+   * The operator's console of this process: the bin adds its panels and metrics and reports long
+   * work on it. Served (page and `/metrics`) when `config.status.port` is set; its `url` is then
+   * logged (`status page`) before `open` runs.
+   */
+  console: OperatorConsole;
 }
 
 /** Options of {@link runServer}. */
@@ -91,8 +107,10 @@ export interface RunServerOptions<
   config: C;
   /** Where the log and a configuration report go. */
   stderr: TextSink;
-  /** The bin's own secrets (an HTTP token): redacted from the first log line on. */
+  /** The bin's own secrets (an HTTP token): redacted from the first log line on (the status token is already). */
   secrets?: readonly (string | undefined)[] | undefined;
+  /** The bin's version, as the status page shows it. */
+  version?: string | undefined;
   /**
    * `--demo`: the demo realm's name, and what else the demo changes in the bin's configuration
    * (the account and a temporary state directory are changed already).
@@ -131,6 +149,7 @@ export async function runServer<
   // The configured key stays redacted after --demo points the configuration at the demo bot.
   const configured = [
     options.config.zulip.apiKey,
+    options.config.status.token,
     ...stateUrlSecrets(options.config.stateUrl),
     ...(options.secrets ?? []),
   ];
@@ -147,6 +166,7 @@ export async function runServer<
   };
 
   let served: S | undefined;
+  let operatorConsole: OperatorConsole | undefined;
   let demo: DemoRealm | undefined;
   let demoStateDir: string | undefined;
   try {
@@ -193,7 +213,27 @@ export async function runServer<
       Buffer.from(`${credentials.email}:${credentials.apiKey}`).toString('base64'),
     ];
     logger = createLogger({ level: config.logLevel, secrets, write });
-    const start: ServerStart<C> = { config, credentials, logger, demo };
+    operatorConsole = new OperatorConsole({
+      bin,
+      version: options.version,
+      labels: { realm: realmLabel(credentials.site), bot: credentials.email },
+      stderr: stderr as { write(text: string): unknown; isTTY?: boolean },
+      logger,
+    });
+    if (config.status.port !== undefined) {
+      const url = await operatorConsole.listen({
+        port: config.status.port,
+        host: config.status.host,
+        token: config.status.token,
+      });
+      logger.info('status page', {
+        url,
+        ...(config.status.token === undefined
+          ? {}
+          : { auth: 'bearer token, or open /?token=<ZMCP_STATUS_TOKEN> once' }),
+      });
+    }
+    const start: ServerStart<C> = { config, credentials, logger, demo, console: operatorConsole };
     try {
       served = await options.open(start);
     } catch (err) {
@@ -206,6 +246,7 @@ export async function runServer<
     return ExitCode.failure;
   } finally {
     await served?.close().catch((err: unknown) => logger.warn('error while closing', { err }));
+    await operatorConsole?.close();
     await demo?.close().catch((err: unknown) => logger.warn('error while stopping the demo realm', { err }));
     if (demoStateDir !== undefined) {
       await rm(demoStateDir, { recursive: true, force: true }).catch((err: unknown) =>

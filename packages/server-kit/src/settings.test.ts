@@ -75,6 +75,7 @@ describe('serverSettings', () => {
       requestTimeoutMs: 15_000,
       toolDeadlineMs: 60_000,
       logLevel: 'info',
+      status: { port: undefined, host: '127.0.0.1', token: undefined },
     });
     // The bin's own settings are read beside them.
     expect(values.TEST_OWN).toBe(3);

@@ -6,6 +6,7 @@ import {
   integer,
   type LogLevel,
   logLevels,
+  matching,
   oneOf,
   optionalBoolean,
   optionalInteger,
@@ -16,10 +17,17 @@ import {
   streamAllowlist,
   strictBoolean,
   text,
+  textWithDefault,
   timeZone,
   zulipAccountSettings,
 } from '@zmcp/cli';
-import { type AdmissionList, parseAdmissionList, type StreamAllowlist, type TimeStyle } from '@zmcp/core';
+import {
+  type AdmissionList,
+  isLoopbackHost,
+  parseAdmissionList,
+  type StreamAllowlist,
+  type TimeStyle,
+} from '@zmcp/core';
 import { parseSessionId } from '@zmcp/delivery';
 import { describeStateUrl } from '@zmcp/fleet';
 import { parseToolsets, TOOLSETS, type Toolset } from '@zmcp/tools';
@@ -88,6 +96,11 @@ export interface ServerSettings {
   requestTimeoutMs: number;
   toolDeadlineMs: number;
   logLevel: LogLevel;
+  /**
+   * The operator's status page and `/metrics` (`--status-port`): served when `port` is set (0 picks
+   * a free port), on `host` (loopback by default), with `token` required beyond loopback. Secret: the token.
+   */
+  status: { port: number | undefined; host: string; token: string | undefined };
 }
 
 /** The Zulip account's settings (`@zmcp/cli`'s `zulipAccountSettings`): every bin declares them. */
@@ -422,6 +435,37 @@ function shapeOf(options: BinDescription) {
       logLevels,
       'info',
     ),
+    ZMCP_STATUS_PORT: optionalInteger(
+      {
+        group: 'Status page',
+        flag: '--status-port',
+        flagArg: '<port>',
+        defaultText: 'off',
+        help: 'Serve the operator’s status page and /metrics (Prometheus) on this port; 0 picks a free one. The page’s URL is logged at start.',
+      },
+      0,
+      65_535,
+    ),
+    ZMCP_STATUS_HOST: textWithDefault(
+      {
+        group: 'Status page',
+        flag: '--status-host',
+        flagArg: '<host>',
+        defaultText: '127.0.0.1',
+        help: 'Address the status page listens on; anything but loopback requires ZMCP_STATUS_TOKEN.',
+      },
+      '127.0.0.1',
+      matching(/^[A-Za-z0-9.:[\]-]+$/, 'expected a host name or IP address'),
+    ),
+    ZMCP_STATUS_TOKEN: text(
+      {
+        group: 'Status page',
+        defaultText: 'unset',
+        help: 'Bearer token the status page and /metrics require (16+ characters; a browser opens /?token=… once). Secret; required beyond loopback.',
+        secret: true,
+      },
+      matching(/^[\x21-\x7e]{16,}$/, 'expected at least 16 printable characters without spaces'),
+    ),
   };
 }
 
@@ -504,6 +548,17 @@ export function serverSettings<K extends SharedSettingName = SharedSettingName>(
       checkZulipSite(values, report);
       // Ignoring it would serve writes to an operator who asked for none.
       const given = values as Partial<ServerSettingValues>;
+      if (
+        given.ZMCP_STATUS_PORT !== undefined &&
+        given.ZMCP_STATUS_HOST !== undefined &&
+        !isLoopbackHost(given.ZMCP_STATUS_HOST) &&
+        given.ZMCP_STATUS_TOKEN === undefined
+      ) {
+        (report as (key: string, message: string) => void)(
+          'ZMCP_STATUS_TOKEN',
+          `is required when the status page's host is not loopback (host ${given.ZMCP_STATUS_HOST})`,
+        );
+      }
       if (readOnly !== undefined && readOnly !== 'served' && given.ZULIP_READ_ONLY === true) {
         (report as (key: string, message: string) => void)(
           'ZULIP_READ_ONLY',
@@ -546,6 +601,11 @@ export function serverSettings<K extends SharedSettingName = SharedSettingName>(
         requestTimeoutMs: values.ZULIP_REQUEST_TIMEOUT_MS,
         toolDeadlineMs: values.ZULIP_TOOL_DEADLINE_MS,
         logLevel: values.ZMCP_LOG_LEVEL,
+        status: {
+          port: values.ZMCP_STATUS_PORT,
+          host: values.ZMCP_STATUS_HOST,
+          token: values.ZMCP_STATUS_TOKEN,
+        },
       };
     },
   };

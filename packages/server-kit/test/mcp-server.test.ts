@@ -25,6 +25,7 @@ import {
   listMcpTools,
   type McpEra,
   openMcpHandles,
+  type ToolCallObservation,
   type ToolServerOptions,
 } from '../src/index.js';
 
@@ -177,6 +178,29 @@ describe.each(modes)('a v2 client %s', (_label, mode) => {
     expect(bad.isError).toBe(true);
     expect(bad._meta).toMatchObject({ 'zmcp/error': { code: 'TOOLS_INVALID_INPUT' } });
   });
+});
+
+describe('observe', () => {
+  it.each(modes)(
+    'is told of every call %s: tool, era, client, outcome, code, latency',
+    async (_label, mode) => {
+      const seen: ToolCallObservation[] = [];
+      const host = new ToolHost([echo], { deadlineMs: 5000 });
+      const client = await connect(serverOf(host, { observe: (call) => seen.push(call) }), mode);
+      await client.callTool({ name: 'echo', arguments: { text: 'hi' } });
+      await client.callTool({ name: 'echo', arguments: { text: 5 } });
+      await client.callTool({ name: '<nope>', arguments: {} }).catch(() => undefined);
+      const era = mode === 'legacy' ? 'legacy' : 'modern';
+      expect(seen.map(({ durationMs, ...rest }) => rest)).toEqual([
+        { tool: 'echo', era, client: 'kit-test', outcome: 'ok', code: undefined },
+        { tool: 'echo', era, client: 'kit-test', outcome: 'error', code: 'TOOLS_INVALID_INPUT' },
+        { tool: '<nope>', era, client: 'kit-test', outcome: 'protocol-error', code: 'TOOLS_UNKNOWN_TOOL' },
+      ]);
+      expect(seen.every((c) => c.durationMs >= 0)).toBe(true);
+      // Never the arguments.
+      expect(JSON.stringify(seen)).not.toContain('hi');
+    },
+  );
 });
 
 describe('the listing', () => {

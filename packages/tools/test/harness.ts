@@ -52,7 +52,14 @@ export interface Harness {
   /** The upload root directory, when `uploadRoot` was asked for. */
   uploadDir: string | undefined;
   /** Runs a tool as an app would: input validation, handler, failures as results. */
-  call(name: string, args: unknown, options?: { signal?: AbortSignal }): Promise<ToolCallOutcome>;
+  call(
+    name: string,
+    args: unknown,
+    options?: {
+      signal?: AbortSignal;
+      progress?: (update: { progress: number; total?: number; message?: string }) => void;
+    },
+  ): Promise<ToolCallOutcome>;
   /** Posts a stream message as a user, straight into the realm. */
   post(sender: SimUser, stream: string, topic: string, content: string): number;
   close(): Promise<void>;

@@ -81,6 +81,18 @@ describe('fetch_history', () => {
     expect(lines[1]).toBe(`[2026-09-14T11:42:52+03:00 id=${last}] [#general > deploys] Ann Lee: step 11`);
   });
 
+  it('reports how far a read has come as progress, for a client that asked', async () => {
+    const updates: { progress: number; total?: number; message?: string }[] = [];
+    const r = await h.call(
+      'fetch_history',
+      { stream: 'general', topic: 'deploys', limit: 50 },
+      { progress: (u) => updates.push(u) },
+    );
+    expect(r.isError).toBe(false);
+    // One round read all twelve (the /nobots message aside), of the fifty asked for.
+    expect(updates).toEqual([{ progress: 12, total: 50, message: 'messages read' }]);
+  });
+
   it('reads the newest messages first, lists them oldest to newest, and continues older with the cursor', async () => {
     const first = await ok(h, { stream: 'general', topic: 'deploys', limit: 5 });
     expect(first.page.ids).toEqual(deploys.slice(-5));

@@ -104,6 +104,7 @@ export const fetchAroundTool = defineTool({
       const page = await readMessagePage(
         services,
         {
+          progress: context.progress,
           narrow: conversation.narrow,
           range: older
             ? { kind: 'before', beforeId: position.id, limit: Math.max(1, input.before) }

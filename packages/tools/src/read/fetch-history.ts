@@ -90,7 +90,7 @@ export const fetchHistoryTool = defineTool({
     const direction = forwards ? ('newer' as const) : ('older' as const);
     const page = await readMessagePage(
       services,
-      { narrow: conversation.narrow, range, direction, beyond },
+      { progress: context.progress, narrow: conversation.narrow, range, direction, beyond },
       call,
     );
     const cursor = nextCursor(NAME, query, page.next);

@@ -95,6 +95,7 @@ export const getChannelHistoryTool = defineTool({
     const page = await readMessagePage(
       services,
       {
+        progress: context.progress,
         narrow: conversation.narrow,
         range,
         direction: 'newer',

@@ -193,7 +193,16 @@ export const searchMessagesTool = defineTool({
       : undefined;
     const page = await readMessagePage(
       services,
-      { narrow, range, direction, beyond, unscoped: 'public-streams', alsoNarrow, keep },
+      {
+        progress: context.progress,
+        narrow,
+        range,
+        direction,
+        beyond,
+        unscoped: 'public-streams',
+        alsoNarrow,
+        keep,
+      },
       call,
     );
     const publicOnly = streamName === undefined && page.scope === 'public-streams';

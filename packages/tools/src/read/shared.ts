@@ -273,6 +273,11 @@ export interface MessageReadPlan {
    * (a few times at most), as it does for `/nobots` messages.
    */
   keep?: ((m: Message) => boolean) | undefined;
+  /**
+   * Told after each round of reading how many messages were read of how many asked for: the
+   * tool's `context.progress`, so a client that asked gets MCP progress notifications on a long read.
+   */
+  progress?: ((update: { progress: number; total?: number; message?: string }) => void) | undefined;
 }
 
 /** One page of messages read through the access gate, cut to the page budget. */
@@ -402,7 +407,9 @@ export async function readMessagePage(
       }
     }
     read = older ? [...batch, ...read] : [...read, ...batch];
-    const need = limit - visibleCount(keep === undefined ? read : read.filter(keep));
+    const got = visibleCount(keep === undefined ? read : read.filter(keep));
+    plan.progress?.({ progress: Math.min(got, limit), total: limit, message: 'messages read' });
+    const need = limit - got;
     const edge = older ? read[0] : read[read.length - 1];
     range =
       !more || need <= 0 || edge === undefined
