@@ -15,6 +15,7 @@ import {
   runServer,
   sharedServerEventBus,
   type ToolCallObservation,
+  watchQueueOwner,
 } from '@zmcp/server-kit';
 import { type ResourceChanges, ToolHost } from '@zmcp/tools';
 import { z } from 'zod';
@@ -745,15 +746,26 @@ function serve(config: Config, io: MainIo, secretKeyText: string | undefined): P
     serve: async ({ realms }, { config, logger, console }) => {
       // Every tool call of every instance, either era, either transport, observed once.
       const observe = addToolCallPanel(console);
-      const channels = (realms[0] as Services).channels;
+      const first = realms[0] as Services;
+      const channels = first.channels;
+      // With ZULIP_STATE_URL the bot's event queue may be owned by another process of the fleet.
+      const queueOwner =
+        channels === undefined
+          ? undefined
+          : watchQueueOwner({ backend: first.state.backend, account: first.state.account });
       if (channels !== undefined) {
         addDeliveryPanel(console, {
           snapshot: () => channels.snapshot(),
+          owner: queueOwner?.label,
           idleText: 'Claude Code channels start delivering once the client has initialized.',
         });
       }
-      if (config.transport === 'http') await serveHttp(config, realms, logger, io, observe);
-      else await serveStdioMain(config, realms[0] as Services, logger, io, observe);
+      try {
+        if (config.transport === 'http') await serveHttp(config, realms, logger, io, observe);
+        else await serveStdioMain(config, first, logger, io, observe);
+      } finally {
+        queueOwner?.close();
+      }
     },
   });
 }

@@ -42,6 +42,7 @@ import {
   listMcpTools,
   type OperatorConsole,
   openZulipRuntime,
+  watchQueueOwner,
   type ZulipRuntime,
 } from '@zmcp/server-kit';
 import {
@@ -213,8 +214,11 @@ function assemble(
   const connections = new WeakMap<McplSession, Connection>();
   const open = new Set<Connection>();
   const observe = operatorConsole === undefined ? undefined : addToolCallPanel(operatorConsole);
+  // With ZULIP_STATE_URL the bot's event queue may be owned by another process of the fleet.
+  const queueOwner = operatorConsole === undefined ? undefined : watchQueueOwner(zulip);
   if (operatorConsole !== undefined) {
     addDeliveryPanel(operatorConsole, {
+      owner: queueOwner?.label,
       // One host delivers at a time: the newest connection whose engine started.
       snapshot: () =>
         [...open]
@@ -521,6 +525,7 @@ function assemble(
     serve: (transport) => server.connect(transport),
     connection: (session) => connections.get(session),
     async close() {
+      queueOwner?.close();
       await server.close();
       await Promise.all([...open].map((c) => c.close()));
       await filters.close();

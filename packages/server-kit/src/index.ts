@@ -14,6 +14,8 @@ export type { Html, HtmlValue } from './console/html.js';
 export { escapeHtml, html, joinHtml } from './console/html.js';
 export type { DeliveryPanelOptions } from './console/panels.js';
 export { addDeliveryPanel, addToolCallPanel, deliveryProgress } from './console/panels.js';
+export type { QueueOwnerWatch } from './console/queue-owner.js';
+export { watchQueueOwner } from './console/queue-owner.js';
 export type { ServerKitErrorCode, ServerKitErrorOptions } from './errors.js';
 export { isServerKitError, ServerKitError } from './errors.js';
 export { sharedServerEventBus } from './event-bus.js';
