@@ -2,13 +2,13 @@ import { stat } from 'node:fs/promises';
 import type { Credentials, Logger } from '@zmcp/core';
 import {
   type DeliveryProgress,
-  type FileStateStore,
+  FileStateStore,
   MemoryStateStore,
   MonitorStore,
   MonitorWatcher,
   type StateStore,
 } from '@zmcp/delivery';
-import { instructionLines, openZulipRuntime } from '@zmcp/server-kit';
+import { instructionLines, openZulipRuntime, type ZulipRuntime } from '@zmcp/server-kit';
 import {
   type AgentSession,
   type BoundTool,
@@ -59,7 +59,7 @@ export interface Services {
   /** The Claude Code channel bridge of the stdio session, when `ZULIP_CLAUDE_CHANNELS` is on. */
   channels: ClaudeChannels | undefined;
   /** The state store every process sharing the state directory reads, and this realm and bot's key in it. */
-  state: { store: StateStore; account: string };
+  state: { store: StateStore; account: string; backend: ZulipRuntime['backend'] };
   /** The realm's URL and the account the services act as. */
   account: { site: string; userId: number; email: string; fullName: string };
   /** Closes the sessions still open, then connections, timers and files; called once at shutdown. */
@@ -154,7 +154,7 @@ export async function buildServices(
   const runtime = await openZulipRuntime({ settings: config, logger, credentials });
   const { client, services, policy, store, account, identity } = runtime;
   try {
-    await noticeUnscopedState(store, account, config.sessionId, logger);
+    if (store instanceof FileStateStore) await noticeUnscopedState(store, account, config.sessionId, logger);
     const sessions = new Set<AgentSessionServices>();
     const selection: ToolSelection = { toolsets: config.toolsets, readOnly: config.readOnly };
     const served = new Set(selectTools(toolDefinitions(), selection).map((d) => d.name));
@@ -164,7 +164,8 @@ export async function buildServices(
           client,
           policy,
           services,
-          stateDir: runtime.accountDir,
+          backend: runtime.backend,
+          account,
           sessionId: config.sessionId,
           admission: runtime.admission,
           permissionRelay: config.claudeChannels.permissionRelay,
@@ -178,7 +179,7 @@ export async function buildServices(
       tools: selectTools(createCatalog(services), selection),
       instructions: channels === undefined ? instructions : `${instructions}\n${channels.instructions}`,
       channels,
-      state: { store, account },
+      state: { store, account, backend: runtime.backend },
       account: {
         site: client.site,
         userId: identity.user_id,
