@@ -20,6 +20,8 @@ export function packageProject(
     exclude?: string[];
     /** The tests need PostgreSQL: a throwaway cluster is started once per run (test/setup/postgres.ts). */
     postgres?: boolean;
+    /** The project's own global set-up files, run after the PostgreSQL one. */
+    globalSetup?: string[];
   } = {},
 ): UserWorkspaceConfig {
   return defineProject({
@@ -36,7 +38,7 @@ export function packageProject(
       // console and mocks are restored (restoreMocks below, afterEach in the files that need it).
       isolate: false,
       setupFiles: [setupFile],
-      ...(options.postgres ? { globalSetup: [postgresSetup] } : {}),
+      globalSetup: [...(options.postgres ? [postgresSetup] : []), ...(options.globalSetup ?? [])],
       clearMocks: true,
       restoreMocks: true,
       testTimeout: 20_000,

@@ -12,13 +12,14 @@ const allowed: Record<string, readonly string[]> = {
   '@zmcp/mcpl': [],
   '@zmcp/tools': ['@zmcp/core', '@zmcp/delivery', '@zmcp/uploads'],
   '@zmcp/cli': ['@zmcp/core'],
-  // The spine between the libraries and the apps; the simulator only for --demo.
+  // The spine between the libraries and the apps (the state backend from fleet); the simulator only for --demo.
   '@zmcp/server-kit': [
     '@zmcp/core',
     '@zmcp/delivery',
     '@zmcp/tools',
     '@zmcp/uploads',
     '@zmcp/cli',
+    '@zmcp/fleet',
     '@zmcp/zulip-sim',
   ],
   '@zmcp/fleet': ['@zmcp/core', '@zmcp/delivery'],

@@ -1,3 +1,4 @@
 import { packageProject } from '../../vitest.shared.js';
 
-export default packageProject(import.meta.dirname);
+// The shared event bus is tested on PostgreSQL: a throwaway cluster starts once per run.
+export default packageProject(import.meta.dirname, { postgres: true });

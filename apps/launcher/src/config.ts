@@ -110,6 +110,7 @@ export const binName = 'zulip-agent';
 const shared = serverSettings({
   bin: binName,
   only: [
+    'ZULIP_STATE_URL',
     'ZULIP_REQUEST_TIMEOUT_MS',
     'ZMCP_LOG_LEVEL',
     'ZMCP_STATUS_PORT',
@@ -118,6 +119,7 @@ const shared = serverSettings({
   ],
 });
 const {
+  ZULIP_STATE_URL,
   ZULIP_REQUEST_TIMEOUT_MS,
   ZMCP_LOG_LEVEL,
   ZMCP_STATUS_PORT,
@@ -133,6 +135,8 @@ export interface LauncherRuntimeInput {
   stateDir: string;
   /** Names the trigger record. */
   launcherId: string;
+  /** `ZULIP_STATE_URL`: the trigger record in PostgreSQL instead of `stateDir`. */
+  stateUrl?: string | undefined;
   requestTimeoutMs?: number | undefined;
 }
 
@@ -152,6 +156,7 @@ export function launcherServerSettings(input: LauncherRuntimeInput): ServerSetti
       ZULIP_API_KEY: zulip.apiKey,
       ZULIP_RC_PATH: zulip.rcPath,
       ZULIP_ALLOW_INSECURE_HTTP: zulip.allowInsecureHttp,
+      ZULIP_STATE_URL: input.stateUrl,
       ZULIP_REQUEST_TIMEOUT_MS: input.requestTimeoutMs ?? ZULIP_REQUEST_TIMEOUT_MS.parse(undefined),
       // The launcher's logger is given to it; the level only matters to the bin that made it.
       ZMCP_LOG_LEVEL: ZMCP_LOG_LEVEL.parse(undefined),
@@ -449,6 +454,7 @@ const configShape = {
     defaultText: '<state dir>/logs',
     help: 'Directory of the agents’ output, one log file per conversation.',
   }),
+  ZULIP_STATE_URL,
   ZULIP_REQUEST_TIMEOUT_MS,
   ZMCP_LOG_LEVEL,
   ZMCP_STATUS_PORT,

@@ -26,7 +26,7 @@ import {
   type UpdateMessageEvent,
   type ZulipClient,
 } from '@zmcp/core';
-import { parseSessionId, type StateStore } from '@zmcp/delivery';
+import { parseSessionId, type StateLock, type StateStore } from '@zmcp/delivery';
 import { openZulipRuntime, type ZulipRuntime } from '@zmcp/server-kit';
 import { type AgentExit, type AgentProcess, reapProcessGroup, startAgentProcess } from './agent-process.js';
 import {
@@ -44,7 +44,7 @@ import {
   type StreamBackendRule,
 } from './config.js';
 import { LauncherError } from './errors.js';
-import { TriggerLedger } from './ledger.js';
+import { holdRecord, TriggerLedger } from './ledger.js';
 import { InterruptMailbox } from './mailbox.js';
 import { type McpServerEntry, parseServerEntry } from './mcp-config.js';
 import { ProgressReporter, readProgressLine } from './progress.js';
@@ -149,8 +149,13 @@ export interface LauncherOptions {
   mcpServer: McpServerEntry | Readonly<Record<string, unknown>>;
   /** Who may start an agent: user ids, and exact email addresses. Anyone else is ignored. */
   allowedUsers: AllowedUsers | readonly (number | string)[];
-  /** The trigger record, run files and interrupt files live here. */
+  /** The trigger record (unless `stateUrl` is set), run files and interrupt files live here. */
   stateDir: string;
+  /**
+   * `ZULIP_STATE_URL`: `postgres://…` keeps the trigger record in PostgreSQL (`@zmcp/fleet`)
+   * instead of `stateDir`; run files and logs stay on this machine.
+   */
+  stateUrl?: string | undefined;
   /** Default `claude`. */
   backend?: BackendName | undefined;
   streamBackends?: readonly StreamBackendRule[] | undefined;
@@ -173,7 +178,7 @@ export interface LauncherOptions {
   logDir?: string | undefined;
   /**
    * Where the trigger record is kept, under the realm and bot's account key. Default: the runtime's
-   * `FileStateStore` on `stateDir` (`<stateDir>/<account>/<launcherId>.json`).
+   * store, PostgreSQL with `stateUrl`, else files on `stateDir` (`<stateDir>/<account>/<launcherId>.json`).
    */
   store?: StateStore | undefined;
   /** Start agents for DMs to the bot. Default true. */
@@ -334,6 +339,8 @@ class ZulipLauncher implements Launcher {
   /** The realm's display names: a follow-up note names a person as every surface does. */
   readonly #people = new PersonNames();
   #ledger: TriggerLedger | undefined;
+  /** The lock of the trigger record, held from start to close. */
+  #recordLock: StateLock | undefined;
   #queue: EventQueue | undefined;
   readonly #stop = new AbortController();
   readonly #runs = new Map<string, Run>();
@@ -400,6 +407,12 @@ class ZulipLauncher implements Launcher {
     // Every backend that may run is given the entry once now, so a reference to an unset
     // variable or an entry a backend cannot carry stops start-up instead of a first trigger.
     const secrets = new Set<string>([options.zulip.apiKey]);
+    // The state URL may hold a password: agents' output never shows it.
+    if (options.stateUrl !== undefined) {
+      secrets.add(options.stateUrl);
+      const password = URL.canParse(options.stateUrl) ? new URL(options.stateUrl).password : '';
+      if (password.length >= 4) secrets.add(decodeURIComponent(password));
+    }
     for (const backend of this.#backendsInUse()) {
       const trial = buildInvocation({
         backend,
@@ -451,6 +464,7 @@ class ZulipLauncher implements Launcher {
       this.#state = 'closed';
       this.#stop.abort();
       await this.#queue?.close();
+      await this.#recordLock?.release().catch(() => undefined);
       await this.#runtime?.close();
       throw err;
     }
@@ -471,6 +485,7 @@ class ZulipLauncher implements Launcher {
           allowInsecureHttp: zulip.allowInsecureHttp ?? false,
         },
         stateDir: this.#stateDir,
+        stateUrl: this.#o.stateUrl,
         launcherId: this.#id,
         requestTimeoutMs: this.#o.requestTimeoutMs,
       }),
@@ -497,7 +512,15 @@ class ZulipLauncher implements Launcher {
     });
     this.#gate = gate;
     this.#realmEmoji = new Map(emoji.filter((e) => e.deactivated !== true).map((e) => [e.name, e]));
-    const { ledger, fresh } = await TriggerLedger.open(this.#o.store ?? runtime.store, this.#id, {
+    const store = this.#o.store ?? runtime.store;
+    // One launcher per record at a time, on this machine or, with ZULIP_STATE_URL, on every
+    // machine: a second one with the same id waits here and takes over when the first stops or dies.
+    this.#recordLock = await holdRecord(
+      store,
+      { account: runtime.account, session: this.#id, kind: 'monitor' },
+      { signal: this.#stop.signal, logger: this.#logger },
+    );
+    const { ledger, fresh } = await TriggerLedger.open(store, this.#id, {
       account: runtime.account,
     });
     this.#ledger = ledger;
@@ -570,6 +593,9 @@ class ZulipLauncher implements Launcher {
       while (this.#background.size > 0) await Promise.all([...this.#background]);
     }
     await this.#gate?.close();
+    await this.#recordLock
+      ?.release()
+      .catch((err: unknown) => this.#logger.warn('could not release the trigger record', { err }));
     await this.#runtime?.close();
     this.#state = 'closed';
   }

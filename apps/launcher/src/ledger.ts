@@ -1,4 +1,12 @@
-import type { StateKey, StateStore } from '@zmcp/delivery';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from '@zmcp/core';
+import {
+  DeliveryError,
+  isDeliveryError,
+  type StateKey,
+  type StateLock,
+  type StateStore,
+} from '@zmcp/delivery';
 import { z } from 'zod';
 import { type StoredTrigger, TriggerInfoSchema } from './triggers.js';
 
@@ -167,5 +175,41 @@ export class TriggerLedger {
     );
     this.#state.triggers = this.#state.triggers.filter((r) => !drop.has(r.trigger.messageId));
     for (const id of drop) this.#byId.delete(id);
+  }
+}
+
+/**
+ * Takes the lock of a launcher's record (`store.lock`), waiting while another launcher with the
+ * same id holds it: one launcher per record at a time, on one machine (a lock file) or, with
+ * `ZULIP_STATE_URL`, on every machine sharing the database (a standby that takes over the moment
+ * the first one stops or dies). A store without locks is not locked. Logs once while it waits.
+ * @throws DeliveryError `DELIVERY_NOT_RUNNING` when `signal` aborts the wait; the store's errors.
+ */
+export async function holdRecord(
+  store: StateStore,
+  key: StateKey,
+  options: { signal: AbortSignal; logger: Logger; retryMs?: number | undefined },
+): Promise<StateLock | undefined> {
+  if (store.lock === undefined) return undefined;
+  let told = false;
+  while (true) {
+    try {
+      const lock = await store.lock(key);
+      if (told) options.logger.info('the trigger record is free: starting');
+      return lock;
+    } catch (err) {
+      if (!isDeliveryError(err, 'DELIVERY_STATE_LOCKED')) throw err;
+      if (!told) {
+        options.logger.warn('waiting for the trigger record: another launcher with this id runs', {
+          ...err.details,
+        });
+        told = true;
+      }
+    }
+    try {
+      await sleep(options.retryMs ?? 1_000, undefined, { signal: options.signal });
+    } catch {
+      throw new DeliveryError('DELIVERY_NOT_RUNNING', 'the launcher stopped while it waited for its record');
+    }
   }
 }

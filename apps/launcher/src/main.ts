@@ -146,6 +146,7 @@ async function open(
     mcpServer: server,
     allowedUsers: config.allowedUsers ?? { userIds: [], emails: [] },
     stateDir: config.stateDir,
+    stateUrl: config.stateUrl,
     logDir: config.logDir,
     backend: config.backend,
     streamBackends: config.streamBackends,

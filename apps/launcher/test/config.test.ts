@@ -200,7 +200,7 @@ describe('parseConfig', () => {
     const secrets = configSettings().filter((s) => s.secret);
     // A value shaped like the status token (unset here) is never echoed either: the tail of the
     // CLAUDE_ARGS value above is redacted for it.
-    expect(secrets.map((s) => s.name)).toEqual(['ZULIP_API_KEY', 'ZMCP_STATUS_TOKEN']);
+    expect(secrets.map((s) => s.name)).toEqual(['ZULIP_API_KEY', 'ZULIP_STATE_URL', 'ZMCP_STATUS_TOKEN']);
     expect(secrets.every((s) => s.flag === undefined)).toBe(true);
   });
 });

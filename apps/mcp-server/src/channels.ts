@@ -13,13 +13,12 @@ import {
   type DeliveryProgress,
   type DeliverySink,
   type DeliverySnapshot,
-  FileFiltersPlane,
-  FileStateStore,
   type IncomingBatch,
   type IncomingOutcome,
   type PushEvent,
   type PushOutcome,
 } from '@zmcp/delivery';
+import type { ZulipRuntime } from '@zmcp/server-kit';
 import {
   type ApprovalDesk,
   attentionCatalog,
@@ -54,8 +53,10 @@ export interface ClaudeChannelsOptions {
   client: ZulipClient;
   policy: AccessPolicy;
   services: ToolServices;
-  /** The account's state folder: the engine's watermarks and the filters file live there. */
-  stateDir: string;
+  /** Where the engine's watermarks and the filters live (files or PostgreSQL): the runtime's backend. */
+  backend: ZulipRuntime['backend'];
+  /** The realm and bot the state is kept under (`stateAccount`). */
+  account: string;
   sessionId: string;
   /**
    * Who may reach the session and answer its permission prompts: the process's admission gate
@@ -282,7 +283,7 @@ class ChannelSink implements DeliverySink {
 
 /**
  * Builds the Claude Code channel bridge of a stdio session: the delivery engine (watermarks and the
- * filters file in the account's state folder), the sender gate, the reply and catch-up tools, and,
+ * filters in the account's state, files or PostgreSQL), the sender gate, the reply and catch-up tools, and,
  * with `approvals`, the permission relay through that desk. Delivery starts once the client has initialized.
  *
  * @throws DeliveryError `DELIVERY_FILTERS_INVALID` / `DELIVERY_IO_FAILED` for the filters file.
@@ -297,13 +298,18 @@ export async function createClaudeChannels(options: ClaudeChannelsOptions): Prom
   const state: BridgeState = { services: options.services, admission, recent: [] };
   const relay = options.approvals === undefined ? undefined : new PermissionRelay(options, options.approvals);
   const sink = new ChannelSink(state, relay, logger);
-  const filters = await FileFiltersPlane.open({
-    file: `${options.stateDir}/${options.sessionId}.filters.json`,
+  const filters = await options.backend.openFilters({
+    account: options.account,
+    session: options.sessionId,
   });
   const engine = new DeliveryEngine({
     client: options.client,
     policy: options.policy,
-    store: new FileStateStore({ dir: options.stateDir }),
+    store: options.backend.store,
+    account: options.account,
+    // With PostgreSQL, the fleet's one event queue of this bot.
+    events: options.backend.events?.source(options.client, options.account),
+    lockRetryMaxMs: options.backend.events === undefined ? undefined : 1_000,
     session: options.sessionId,
     filters,
     sink,

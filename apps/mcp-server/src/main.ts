@@ -13,7 +13,9 @@ import {
   type McpTasks,
   openMcpHandles,
   runServer,
+  sharedServerEventBus,
   type ToolCallObservation,
+  watchQueueOwner,
 } from '@zmcp/server-kit';
 import { type ResourceChanges, ToolHost } from '@zmcp/tools';
 import { z } from 'zod';
@@ -534,6 +536,7 @@ async function serveHttp(
   const tenantOf = (authInfo: AuthInfo | undefined): Promise<Tenant> | Tenant =>
     own ?? (people as NonNullable<typeof people>).tenantOf(authInfo);
   const owners = new WeakMap<Server, Tenant>();
+  const { broadcast } = services.state.backend;
   let running: RunningHttpServer | undefined;
   running = await startHttpServer({
     host: config.http.host,
@@ -564,6 +567,13 @@ async function serveHttp(
     maxBodyBytes: services.maxRequestBytes,
     // The tool deadline and the grace a late handler gets (the server's default, 1 s).
     requestTimeoutMs: config.toolDeadlineMs + 1000,
+    // With ZULIP_STATE_URL, a change any process sees reaches the listen streams of every process.
+    bus:
+      broadcast === undefined
+        ? undefined
+        : sharedServerEventBus(broadcast, `mcp-listen/${services.state.account}`, (err) =>
+            logger.debug('a listen event went out without its params', { err }),
+          ),
     logger,
     createServer: async ({ era, authInfo }) => {
       const tenant = await tenantOf(authInfo);
@@ -738,15 +748,26 @@ function serve(config: Config, io: MainIo, secretKeyText: string | undefined): P
     serve: async ({ realms }, { config, logger, console }) => {
       // Every tool call of every instance, either era, either transport, observed once.
       const observe = addToolCallPanel(console);
-      const channels = (realms[0] as Services).channels;
+      const first = realms[0] as Services;
+      const channels = first.channels;
+      // With ZULIP_STATE_URL the bot's event queue may be owned by another process of the fleet.
+      const queueOwner =
+        channels === undefined
+          ? undefined
+          : watchQueueOwner({ backend: first.state.backend, account: first.state.account });
       if (channels !== undefined) {
         addDeliveryPanel(console, {
           snapshot: () => channels.snapshot(),
+          owner: queueOwner?.label,
           idleText: 'Claude Code channels start delivering once the client has initialized.',
         });
       }
-      if (config.transport === 'http') await serveHttp(config, realms, logger, io, observe);
-      else await serveStdioMain(config, realms[0] as Services, logger, io, observe);
+      try {
+        if (config.transport === 'http') await serveHttp(config, realms, logger, io, observe);
+        else await serveStdioMain(config, first, logger, io, observe);
+      } finally {
+        queueOwner?.close();
+      }
     },
   });
 }

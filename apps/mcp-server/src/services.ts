@@ -2,13 +2,13 @@ import { stat } from 'node:fs/promises';
 import type { Credentials, Logger } from '@zmcp/core';
 import {
   type DeliveryProgress,
-  type FileStateStore,
+  FileStateStore,
   MemoryStateStore,
   MonitorStore,
   MonitorWatcher,
   type StateStore,
 } from '@zmcp/delivery';
-import { instructionLines, openZulipRuntime } from '@zmcp/server-kit';
+import { instructionLines, openZulipRuntime, type ZulipRuntime } from '@zmcp/server-kit';
 import {
   type AgentSession,
   ApprovalDesk,
@@ -66,7 +66,7 @@ export interface Services {
    */
   endApprovals(): Promise<void>;
   /** The state store every process sharing the state directory reads, and this realm and bot's key in it. */
-  state: { store: StateStore; account: string };
+  state: { store: StateStore; account: string; backend: ZulipRuntime['backend'] };
   /** The realm's URL and the account the services act as. */
   account: { site: string; userId: number; email: string; fullName: string };
   /** Closes the sessions still open, then connections, timers and files; called once at shutdown. */
@@ -161,7 +161,7 @@ export async function buildServices(
   const runtime = await openZulipRuntime({ settings: config, logger, credentials });
   const { client, services, policy, store, account, identity } = runtime;
   try {
-    await noticeUnscopedState(store, account, config.sessionId, logger);
+    if (store instanceof FileStateStore) await noticeUnscopedState(store, account, config.sessionId, logger);
     const sessions = new Set<AgentSessionServices>();
     const selection: ToolSelection = { toolsets: config.toolsets, readOnly: config.readOnly };
     const served = new Set(selectTools(toolDefinitions(), selection).map((d) => d.name));
@@ -177,7 +177,8 @@ export async function buildServices(
           client,
           policy,
           services,
-          stateDir: runtime.accountDir,
+          backend: runtime.backend,
+          account,
           sessionId: config.sessionId,
           admission: runtime.admission,
           approvals: config.claudeChannels.permissionRelay ? desk : undefined,
@@ -194,7 +195,7 @@ export async function buildServices(
       endApprovals: async () => {
         await desk?.close();
       },
-      state: { store, account },
+      state: { store, account, backend: runtime.backend },
       account: {
         site: client.site,
         userId: identity.user_id,

@@ -25,6 +25,7 @@ describe('configuration documentation', () => {
       'ZULIP_RC_PATH',
       'ZULIP_ALLOW_INSECURE_HTTP',
       'ZULIP_STATE_DIR',
+      'ZULIP_STATE_URL',
       'ZULIP_SESSION_ID',
       'AGENT_TIMEZONE',
       'AGENT_TIMESTAMP_STYLE',

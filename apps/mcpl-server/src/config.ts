@@ -105,7 +105,7 @@ const configShape = {
   ZULIP_FILTERS_FILE: text({
     group: 'Filters',
     defaultText: '<state dir>/<account>/<session>.filters.json',
-    help: 'The filters file: what reaches the agent, hot-reloaded.',
+    help: 'The filters file: what reaches the agent, hot-reloaded. With ZULIP_STATE_URL the filters are a row in PostgreSQL instead, and this must stay unset.',
   }),
   ...filterSettings,
   ZULIP_ATTRIBUTE_DELIVERY: strictBoolean(
@@ -181,7 +181,15 @@ const configShape = {
 const settings = defineSettings(configShape, {
   bin: binName,
   // Checks across settings, made once every value is valid.
-  refine: (raw, report) => server.check(raw, report),
+  refine: (raw, report) => {
+    server.check(raw, report);
+    if (raw.ZULIP_FILTERS_FILE !== undefined && raw.ZULIP_STATE_URL !== undefined) {
+      report(
+        'ZULIP_FILTERS_FILE',
+        'must stay unset with ZULIP_STATE_URL: the filters are a row in PostgreSQL then, the same for every process',
+      );
+    }
+  },
   configError: (err) =>
     new McplServerError('MCPL_SERVER_CONFIG_INVALID', err.message, {
       cause: err,

@@ -38,7 +38,11 @@ export class Connection {
       client: runtime.client,
       policy: runtime.policy,
       store: runtime.store,
+      account: runtime.account,
       session: config.sessionId,
+      events: runtime.events,
+      // A standby of a fleet (PostgreSQL) tries the session's lock every second at most.
+      lockRetryMaxMs: runtime.events === undefined ? undefined : 1_000,
       filters: runtime.filters,
       sink: this.sink,
       timeStyle: config.timestampStyle,

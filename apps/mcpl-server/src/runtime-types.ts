@@ -1,5 +1,5 @@
 import type { AccessPolicy, AdmissionGate, Logger, ZulipClient } from '@zmcp/core';
-import type { DeliveryProgress, FiltersPlane, StateStore } from '@zmcp/delivery';
+import type { DeliveryProgress, FiltersPlane, OpenEventSource, StateStore } from '@zmcp/delivery';
 import type { BoundTool, ToolServices } from '@zmcp/tools';
 import type { McplConfig } from './config.js';
 import type { SentLog } from './sent-log.js';
@@ -16,7 +16,12 @@ export interface Runtime {
   readonly services: ToolServices;
   /** The realm tools served (toolsets applied); the attention tools are bound per connection. */
   readonly tools: readonly BoundTool[];
+  /** The state store (files or PostgreSQL), keyed by {@link account}. */
   readonly store: StateStore;
+  /** The realm and bot the state is kept under (`stateAccount`). */
+  readonly account: string;
+  /** The fleet's shared event queue (PostgreSQL), or `undefined`: each engine registers its own. */
+  readonly events: OpenEventSource | undefined;
   readonly filters: FiltersPlane;
   /** What the agent sent, for rollback. */
   readonly sent: SentLog;

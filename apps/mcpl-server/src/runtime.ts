@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import type { CallToolResult, Transport } from '@modelcontextprotocol/server';
 import {
   type CallOptions,
@@ -16,8 +15,6 @@ import {
 import {
   CORE_TAGS,
   dmChannelId,
-  FileFiltersPlane,
-  FileStateStore,
   type FiltersPlane,
   isDeliveryError,
   parseChannelId,
@@ -45,6 +42,7 @@ import {
   listMcpTools,
   type OperatorConsole,
   openZulipRuntime,
+  watchQueueOwner,
   type ZulipRuntime,
 } from '@zmcp/server-kit';
 import {
@@ -158,13 +156,16 @@ export async function createZulipMcpl(options: ZulipMcplOptions): Promise<ZulipM
   const { config } = options;
   const logger = options.logger ?? noopLogger;
   const zulip = await openZulipRuntime({ settings: config, logger, credentials: options.credentials });
-  let filters: FileFiltersPlane | undefined;
+  let filters: FiltersPlane | undefined;
   try {
-    const filtersFile = config.filtersFile ?? join(zulip.accountDir, `${config.sessionId}.filters.json`);
-    filters = await FileFiltersPlane.open({
-      file: filtersFile,
+    // A file (ZULIP_FILTERS_FILE, or the session's in the account's folder) or, with
+    // ZULIP_STATE_URL, the session's row in PostgreSQL, hot-reloaded in every process.
+    filters = await zulip.backend.openFilters({
+      account: zulip.account,
+      session: config.sessionId,
       seed: config.filters.seed,
       baseline: config.filters.baseline,
+      file: config.filtersFile,
     });
     filters.subscribe((event) => {
       if (event.kind === 'stale')
@@ -173,7 +174,11 @@ export async function createZulipMcpl(options: ZulipMcplOptions): Promise<ZulipM
         });
       else logger.info('filters reloaded', { revision: event.revision, source: event.source });
     });
-    logger.info('filters in force', { file: filtersFile });
+    logger.info('filters in force', {
+      file:
+        config.filtersFile ??
+        zulip.backend.locationOf({ account: zulip.account, session: config.sessionId, kind: 'filters' }),
+    });
     const runtime: Runtime = {
       config,
       logger,
@@ -183,7 +188,9 @@ export async function createZulipMcpl(options: ZulipMcplOptions): Promise<ZulipM
       services: zulip.services,
       tools: selectTools(createCatalog(zulip.services), { toolsets: config.toolsets, readOnly: false }),
       // Watermarks are message ids, which mean something on one realm only: state is kept per realm and bot.
-      store: new FileStateStore({ dir: zulip.accountDir }),
+      store: zulip.store,
+      account: zulip.account,
+      events: zulip.events,
       filters,
       sent: new SentLog(),
       onProgress: options.console === undefined ? undefined : deliveryProgress(options.console),
@@ -199,7 +206,7 @@ export async function createZulipMcpl(options: ZulipMcplOptions): Promise<ZulipM
 function assemble(
   runtime: Runtime,
   zulip: ZulipRuntime,
-  filters: FileFiltersPlane,
+  filters: FiltersPlane,
   operatorConsole: OperatorConsole | undefined,
 ): ZulipMcpl {
   const { config, logger, client, policy, services } = runtime;
@@ -207,8 +214,11 @@ function assemble(
   const connections = new WeakMap<McplSession, Connection>();
   const open = new Set<Connection>();
   const observe = operatorConsole === undefined ? undefined : addToolCallPanel(operatorConsole);
+  // With ZULIP_STATE_URL the bot's event queue may be owned by another process of the fleet.
+  const queueOwner = operatorConsole === undefined ? undefined : watchQueueOwner(zulip);
   if (operatorConsole !== undefined) {
     addDeliveryPanel(operatorConsole, {
+      owner: queueOwner?.label,
       // One host delivers at a time: the newest connection whose engine started.
       snapshot: () =>
         [...open]
@@ -515,6 +525,7 @@ function assemble(
     serve: (transport) => server.connect(transport),
     connection: (session) => connections.get(session),
     async close() {
+      queueOwner?.close();
       await server.close();
       await Promise.all([...open].map((c) => c.close()));
       await filters.close();

@@ -127,6 +127,9 @@ const startupConfigurationCodes: ReadonlySet<string> = new Set([
   'UPLOAD_ROOT_MISSING',
   'DELIVERY_INVALID_SESSION_ID',
   'DELIVERY_FILTERS_INVALID',
+  // @zmcp/fleet: a state setting it cannot use (ZULIP_FILTERS_FILE with ZULIP_STATE_URL), a schema newer than this release.
+  'FLEET_INVALID_ARGUMENT',
+  'FLEET_SCHEMA_TOO_NEW',
 ]);
 
 /**

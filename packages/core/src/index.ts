@@ -105,7 +105,7 @@ export type {
   LoadCredentialsOptions,
 } from './credentials.js';
 export { credentialProblem, loadCredentials, parseZuliprc } from './credentials.js';
-export type { EventQueueOptions, QueueGap, QueueItem } from './events/event-queue.js';
+export type { EventQueueOptions, EventQueuePosition, QueueGap, QueueItem } from './events/event-queue.js';
 export { EventQueue } from './events/event-queue.js';
 export type { HasOperand, IsOperand, NarrowOperator, NarrowTerm } from './history/narrow.js';
 export {

@@ -14,6 +14,7 @@ import {
   type DeleteMessageEvent,
   dmOthers,
   EventQueue,
+  type EventQueueOptions,
   escapeMsgName,
   type FormattableMessage,
   isNoBotsMessage,
@@ -78,6 +79,22 @@ import type { StateLock } from './state-lock.js';
 import type { StateStore } from './state-store.js';
 import { sweepHistory } from './sweep.js';
 import { addressingOf, changeTags, isAddressed, messageTags, reactionTags, TAGS } from './tags.js';
+
+/**
+ * What the engine reads its events from: core's `EventQueue`, or a queue shared by a fleet that
+ * hands out the same items in the same order (a {@link QueueGap} when events were lost).
+ */
+export interface EventSource {
+  /** The registration (initial state) the items follow from. */
+  readonly registration: RegisterResponse;
+  /** The next items in order; `undefined` once the source has ended. */
+  nextBatch(): Promise<QueueItem[] | undefined>;
+  /** Stops it; the engine calls it once it no longer reads. */
+  close(): Promise<void>;
+}
+
+/** Opens an {@link EventSource} registered with `params` (what the engine needs of the queue). */
+export type OpenEventSource = (params: EventQueueOptions) => Promise<EventSource>;
 
 /** Options of {@link DeliveryEngine}. */
 export interface DeliveryEngineOptions {
@@ -147,6 +164,18 @@ export interface DeliveryEngineOptions {
     | undefined;
   /** Memory bounds: queued messages per channel before it reads from history instead (5000), held live messages during a replay (2000). */
   limits?: { queue?: number; held?: number } | undefined;
+  /**
+   * Where the engine's events come from. Default: an event queue of its own on `client`
+   * (`EventQueue.open`). A fleet passes one shared by every process serving the bot
+   * (`@zmcp/fleet`), so Zulip sees one queue however many engines run.
+   */
+  events?: OpenEventSource | undefined;
+  /**
+   * Longest pause between two tries of the delivery lock while `start({ waitForLock })` waits,
+   * in ms. Default 10 s. A fleet's standby sets it low (its lock is a cheap query), so it takes
+   * over within about that long when the holder dies.
+   */
+  lockRetryMaxMs?: number | undefined;
 }
 
 /** Where the engine stands. */
@@ -176,7 +205,8 @@ export interface StartOptions {
   readonly open?: readonly string[] | undefined;
   /**
    * While another engine holds this session's delivery state (`DELIVERY_STATE_LOCKED`), wait
-   * for it instead of failing: the lock is tried again after 0.5 s, doubling to 10 s, with one
+   * for it instead of failing: the lock is tried again after 0.5 s, doubling to 10 s (the
+   * engine's `lockRetryMaxMs`), with one
    * warning logged; `status().waitingFor` names the holder, calls that need the engine fail with
    * `DELIVERY_STATE_LOCKED` meanwhile, and `close()` ends the wait. For a server that may be
    * started while the one it replaces is still stopping. Default false: fail at once.
@@ -385,7 +415,7 @@ export class DeliveryEngine {
   readonly #heldLimit: number;
   #state: EngineState = 'idle';
   #failure: string | undefined;
-  #queue: EventQueue | undefined;
+  #queue: EventSource | undefined;
   #loop: Promise<void> | undefined;
   #ready: Promise<void> | undefined;
   #render!: Renderer;
@@ -515,7 +545,8 @@ export class DeliveryEngine {
 
   async #startUp(discovered: () => void, open: readonly string[]): Promise<StartReport> {
     const saved = await this.#o.store.read(this.#key, DeliveryStateSchema);
-    const queue = await EventQueue.open(this.#client, {
+    const openSource: OpenEventSource = this.#o.events ?? ((params) => EventQueue.open(this.#client, params));
+    const queue = await openSource({
       eventTypes: [...EVENT_TYPES],
       fetchEventTypes: ['message', 'realm_user', 'subscription', 'stream'],
       clientCapabilities: { bulk_message_deletion: true },
@@ -659,7 +690,8 @@ export class DeliveryEngine {
   async #takeLock(wait: boolean): Promise<StateLock | undefined> {
     const store = this.#o.store;
     if (store.lock === undefined) return undefined;
-    for (let delay = 500; ; delay = Math.min(delay * 2, 10_000)) {
+    const most = Math.max(50, positive(this.#o.lockRetryMaxMs, 10_000, 'lockRetryMaxMs'));
+    for (let delay = Math.min(500, most); ; delay = Math.min(delay * 2, most)) {
       try {
         const lock = await store.lock(this.#key);
         if (this.#waitingFor !== undefined) this.#logger.info('the delivery state is free: starting');
@@ -1954,7 +1986,7 @@ export class DeliveryEngine {
   // ---------------------------------------------------------------- the event loop
 
   async #run(): Promise<void> {
-    const queue = this.#queue as EventQueue;
+    const queue = this.#queue as EventSource;
     try {
       while (this.#state === 'running') {
         const batch = await queue.nextBatch();

@@ -3,12 +3,22 @@
 // in chunks; the child sends them and says when it has.
 import { startZulipSim } from '@zmcp/zulip-sim';
 
-type Request = { t: 'setup'; streams: number } | { t: 'send'; count: number } | { t: 'stop' };
+type Request =
+  | { t: 'setup'; streams: number }
+  | { t: 'send'; count: number }
+  | { t: 'counts' }
+  | { t: 'stop' };
 
 const sim = await startZulipSim({ rateLimit: false, requestLogSize: 0, heartbeatIntervalMs: 30_000 });
 let streams: string[] = [];
 let sender = 0;
 let sent = 0;
+// What the engines asked the realm: history pages, queue registrations, and the live queues.
+const counts = { history: 0, registers: 0 };
+sim.onRequest((r) => {
+  if (r.method === 'GET' && r.path.endsWith('/messages')) counts.history += 1;
+  if (r.method === 'POST' && r.path.endsWith('/register')) counts.registers += 1;
+});
 
 process.on('message', async (raw) => {
   const message = raw as Request;
@@ -34,6 +44,8 @@ process.on('message', async (raw) => {
       sent += 1;
     }
     process.send?.({ t: 'sent', total: sent });
+  } else if (message.t === 'counts') {
+    process.send?.({ t: 'counts', ...counts, queues: sim.queues().length });
   } else if (message.t === 'stop') {
     await sim.close();
     process.exit(0);

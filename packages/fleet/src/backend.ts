@@ -9,7 +9,9 @@ import {
   type StateKey,
   type StateStore,
 } from '@zmcp/delivery';
+import type { Broadcast } from './broadcast.js';
 import { FleetError } from './errors.js';
+import type { EventHub, EventHubOptions } from './postgres-event-hub.js';
 
 /** Options of {@link openStateBackend}. */
 export interface OpenStateBackendOptions {
@@ -33,6 +35,8 @@ export interface OpenStateBackendOptions {
    */
   lockHeartbeatMs?: number | undefined;
   lockHeartbeatTimeoutMs?: number | undefined;
+  /** Tuning of the shared event queues (PostgreSQL only): election, polling, the log's bound. */
+  events?: EventHubOptions | undefined;
 }
 
 /** Options of {@link StateBackend.openFilters}. */
@@ -76,7 +80,18 @@ export interface StateBackend {
    *   `DELIVERY_INVALID_SESSION_ID`; FleetError `FLEET_INVALID_ARGUMENT` for `file` with PostgreSQL.
    */
   openFilters(options: OpenFiltersOptions): Promise<FiltersPlane>;
-  /** Closes the filters planes still open, releases the locks still held and ends the connections. */
+  /**
+   * With PostgreSQL, one Zulip event queue per realm and bot for every process sharing the
+   * database (`events.source(client, account)` is a `DeliveryEngine`'s `events`); `undefined` on
+   * files, where each engine registers its own.
+   */
+  readonly events: EventHub | undefined;
+  /**
+   * With PostgreSQL, messages by topic to every process sharing the database (`NOTIFY`);
+   * `undefined` on files, where there is one process.
+   */
+  readonly broadcast: Broadcast | undefined;
+  /** Closes the filters planes still open, the shared event queues' readers, releases the locks still held and ends the connections. */
   close(): Promise<void>;
 }
 
@@ -117,6 +132,8 @@ function openFileBackend(dir: string): StateBackend {
     kind: 'files',
     location: store.dir,
     store,
+    events: undefined,
+    broadcast: undefined,
     locationOf: (key) => store.pathOf(key),
     async openFilters(options) {
       const key: StateKey =

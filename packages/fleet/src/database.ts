@@ -56,6 +56,8 @@ export class Database {
   readonly #config: pg.ClientConfig;
   readonly #lockIds = new Map<string, number>();
   readonly #filters = new Map<string, Set<FiltersChangeHandler>>();
+  readonly #events = new Map<string, Set<() => void>>();
+  readonly #broadcasts = new Map<string, Set<(message: unknown, origin: string) => void>>();
   #listener: pg.Client | undefined;
   #listening: Promise<void> | undefined;
   #reconnect: NodeJS.Timeout | undefined;
@@ -192,6 +194,44 @@ export class Database {
     };
   }
 
+  /**
+   * Calls `handler` whenever events of `account` may have been logged (`zmcp_events`), and
+   * after the listening connection was lost and regained. Returns the unsubscribe function.
+   */
+  onEventsLogged(account: string, handler: () => void): () => void {
+    let set = this.#events.get(account);
+    if (set === undefined) {
+      set = new Set();
+      this.#events.set(account, set);
+    }
+    set.add(handler);
+    this.#startListening();
+    return () => {
+      const current = this.#events.get(account);
+      current?.delete(handler);
+      if (current?.size === 0) this.#events.delete(account);
+    };
+  }
+
+  /**
+   * Calls `handler` with every message broadcast on `topic` (`zmcp_broadcast`) by any process,
+   * with the publisher's origin. Returns the unsubscribe function.
+   */
+  onBroadcast(topic: string, handler: (message: unknown, origin: string) => void): () => void {
+    let set = this.#broadcasts.get(topic);
+    if (set === undefined) {
+      set = new Set();
+      this.#broadcasts.set(topic, set);
+    }
+    set.add(handler);
+    this.#startListening();
+    return () => {
+      const current = this.#broadcasts.get(topic);
+      current?.delete(handler);
+      if (current?.size === 0) this.#broadcasts.delete(topic);
+    };
+  }
+
   /** Resolves once the listener is connected (or has failed its first attempt). */
   async listening(): Promise<void> {
     await this.#listening;
@@ -211,8 +251,12 @@ export class Database {
       const c = client;
       c.on('error', (err) => this.#lostListener(c, err));
       c.on('end', () => this.#lostListener(c, undefined));
-      c.on('notification', (message) => this.#notified(message.payload));
-      await c.query('LISTEN zmcp_filters');
+      c.on('notification', (message) => {
+        if (message.channel === 'zmcp_events') this.#eventsLogged(message.payload);
+        else if (message.channel === 'zmcp_broadcast') this.#broadcast(message.payload);
+        else this.#notified(message.payload);
+      });
+      await c.query('LISTEN zmcp_filters; LISTEN zmcp_events; LISTEN zmcp_broadcast');
       if (this.#closed) {
         await c.end().catch(() => undefined);
         return;
@@ -233,7 +277,7 @@ export class Database {
     this.#listener = undefined;
     if (this.#closed || this.#reconnect !== undefined) return;
     this.#listenFailures += 1;
-    this.logger.warn('the filters change listener lost its connection; reconnecting', {
+    this.logger.warn('the change listener (filters, events) lost its connection; reconnecting', {
       code: errorCode(err),
       failures: this.#listenFailures,
     });
@@ -264,6 +308,34 @@ export class Database {
 
   #dispatchAll(cause: 'reconnected'): void {
     for (const set of this.#filters.values()) for (const handler of set) handler(cause);
+    for (const set of this.#events.values()) for (const handler of set) handler();
+  }
+
+  #broadcast(payload: string | undefined): void {
+    let parsed: { schema?: unknown; topic?: unknown; origin?: unknown; message?: unknown };
+    try {
+      parsed = JSON.parse(payload ?? '') as typeof parsed;
+    } catch {
+      return;
+    }
+    if (
+      parsed.schema !== this.schema ||
+      typeof parsed.topic !== 'string' ||
+      typeof parsed.origin !== 'string'
+    )
+      return;
+    for (const handler of this.#broadcasts.get(parsed.topic) ?? []) handler(parsed.message, parsed.origin);
+  }
+
+  #eventsLogged(payload: string | undefined): void {
+    let parsed: { schema?: unknown; account?: unknown };
+    try {
+      parsed = JSON.parse(payload ?? '') as typeof parsed;
+    } catch {
+      return;
+    }
+    if (parsed.schema !== this.schema || typeof parsed.account !== 'string') return;
+    for (const handler of this.#events.get(parsed.account) ?? []) handler();
   }
 
   /** Ends the listener and the pool. Dedicated lock connections are their holders' to end. */

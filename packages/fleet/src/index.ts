@@ -3,9 +3,11 @@
 
 export type { OpenFiltersOptions, OpenStateBackendOptions, StateBackend } from './backend.js';
 export { openStateBackend } from './backend.js';
+export type { Broadcast } from './broadcast.js';
 export type { FleetErrorCode, FleetErrorOptions } from './errors.js';
 export { FleetError, isFleetError } from './errors.js';
 export { SCHEMA_VERSION } from './migrations.js';
+export type { EventHub, EventHubOptions, EventQueueOwner } from './postgres-event-hub.js';
 export type {
   PostgresFiltersPlane,
   PostgresFiltersPlaneOptions,

@@ -87,6 +87,39 @@ ALTER TABLE state ADD CONSTRAINT state_kind_check
   CHECK (kind IN ('monitor', 'delivery', 'filters', 'key', 'agent', 'task', 'sends', 'token', 'tokens'));
 `,
   },
+  {
+    version: 4,
+    compatibleFrom: 1,
+    description: 'one shared Zulip event queue per realm and bot: its owner, position and event log',
+    sql: `
+-- One row per realm and bot (account) whose events are shared: its id names the owner's advisory
+-- lock; the queue's position (queue id, last event id, last message id, registration) lets a new
+-- owner resume it; registered_seq is the log position the registration answers to.
+CREATE TABLE event_queues (
+  id              integer     GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  account         text        NOT NULL UNIQUE,
+  owner_pid       integer,
+  owner_host      text,
+  owner_since     timestamptz,
+  queue_id        text,
+  last_event_id   bigint,
+  last_message_id bigint,
+  registration    jsonb,
+  registered_seq  bigint      NOT NULL DEFAULT 0,
+  trimmed_through bigint      NOT NULL DEFAULT 0,
+  updated_at      timestamptz NOT NULL DEFAULT now()
+);
+
+-- What the owner received, in order, for every process serving the account (bounded: the owner
+-- trims it). A new row is announced on the channel zmcp_events.
+CREATE TABLE event_log (
+  seq     bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  account text   NOT NULL,
+  item    jsonb  NOT NULL
+);
+CREATE INDEX event_log_account_seq ON event_log (account, seq);
+`,
+  },
 ];
 
 /** The schema version this release writes. */

@@ -1,7 +1,9 @@
 import type { FiltersPlane } from '@zmcp/delivery';
 import { type OpenStateBackendOptions, type StateBackend, tracked } from './backend.js';
+import { PgBroadcast } from './broadcast.js';
 import { Database } from './database.js';
 import { FleetError } from './errors.js';
+import { PgEventHub } from './postgres-event-hub.js';
 import { PgFiltersPlane } from './postgres-filters-plane.js';
 import { PgStateStore } from './postgres-state-store.js';
 
@@ -23,12 +25,15 @@ export async function openPostgresBackend(
     heartbeatTimeoutMs: options.lockHeartbeatTimeoutMs,
   });
   const planes = new Set<FiltersPlane>();
+  const events = new PgEventHub(db, options.events);
   let closed: Promise<void> | undefined;
   return {
     kind: 'postgres',
     location: db.location,
     store,
     locationOf: (key) => db.locationOf(key),
+    events,
+    broadcast: new PgBroadcast(db),
     async openFilters(filters) {
       if (filters.file !== undefined) {
         throw new FleetError(
@@ -49,6 +54,7 @@ export async function openPostgresBackend(
     close() {
       closed ??= (async () => {
         await Promise.all([...planes].map((p) => p.close()));
+        await events.close();
         await store.releaseAll();
         await db.close();
       })();

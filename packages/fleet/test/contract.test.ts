@@ -1,8 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import { describeFiltersPlaneContract } from '../../../test/support/filters-plane-contract.js';
+import { dropAfterAll, openTestBackend, postgresUrl, sql } from '../../../test/support/postgres.js';
 import { describeStateLockContract } from '../../../test/support/state-lock-contract.js';
 import { describeStateStoreContract } from '../../../test/support/state-store-contract.js';
-import { dropAfterAll, openTestBackend, postgresUrl, sql } from './helpers/postgres.js';
 
 // The contracts the file store keeps (test/support/*-contract.ts), against PostgreSQL: each test
 // on a schema of its own.

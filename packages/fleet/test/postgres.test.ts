@@ -7,7 +7,13 @@ import { openStateBackend, type PostgresStateLock, SCHEMA_VERSION } from '@zmcp/
 import { startZulipSim } from '@zmcp/zulip-sim';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { dropAfterAll, openTestBackend, postgresUrl, sql, uniqueSchema } from './helpers/postgres.js';
+import {
+  dropAfterAll,
+  openTestBackend,
+  postgresUrl,
+  sql,
+  uniqueSchema,
+} from '../../../test/support/postgres.js';
 
 dropAfterAll();
 
@@ -49,7 +55,13 @@ describe('opening a PostgreSQL backend', () => {
       'SELECT tablename AS name FROM pg_tables WHERE schemaname = $1 ORDER BY 1',
       [schema],
     );
-    expect(tables.rows.map((r) => r.name)).toEqual(['locks', 'schema_version', 'state']);
+    expect(tables.rows.map((r) => r.name)).toEqual([
+      'event_log',
+      'event_queues',
+      'locks',
+      'schema_version',
+      'state',
+    ]);
   });
 
   it('refuses a schema a newer release made incompatible, and runs on a compatible one', async () => {

@@ -1,8 +1,8 @@
 // Every ts block of the README runs as written and prints what the README shows, against a
 // database of its own on the tests' PostgreSQL server.
 import { join } from 'node:path';
+import { dropAfterAll, freshDatabase } from '../../../test/support/postgres.js';
 import { testReadmeExamples } from '../../../test/support/readme.js';
-import { dropAfterAll, freshDatabase } from './helpers/postgres.js';
 
 dropAfterAll();
 

@@ -12,7 +12,8 @@ import {
   type StreamInfo,
   ZulipClient,
 } from '@zmcp/core';
-import { FileStateStore, stateAccount } from '@zmcp/delivery';
+import { type OpenEventSource, stateAccount } from '@zmcp/delivery';
+import { openStateBackend, type StateBackend } from '@zmcp/fleet';
 import {
   createToolServices,
   loadRealmFacts,
@@ -62,11 +63,23 @@ export interface ZulipRuntime {
   readonly uploadRoots: UploadRoots | undefined;
   /** The state key of this realm and bot (`@zmcp/delivery`'s `stateAccount`): state is kept per realm and bot. */
   readonly account: string;
-  /** The state store over `settings.stateDir`; key its state by {@link account}. */
-  readonly store: FileStateStore;
-  /** The account's own folder of the state directory (delivery state, filters files). */
-  readonly accountDir: string;
-  /** Closes the client (its connections and timers); safe to call twice. */
+  /**
+   * Where the state lives (`@zmcp/fleet`'s `openStateBackend`): PostgreSQL with
+   * `settings.stateUrl`, files in `settings.stateDir` otherwise. Filters planes come from its
+   * `openFilters`; the runtime closes it.
+   */
+  readonly backend: StateBackend;
+  /** The backend's state store (with its cross-process lock); key its state by {@link account}. */
+  readonly store: StateBackend['store'];
+  /**
+   * Where a `DeliveryEngine` of this account takes its events from (its `events` option): with
+   * PostgreSQL, the one Zulip event queue the fleet shares per realm and bot; `undefined` on
+   * files (each engine registers its own).
+   */
+  readonly events: OpenEventSource | undefined;
+  /** Where this account's state is, for logs: its folder of the state directory, or `postgres://user@host/db#schema`. */
+  readonly stateLocation: string;
+  /** Closes the client (its connections and timers) and the state backend; safe to call twice. */
   close(): Promise<void>;
 }
 
@@ -113,12 +126,14 @@ async function warmListings(): Promise<void> {
  * the upload roots, the one Zulip client (read-only enforced in its transport), the account and the
  * realm's limits (tool listings converted meanwhile), the streams the account can see when an
  * allowlist names any (every later decision is by id), the access policy, the tool services and
- * the state store, keyed by realm and bot. Logs `connected to Zulip` once open.
+ * the state backend (PostgreSQL with `stateUrl`, files otherwise), keyed by realm and bot. Logs `connected to Zulip` once open.
  *
  * @throws ZmcpError `CORE_CONFIG_INVALID` for missing or malformed credentials or an allowlist
  *   entry that names no stream (or two); `CORE_UNAUTHORIZED` for credentials the realm refuses, and
  *   the client's request codes when it cannot be reached. UploadError `UPLOAD_ROOT_MISSING`,
- *   `UPLOAD_CONFIG_INVALID` for an upload root. On a throw nothing is left open.
+ *   `UPLOAD_CONFIG_INVALID` for an upload root. FleetError `FLEET_CONNECT_FAILED`,
+ *   `FLEET_SCHEMA_TOO_NEW` for the state database (`ZULIP_STATE_URL`, never shown with its
+ *   password). On a throw nothing is left open.
  */
 export async function openZulipRuntime(options: OpenZulipRuntimeOptions): Promise<ZulipRuntime> {
   const { settings } = options;
@@ -126,15 +141,23 @@ export async function openZulipRuntime(options: OpenZulipRuntimeOptions): Promis
   const credentials = options.credentials ?? (await loadConfiguredCredentials(settings));
   const uploadRoots =
     settings.uploadRoots.length > 0 ? await UploadRoots.open(settings.uploadRoots) : undefined;
-  const client = new ZulipClient({
-    site: credentials.site,
-    email: credentials.email,
-    apiKey: credentials.apiKey,
-    allowInsecureHttp: settings.zulip.allowInsecureHttp,
-    readOnly: settings.readOnly,
-    timeoutMs: settings.requestTimeoutMs,
-    logger,
-  });
+  // The state first: an unreachable database stops start-up before anything else is opened.
+  const backend = await openStateBackend({ url: settings.stateUrl, dir: settings.stateDir, logger });
+  let client: ZulipClient;
+  try {
+    client = new ZulipClient({
+      site: credentials.site,
+      email: credentials.email,
+      apiKey: credentials.apiKey,
+      allowInsecureHttp: settings.zulip.allowInsecureHttp,
+      readOnly: settings.readOnly,
+      timeoutMs: settings.requestTimeoutMs,
+      logger,
+    });
+  } catch (err) {
+    await backend.close();
+    throw err;
+  }
   let admission: AdmissionGate | undefined;
   try {
     // The schema conversions a listing needs run in the gaps while the realm answers.
@@ -177,9 +200,9 @@ export async function openZulipRuntime(options: OpenZulipRuntimeOptions): Promis
           });
     // Cursors and watermarks are message ids, which mean something on one realm only: state is
     // kept per realm and bot, so a second realm (or the demo) never reads this one's.
-    const store = new FileStateStore({ dir: settings.stateDir });
+    const { store } = backend;
     const account = stateAccount({ site: client.site, userId: facts.identity.user_id });
-    const accountDir = join(store.dir, account);
+    const stateLocation = backend.kind === 'files' ? join(backend.location, account) : backend.location;
     const services = createToolServices({
       client,
       policy,
@@ -200,7 +223,7 @@ export async function openZulipRuntime(options: OpenZulipRuntimeOptions): Promis
       account: facts.identity.email,
       readOnly: settings.readOnly,
       uploadRoots: uploadRoots?.names.join(',') ?? 'none',
-      state: accountDir,
+      state: stateLocation,
       session: settings.sessionId,
       ...(settings.stateDirSource === 'earlier default'
         ? { stateNote: 'the earlier TypeScript server’s default directory, since only it exists' }
@@ -218,12 +241,15 @@ export async function openZulipRuntime(options: OpenZulipRuntimeOptions): Promis
       services,
       uploadRoots,
       account,
+      backend,
       store,
-      accountDir,
+      events: backend.events?.source(client, account),
+      stateLocation,
       close() {
         closed ??= (async () => {
           await admission?.close();
           await client.close();
+          await backend.close();
         })();
         return closed;
       },
@@ -231,6 +257,7 @@ export async function openZulipRuntime(options: OpenZulipRuntimeOptions): Promis
   } catch (err) {
     await admission?.close();
     await client.close();
+    await backend.close();
     throw err;
   }
 }

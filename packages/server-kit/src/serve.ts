@@ -147,7 +147,12 @@ export async function runServer<
   let config = options.config;
   const write = (line: string) => void stderr.write(line);
   // The configured key stays redacted after --demo points the configuration at the demo bot.
-  const configured = [options.config.zulip.apiKey, options.config.status.token, ...(options.secrets ?? [])];
+  const configured = [
+    options.config.zulip.apiKey,
+    options.config.status.token,
+    ...stateUrlSecrets(options.config.stateUrl),
+    ...(options.secrets ?? []),
+  ];
   let logger: Logger = createLogger({ level: config.logLevel, secrets: configured, write });
   // A configuration problem found while opening: the same report and exit code as a bad variable.
   const misconfigured = (
@@ -185,6 +190,7 @@ export async function runServer<
         },
         stateDir: demoStateDir,
         stateDirSource: 'setting',
+        stateUrl: undefined,
       };
       config = options.demo.configure?.(config, demo) ?? config;
       logger.info('demo realm started', {
@@ -248,4 +254,18 @@ export async function runServer<
       );
     }
   }
+}
+
+/** What of a state URL is secret: the whole URL, its password and its query (which may name a key file or hold a password). */
+function stateUrlSecrets(url: string | undefined): string[] {
+  if (url === undefined) return [];
+  const secrets = [url];
+  try {
+    const parsed = new URL(url);
+    if (parsed.password !== '') secrets.push(parsed.password, decodeURIComponent(parsed.password));
+    if (parsed.search.length > 1) secrets.push(parsed.search.slice(1));
+  } catch {
+    // Not a URL: the whole value is redacted.
+  }
+  return secrets;
 }

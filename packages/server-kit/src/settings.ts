@@ -29,6 +29,7 @@ import {
   type TimeStyle,
 } from '@zmcp/core';
 import { parseSessionId } from '@zmcp/delivery';
+import { describeStateUrl } from '@zmcp/fleet';
 import { parseToolsets, TOOLSETS, type Toolset } from '@zmcp/tools';
 import { parseByteSize, parseUploadRoots, type UploadRootSpec } from '@zmcp/uploads';
 import { ServerKitError } from './errors.js';
@@ -55,6 +56,12 @@ export interface ServerSettings {
    * default of the earlier TypeScript server (`~/.zulip_mcp_state`), used when only that one exists.
    */
   stateDirSource: 'setting' | 'default' | 'earlier default';
+  /**
+   * `ZULIP_STATE_URL`: `postgres://…` puts every piece of state in PostgreSQL (`@zmcp/fleet`),
+   * shared by every process given the same URL; unset: files in `stateDir`. Secret (it may hold a
+   * password): never logged, never echoed in an error.
+   */
+  stateUrl: string | undefined;
   sessionId: string;
   /** IANA time zone of message-line timestamps (the system's when unset). */
   timezone: string;
@@ -261,6 +268,22 @@ function shapeOf(options: BinDescription) {
       defaultText: '~/.zmcp/state (~/.zulip_mcp_state if only that exists)',
       help: 'Directory of the server’s state (read cursors, delivery watermarks, filters), one folder per realm and bot; put it on storage that survives a redeploy.',
     }),
+    ZULIP_STATE_URL: text(
+      {
+        group: 'State',
+        secret: true,
+        defaultText: 'files in the state directory',
+        help: 'postgres://user:password@host:5432/db keeps the state in PostgreSQL (schema zmcp, created at start) instead of files, shared by every process given the same URL, so several can serve one bot. Secret: never logged.',
+      },
+      (raw) => {
+        try {
+          describeStateUrl(raw.trim());
+          return undefined;
+        } catch {
+          return 'expected a URL starting with postgres:// or postgresql://';
+        }
+      },
+    ),
     ZULIP_SESSION_ID: parsedBy(
       {
         group: 'State',
@@ -496,7 +519,7 @@ export interface ServerSettingsKit<K extends SharedSettingName = SharedSettingNa
 }
 
 /**
- * The settings every zmcp server shares (`ZULIP_STATE_DIR`, `ZULIP_SESSION_ID`, `AGENT_TIMEZONE`,
+ * The settings every zmcp server shares (`ZULIP_STATE_DIR`, `ZULIP_STATE_URL`, `ZULIP_SESSION_ID`, `AGENT_TIMEZONE`,
  * `ZULIP_READ_ONLY`, `ZULIP_TOOLSETS`, the allowlists, uploads, message limits, deadlines,
  * `ZMCP_LOG_LEVEL` and the Zulip account), each with one help text, for the bin `options` describe;
  * with `only`, the Zulip account's and those named.
@@ -558,6 +581,7 @@ export function serverSettings<K extends SharedSettingName = SharedSettingName>(
         },
         stateDir: state.dir,
         stateDirSource: state.source,
+        stateUrl: blankAsUnset(values.ZULIP_STATE_URL),
         sessionId: values.ZULIP_SESSION_ID,
         timezone: values.AGENT_TIMEZONE ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
         timestampStyle: values.AGENT_TIMESTAMP_STYLE,
@@ -585,6 +609,11 @@ export function serverSettings<K extends SharedSettingName = SharedSettingName>(
       };
     },
   };
+}
+
+function blankAsUnset(value: string | undefined): string | undefined {
+  const trimmed = value?.trim();
+  return trimmed === undefined || trimmed === '' ? undefined : trimmed;
 }
 
 /** The default state directory, and the one the earlier TypeScript server used by default. */

@@ -86,11 +86,12 @@ describe('openZulipRuntime', () => {
     expect(runtime.services.timeZone).toBe('UTC');
     expect(runtime.account).toMatch(/^http_3a_2f_2f127\.0\.0\.1_3a\d+@\d+$/);
     expect(runtime.account.endsWith(`@${ids.bot}`)).toBe(true);
-    expect(runtime.store.dir).toBe(stateDir);
-    expect(runtime.accountDir).toBe(join(stateDir, runtime.account));
-    expect(runtime.store.pathOf({ account: runtime.account, session: 'agent-1', kind: 'delivery' })).toBe(
-      join(runtime.accountDir, 'agent-1.delivery.json'),
-    );
+    expect(runtime.backend.kind).toBe('files');
+    expect(runtime.backend.location).toBe(stateDir);
+    expect(runtime.stateLocation).toBe(join(stateDir, runtime.account));
+    expect(
+      runtime.backend.locationOf({ account: runtime.account, session: 'agent-1', kind: 'delivery' }),
+    ).toBe(join(runtime.stateLocation, 'agent-1.delivery.json'));
     expect(runtime.uploadRoots).toBeUndefined();
     expect(logger.lines).toContainEqual({
       level: 'info',
@@ -100,7 +101,7 @@ describe('openZulipRuntime', () => {
         account: 'helper@example.test',
         readOnly: false,
         uploadRoots: 'none',
-        state: runtime.accountDir,
+        state: runtime.stateLocation,
         session: 'agent-1',
       },
     });

@@ -46,6 +46,18 @@ export interface QueueGap {
   error: ZmcpError;
 }
 
+/**
+ * Where a queue stands, to carry on with it elsewhere ({@link EventQueue.resume}): the queue, the
+ * last event received (acknowledged by the next poll), the highest message id seen, and the
+ * registration it answered.
+ */
+export interface EventQueuePosition {
+  queueId: string;
+  lastEventId: number;
+  lastMessageId: number | undefined;
+  registration: RegisterResponse;
+}
+
 /** One thing the queue hands its consumer. */
 export type QueueItem =
   | { kind: 'event'; event: ZulipEvent }
@@ -138,6 +150,33 @@ export class EventQueue implements AsyncIterable<QueueItem> {
     return new EventQueue(client, options, registration);
   }
 
+  /**
+   * Carries on with a queue registered earlier (by this process or another) from `position`,
+   * without registering: the first poll asks for the events after `position.lastEventId`. When
+   * Zulip has dropped the queue meanwhile, a new one is registered and a {@link QueueGap} comes
+   * first, as for any lost queue. The registration's initial state is `position`'s, as old as it is.
+   */
+  static resume(client: ZulipClient, options: EventQueueOptions, position: EventQueuePosition): EventQueue {
+    if (options.signal?.aborted) {
+      throw new ZmcpError('CORE_ABORTED', 'The event queue was aborted before it was resumed');
+    }
+    const queue = new EventQueue(client, options, position.registration);
+    queue.#queueId = position.queueId;
+    queue.#lastEventId = position.lastEventId;
+    queue.#lastMessageId = position.lastMessageId;
+    return queue;
+  }
+
+  /** Where the queue stands now, for {@link resume}. */
+  get position(): EventQueuePosition {
+    return {
+      queueId: this.#queueId,
+      lastEventId: this.#lastEventId,
+      lastMessageId: this.#lastMessageId,
+      registration: this.#registration,
+    };
+  }
+
   /** The current queue's id (it changes after a re-registration). */
   get queueId(): string {
     return this.#queueId;
@@ -165,13 +204,19 @@ export class EventQueue implements AsyncIterable<QueueItem> {
 
   /**
    * Stops polling, ends the iterator and deletes the queue on Zulip (best effort: a failure,
-   * or read-only mode, leaves it to expire on its own). Idempotent.
+   * or read-only mode, leaves it to expire on its own). With `keep`, the queue is left on Zulip
+   * for another poller to {@link resume} (Zulip expires it when nobody polls for ~10 minutes).
+   * Idempotent.
    */
-  close(): Promise<void> {
+  close(options: { keep?: boolean } = {}): Promise<void> {
     if (this.#closing !== undefined) return this.#closing;
     this.#stop.abort();
     this.#options.signal?.removeEventListener('abort', this.#onAbort);
     const queueId = this.#queueId;
+    if (options.keep === true) {
+      this.#closing = Promise.resolve();
+      return this.#closing;
+    }
     this.#closing = this.#client
       .deleteQueue(queueId, { timeoutMs: 5_000, retry: { maxAttempts: 2 } })
       .catch((err: unknown) => {

@@ -2,6 +2,7 @@
 // session from a state directory, hands every offer to the parent (the host) over IPC and
 // waits for its answer; it tells the parent when a state write starts and when one is done.
 // Usage: node --import tsx --conditions @zmcp/source child.ts  (configuration on IPC).
+import { pathToFileURL } from 'node:url';
 import { AccessPolicy, ZulipClient } from '@zmcp/core';
 import {
   type ChannelAnnouncement,
@@ -11,9 +12,11 @@ import {
   type IncomingBatch,
   type IncomingOutcome,
   MemoryFiltersPlane,
+  type OpenEventSource,
   type PushEvent,
   type PushOutcome,
   type StateKey,
+  type StateStore,
 } from '@zmcp/delivery';
 import type { ChildConfig, ChildMessage, ParentMessage, WireItem } from './protocol.js';
 
@@ -67,6 +70,19 @@ const sink: DeliverySink = {
   }),
 };
 
+/** What a store module (`config.store.module`) opens: a fleet's backend, say. */
+interface OtherStore {
+  store: StateStore;
+  events?: ((client: ZulipClient) => OpenEventSource | undefined) | undefined;
+}
+
+async function openOtherStore(spec: NonNullable<ChildConfig['store']>): Promise<OtherStore> {
+  const mod = (await import(pathToFileURL(spec.module).href)) as {
+    openFaultStore(options: Record<string, unknown>): Promise<OtherStore>;
+  };
+  return mod.openFaultStore(spec.options);
+}
+
 async function run(config: ChildConfig): Promise<void> {
   const client = new ZulipClient({
     site: config.site,
@@ -75,25 +91,30 @@ async function run(config: ChildConfig): Promise<void> {
     timeoutMs: 10_000,
     retry: { baseDelayMs: 5, maxDelayMs: 50, maxAttempts: 6 },
   });
-  const files = new FileStateStore({
-    dir: config.dir,
-    fs: {
-      open: async (path, flags, mode) => {
-        const { open } = await import('node:fs/promises');
-        if (flags === 'wx') send({ t: 'writing' });
-        return open(path, flags, mode);
+  const other = config.store === undefined ? undefined : await openOtherStore(config.store);
+  const files: StateStore =
+    other?.store ??
+    new FileStateStore({
+      dir: config.dir,
+      fs: {
+        open: async (path, flags, mode) => {
+          const { open } = await import('node:fs/promises');
+          if (flags === 'wx') send({ t: 'writing' });
+          return open(path, flags, mode);
+        },
       },
-    },
-  });
+    });
   // Every completed write is reported with what it holds: the parent learns what is durable.
-  const store = {
+  const store: StateStore = {
     read: files.read.bind(files),
     update: files.update.bind(files),
     delete: files.delete.bind(files),
     async write<T>(key: StateKey, value: T): Promise<void> {
+      if (other !== undefined) send({ t: 'writing' });
       await files.write(key, value);
       send({ t: 'flushed', state: value as never });
     },
+    ...(files.lock === undefined ? {} : { lock: files.lock.bind(files) }),
   };
   const engine = new DeliveryEngine({
     client,
@@ -102,6 +123,7 @@ async function run(config: ChildConfig): Promise<void> {
     session: 'fault',
     filters: new MemoryFiltersPlane({}),
     sink,
+    events: other?.events?.(client),
     offerTimeoutMs: config.offerTimeoutMs,
     announceTimeoutMs: 200,
     retry: { initialMs: 5, maxMs: 40 },
@@ -137,7 +159,7 @@ async function run(config: ChildConfig): Promise<void> {
       );
     }
   });
-  const report = await engine.start({ open: config.open });
+  const report = await engine.start({ open: config.open, waitForLock: config.waitForLock === true });
   send({ t: 'ready', missedBlocks: [...report.missedBlocks] });
 }
 

@@ -9,6 +9,13 @@ export interface ChildConfig {
   /** Channels the host opens after every start. */
   open: string[];
   offerTimeoutMs: number;
+  /**
+   * Another state store than files in `dir`: a module exporting `openFaultStore(options)`, which
+   * resolves to `{ store, events?(client), close() }` (a fleet's PostgreSQL backend, say).
+   */
+  store?: { module: string; options: Record<string, unknown> } | undefined;
+  /** Start by waiting for the session's lock (a standby beside a running engine). */
+  waitForLock?: boolean | undefined;
 }
 
 export interface WireItem {

@@ -25,6 +25,13 @@ export interface FaultOptions {
   offerTimeoutMs?: number;
   /** A deadline for the whole run, after which it is reported stuck. */
   deadlineMs?: number;
+  /** Another state store than files (see `ChildConfig.store`): a fleet's PostgreSQL, say. */
+  store?: { module: string; options: Record<string, unknown> };
+  /**
+   * Two processes race: a standby always waits for the session's lock beside the running
+   * engine and takes over when it is killed (instead of a new process started after the kill).
+   */
+  standby?: boolean;
 }
 
 /** What a run saw, and what was wrong with it. */
@@ -121,6 +128,8 @@ export async function runFaultSchedule(options: FaultOptions): Promise<FaultRepo
   let faulty = true;
   let epoch: Epoch | undefined;
   let previous: Epoch | undefined;
+  /** With `standby`: the process waiting for the lock; it is promoted at its first word. */
+  let standby: Epoch | undefined;
   const waiters: (() => void)[] = [];
   const wake = () => {
     for (const w of waiters.splice(0)) w();
@@ -172,7 +181,16 @@ export async function runFaultSchedule(options: FaultOptions): Promise<FaultRepo
   };
 
   const onMessage = (current: Epoch, message: ChildMessage) => {
-    if (epoch !== current) return;
+    if (current === standby && message.t !== 'failed' && epoch?.killed === true) {
+      // It has the lock: the one it waited beside is dead.
+      previous = epoch;
+      epoch = current;
+      standby = undefined;
+    }
+    if (epoch !== current) {
+      if (message.t === 'failed') violation(`the standby failed in run ${current.n}: ${message.error}`);
+      return;
+    }
     current.seen += 1;
     if (message.t === 'failed') violation(`the engine failed in run ${current.n}: ${message.error}`);
     if (message.t === 'flushed') current.flushed = message.state;
@@ -228,7 +246,7 @@ export async function runFaultSchedule(options: FaultOptions): Promise<FaultRepo
     wake();
   };
 
-  const spawnEpoch = (): Epoch => {
+  const spawnEpoch = (waitForLock = false): Epoch => {
     const child = fork(childScript, [], {
       cwd: packageDir,
       execArgv: ['--import', 'tsx', '--conditions', '@zmcp/source'],
@@ -279,6 +297,12 @@ export async function runFaultSchedule(options: FaultOptions): Promise<FaultRepo
         dir,
         open: openStreams.map((s) => `zulip:${s}`),
         offerTimeoutMs: options.offerTimeoutMs ?? 150,
+        // The store learns whose state it keeps (a fleet keys its shared event queue by bot).
+        store:
+          options.store === undefined
+            ? undefined
+            : { module: options.store.module, options: { ...options.store.options, botId: bot } },
+        waitForLock,
       },
     };
     child.send(config);
@@ -298,6 +322,17 @@ export async function runFaultSchedule(options: FaultOptions): Promise<FaultRepo
   });
 
   const ensureRunning = async () => {
+    if (options.standby === true) {
+      if (epoch === undefined) {
+        epoch = spawnEpoch();
+        await epoch.ready;
+      }
+      // The standby takes over by itself; a new one waits beside it.
+      while (epoch.killed) await new Promise<void>((resolve) => waiters.push(resolve));
+      await epoch.ready;
+      if (standby === undefined) standby = spawnEpoch(true);
+      return;
+    }
     if (epoch !== undefined && !epoch.killed) return;
     if (epoch !== undefined) {
       await epoch.exited;
@@ -392,9 +427,11 @@ export async function runFaultSchedule(options: FaultOptions): Promise<FaultRepo
       );
     }
   } finally {
-    if (epoch !== undefined && epoch.child.exitCode === null && epoch.child.signalCode === null) {
-      epoch.child.kill('SIGKILL');
-      await epoch.exited;
+    for (const left of [epoch, standby]) {
+      if (left !== undefined && left.child.exitCode === null && left.child.signalCode === null) {
+        left.child.kill('SIGKILL');
+        await left.exited;
+      }
     }
     await sim.close();
     await rm(dir, { recursive: true, force: true });

@@ -1,6 +1,6 @@
 // The test run's PostgreSQL (started once by test/setup/postgres.ts) and a schema of its own for
 // each user, so test files run in parallel without seeing each other's state.
-import { openStateBackend, type StateBackend } from '@zmcp/fleet';
+import { type EventHubOptions, openStateBackend, type StateBackend } from '@zmcp/fleet';
 import pg from 'pg';
 import { afterAll, inject } from 'vitest';
 
@@ -19,12 +19,13 @@ export function uniqueSchema(prefix = 't'): string {
 
 const made = new Set<string>();
 
-/** Runs `sql` as the test database's superuser. */
+/** Runs `sql` as the test database's superuser (on the database of `url`, default the test database). */
 export async function sql<R extends pg.QueryResultRow = pg.QueryResultRow>(
   text: string,
   values: unknown[] = [],
+  url: string = postgresUrl(),
 ): Promise<pg.QueryResult<R>> {
-  const client = new pg.Client({ connectionString: postgresUrl() });
+  const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     return await client.query<R>(text, values);
@@ -38,7 +39,7 @@ export async function sql<R extends pg.QueryResultRow = pg.QueryResultRow>(
  * heartbeats so a lost lock shows quickly.
  */
 export async function openTestBackend(
-  options: { schema?: string; dir?: string } = {},
+  options: { schema?: string; dir?: string; events?: EventHubOptions } = {},
 ): Promise<StateBackend & { schema: string }> {
   const schema = options.schema ?? uniqueSchema();
   made.add(schema);
@@ -48,6 +49,7 @@ export async function openTestBackend(
     dir: options.dir,
     lockHeartbeatMs: 200,
     lockHeartbeatTimeoutMs: 2_000,
+    events: options.events,
   });
   return Object.assign(backend, { schema });
 }
@@ -76,4 +78,14 @@ export function dropAfterAll(): void {
     for (const database of databases) await sql(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
     databases.clear();
   });
+}
+
+/**
+ * `url` with a password in it. The test server trusts every local connection, so the password is
+ * never checked: a test gives one only to see that no log, error or output shows it.
+ */
+export function withPassword(url: string, password: string): string {
+  const parsed = new URL(url);
+  parsed.password = password;
+  return parsed.href;
 }
