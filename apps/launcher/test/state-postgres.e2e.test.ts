@@ -30,8 +30,14 @@ describe('zulip-agent with ZULIP_STATE_URL', () => {
       [],
       url,
     );
-    expect(rows.rows.map((r) => [r.session, r.kind])).toEqual([['fleet-a', 'monitor']]);
-    expect(JSON.stringify(rows.rows[0]?.value)).toContain(String(first));
+    // The trigger record, and the send-once memory of what the launcher posted (the run's status
+    // message): both in PostgreSQL.
+    expect(rows.rows.map((r) => [r.session, r.kind]).sort()).toEqual([
+      ['fleet-a', 'monitor'],
+      ['outbox', 'sends'],
+    ]);
+    const record = rows.rows.find((r) => r.session === 'fleet-a');
+    expect(JSON.stringify(record?.value)).toContain(String(first));
     // Only the machine's own working files: the agents' logs and run folders.
     expect((await readdir(w.stateDir)).sort()).toEqual(['logs', 'runs']);
   });
