@@ -2,7 +2,7 @@ import { PassThrough, type Readable, type Writable } from 'node:stream';
 import type { AuthInfo, Server } from '@modelcontextprotocol/server';
 import { StdioServerTransport, serveStdio } from '@modelcontextprotocol/server/stdio';
 import { type BinMain, defineMain, waitForAbort } from '@zmcp/cli';
-import { type Credentials, errorCode } from '@zmcp/core';
+import { type Credentials, errorCode, learnSecret } from '@zmcp/core';
 import {
   addDeliveryPanel,
   addToolCallPanel,
@@ -436,6 +436,11 @@ function peopleAuth(
     }
     return { realm: undefined, grant: 'unknown' as const };
   };
+  /** The person's key, decrypted: the logger (and the status page) learn it before anything can log it. */
+  const learnt = (apiKey: string): string => {
+    learnSecret(logger, apiKey);
+    return apiKey;
+  };
   const tenants = new Map<string, Promise<Tenant>>();
   const drop = (id: string) => {
     const gone = tenants.get(id);
@@ -444,6 +449,8 @@ function peopleAuth(
   };
   const verifyToken = async (token: string): Promise<AuthInfo | { refused: string }> => {
     const { realm, grant } = await check(token);
+    // A token the registry knows is a credential: never shown from now on, whatever logs it.
+    if (grant !== 'malformed' && grant !== 'unknown') learnSecret(logger, token);
     if (typeof grant === 'string' || realm === undefined) {
       const id = tokenIdOf(token);
       if (id !== undefined) drop(id);
@@ -458,7 +465,7 @@ function peopleAuth(
             config,
             bot: realm.services,
             token: grant.info,
-            apiKey: grant.apiKey(),
+            apiKey: learnt(grant.apiKey()),
             audit,
             waits: { max: config.http.maxWaitsPerToken, tools: LONG_WAITS },
             logger,

@@ -100,6 +100,7 @@ beforeAll(async () => {
     ZMCP_ADMIN_TOKEN: adminToken,
     ZMCP_TOKEN_HELP: 'https://intranet.example.test/zulip-mcp',
     ZMCP_TOKEN_MAX_WAITS: '1',
+    ZMCP_STATUS_PORT: '0',
   };
   tokens.ann = await issue('ann', 'bot');
   tokens.bo = await issue('bo', 'person');
@@ -478,5 +479,46 @@ describe('the admin API', () => {
     await reader.client.close().catch(() => undefined);
     const audit = await readFile(join(stateDir, 'audit.log'), 'utf8');
     expect(audit).toContain('"action":"token.revoke","outcome":"ok","via":"http"');
+  });
+});
+
+describe('a person’s key and token, learnt at runtime', () => {
+  it('are redacted in a log line, an error, the status page and the metrics', async () => {
+    const ann = sim.credentials(ids.ann);
+    // A client whose name carries the token and the key (the page and a metric label show client names).
+    const client = new Client(
+      { name: `agent ${tokens.ann} ${ann.apiKey}`, version: '1' },
+      { versionNegotiation: { mode: 'legacy' } },
+    );
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(url), {
+        requestInit: { headers: { authorization: `Bearer ${tokens.ann}` } },
+      }),
+    );
+    const before = Buffer.concat(logs).length;
+    // Tool arguments are logged at debug: the key and token in a message body.
+    const sent = await client.callTool({
+      name: 'send_message',
+      arguments: { stream: 'general', topic: 'keys', content: `my key ${ann.apiKey} token ${tokens.ann}` },
+    });
+    expect(sent.isError).toBeFalsy();
+    // An error: a tool named after the key (an unknown tool, reported and counted by its name).
+    await client.callTool({ name: `tool_${ann.apiKey}`, arguments: {} }).catch(() => undefined);
+    await client.close();
+    const log = Buffer.concat(logs).subarray(before).toString('utf8');
+    expect(log).toMatch(/tool call started .*my key \[REDACTED\] token \[REDACTED\]/);
+    expect(log).not.toContain(ann.apiKey);
+    expect(log).not.toContain(tokens.ann);
+
+    const statusUrl = /status page url=(\S+)/.exec(Buffer.concat(logs).toString('utf8'))?.[1] as string;
+    const page = await (await fetch(statusUrl)).text();
+    const panels = await (await fetch(new URL('/panels', statusUrl))).text();
+    const metrics = await (await fetch(new URL('/metrics', statusUrl))).text();
+    for (const text of [page, panels, metrics]) {
+      expect(text).not.toContain(ann.apiKey);
+      expect(text).not.toContain(tokens.ann);
+    }
+    expect(page).toContain('agent [REDACTED]');
+    expect(metrics).toMatch(/client="agent \[REDACTED\]/);
   });
 });

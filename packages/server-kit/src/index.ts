@@ -32,7 +32,7 @@ export { callMcpTool, callMcpToolResult, listMcpTools, mcpTool, toolCallError } 
 export type { OpenZulipRuntimeOptions, ZulipRuntime } from './runtime.js';
 export { loadConfiguredCredentials, openZulipRuntime } from './runtime.js';
 export type { DemoPost, DemoRealm, RunServerOptions, ServerStart } from './serve.js';
-export { runServer, startDemoRealm } from './serve.js';
+export { runServer, startDemoRealm, stateUrlSecrets } from './serve.js';
 export type {
   BinReadOnly,
   BinToolsets,

@@ -57,6 +57,11 @@ export interface OperatorConsoleOptions {
   logger?: Logger | undefined;
   /** The clock. Default `Date.now`. */
   now?: (() => number) | undefined;
+  /**
+   * Applied to every page, panel and metrics text served, as a last line of defence: the bin's
+   * redactor (shared with its logger, so a secret learnt at runtime is hidden here too).
+   */
+  redact?: ((text: string) => string) | undefined;
 }
 
 /** Where {@link OperatorConsole.listen} serves the page. */
@@ -210,6 +215,14 @@ export class OperatorConsole {
 
   /** The panels as HTML: the process, long work, then the bin's own. What `/panels` answers. */
   renderPanels(): string {
+    return this.#redact(this.#renderPanels());
+  }
+
+  #redact(text: string): string {
+    return this.#o.redact === undefined ? text : this.#o.redact(text);
+  }
+
+  #renderPanels(): string {
     const sections: Html[] = [this.#processPanel(), this.#workPanel()];
     for (const panel of this.#panels) {
       let body: Html;
@@ -263,14 +276,14 @@ ${fleetRows}</dl></section>`;
   /** The whole page: header, panels, and the script that refreshes them. */
   renderPage(): string {
     const { bin, version } = this.#o;
-    return `<!doctype html>
+    return this.#redact(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(`${bin} status`)}</title>
 <link rel="icon" href="favicon.svg" type="image/svg+xml"><link rel="stylesheet" href="console.css">
 <script src="console.js" defer></script></head>
 <body data-state="live"><header><h1>${escapeHtml(bin)}</h1><span>${escapeHtml(version ?? '')}</span>
 <span>${escapeHtml(`${this.labels.bot} on ${this.labels.realm}`)}</span><span>refreshed <span id="refreshed">${escapeHtml(new Date(this.#now()).toLocaleTimeString('en-GB'))}</span></span></header>
-<main id="panels" data-refresh-ms="${this.#o.refreshMs ?? 2000}">${this.renderPanels()}</main></body></html>`;
+<main id="panels" data-refresh-ms="${this.#o.refreshMs ?? 2000}">${this.#renderPanels()}</main></body></html>`);
   }
 
   /**
@@ -410,7 +423,7 @@ ${fleetRows}</dl></section>`;
         return;
       case '/metrics':
         void this.metrics.metrics().then(
-          (text) => send(200, this.metrics.contentType, text),
+          (text) => send(200, this.metrics.contentType, this.#redact(text)),
           (err: unknown) => {
             this.#o.logger?.warn('metrics collection failed', { err });
             send(500, 'text/plain; charset=utf-8', 'metrics collection failed');
