@@ -274,9 +274,9 @@ export function describeHostedFleet(backend: 'files' | 'postgres'): void {
           files.push(JSON.stringify(rows.rows));
         }
         expect(files.join('')).toContain('"kind":"token"');
-      // Tokens, cursors and all live in the database: the directory holds the audit log only.
-      expect(await readdir(stateDir)).toEqual(['audit.log']);
-      expect(seen.join('\n')).toMatch(/state="postgres:\/\/zmcp@[^"]*#zmcp"/);
+        // Tokens, cursors and all live in the database: the directory holds the audit log only.
+        expect(await readdir(stateDir)).toEqual(['audit.log']);
+        expect(seen.join('\n')).toMatch(/state="postgres:\/\/zmcp@[^"]*#zmcp"/);
       }
       const haystack = [...seen, ...files].join('\n');
       expect(haystack).toContain('listening url=');
