@@ -105,7 +105,7 @@ export async function personServices(options: {
   /** The token's cap on long waits, and the tools that wait. */
   waits: { max: number; tools: readonly string[] };
   logger: Logger;
-}): Promise<Services> {
+}): Promise<Services & { waiting(): number }> {
   const { config, bot, token, audit, logger } = options;
   const writesAsPerson = token.writeAs === 'person' && !config.readOnly;
   const readOnly = config.readOnly || token.writeAs === 'none';
@@ -166,5 +166,7 @@ export async function personServices(options: {
       };
     },
     close: () => person.close(),
+    /** The long waits this token holds now (its services are not idle while one runs). */
+    waiting: () => slots.open,
   };
 }

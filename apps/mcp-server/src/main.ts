@@ -49,6 +49,11 @@ export interface MainIo {
   shutdown?: AbortSignal | undefined;
   /** Called once the server is serving; for HTTP, with the endpoint URL. */
   onReady?: ((info: { transport: 'stdio' } | { transport: 'http'; url: string }) => void) | undefined;
+  /**
+   * The clock idle per-person services are measured by (`ZMCP_TOKEN_IDLE_MS`). Default `Date.now`;
+   * tests advance their own.
+   */
+  now?: (() => number) | undefined;
 }
 
 /** Tools whose wait becomes a task for a 2026-era client that supports tasks. */
@@ -412,6 +417,7 @@ function peopleAuth(
   realms: readonly Services[],
   logger: Logger,
   observe: (call: ToolCallObservation) => void,
+  now: () => number,
 ) {
   const secretKey = config.http.secretKey as Buffer;
   const audit = new AuditLog({ path: config.http.auditLog, maxBytes: config.http.auditMaxBytes });
@@ -442,12 +448,31 @@ function peopleAuth(
     return apiKey;
   };
   const tenants = new Map<string, Promise<Tenant>>();
+  /**
+   * When each token's services were last used, what holds them open now (a server of a session
+   * or request, a listen stream), and the long waits they run: closed once idle for
+   * ZMCP_TOKEN_IDLE_MS with nothing held.
+   */
+  const use = new Map<string, { label: string; last: number; held: number; waiting: () => number }>();
   const drop = (id: string) => {
     const gone = tenants.get(id);
     tenants.delete(id);
+    use.delete(id);
     void gone?.then((t) => t.close()).catch(() => undefined);
   };
+  const sweep = () => {
+    const at = now();
+    for (const [id, u] of use) {
+      if (u.held > 0 || u.waiting() > 0 || at - u.last < config.http.tokenIdleMs) continue;
+      logger.info('closed a token’s idle services', { token: u.label, idleMs: at - u.last });
+      drop(id);
+    }
+  };
+  // Quiet servers sweep too: every request sweeps as well, so a test's clock needs no timer.
+  const sweeper = setInterval(sweep, Math.min(60_000, Math.max(1000, config.http.tokenIdleMs / 4)));
+  sweeper.unref();
   const verifyToken = async (token: string): Promise<AuthInfo | { refused: string }> => {
+    sweep();
     const { realm, grant } = await check(token);
     // A token the registry knows is a credential: never shown from now on, whatever logs it.
     if (grant !== 'malformed' && grant !== 'unknown') learnSecret(logger, token);
@@ -458,7 +483,11 @@ function peopleAuth(
     }
     const id = grant.info.id;
     let tenant = tenants.get(id);
+    const used = use.get(id);
+    if (used !== undefined) used.last = now();
     if (tenant === undefined) {
+      const usage = { label: grant.info.label, last: now(), held: 0, waiting: () => 0 };
+      use.set(id, usage);
       tenant = Promise.resolve()
         .then(() =>
           personServices({
@@ -471,6 +500,10 @@ function peopleAuth(
             logger,
           }),
         )
+        .then((person) => {
+          usage.waiting = person.waiting;
+          return person;
+        })
         .then((person) =>
           openTenant(config, person, logger, observe).then((t) => ({
             ...t,
@@ -481,7 +514,10 @@ function peopleAuth(
           })),
         );
       tenants.set(id, tenant);
-      tenant.catch(() => tenants.delete(id));
+      tenant.catch(() => {
+        tenants.delete(id);
+        use.delete(id);
+      });
     }
     try {
       await tenant;
@@ -514,7 +550,21 @@ function peopleAuth(
     verifyToken,
     tenantOf,
     admin,
+    /** Marks the token's services in use until the returned function is called (idempotent). */
+    hold(authInfo: AuthInfo | undefined): () => void {
+      const u = authInfo === undefined ? undefined : use.get(authInfo.clientId);
+      if (u === undefined) return () => undefined;
+      u.held++;
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        u.held--;
+        u.last = now();
+      };
+    },
     async close() {
+      clearInterval(sweeper);
       await Promise.allSettled([...tenants.values()].map((t) => t.then((x) => x.close())));
       tenants.clear();
     },
@@ -536,11 +586,14 @@ async function serveHttp(
   observe: (call: ToolCallObservation) => void,
 ): Promise<void> {
   const services = realms[0] as Services;
-  const people = config.http.auth === 'people' ? peopleAuth(config, realms, logger, observe) : undefined;
+  const people =
+    config.http.auth === 'people'
+      ? peopleAuth(config, realms, logger, observe, io.now ?? Date.now)
+      : undefined;
   const own = people === undefined ? await openTenant(config, services, logger, observe) : undefined;
   const tenantOf = (authInfo: AuthInfo | undefined): Promise<Tenant> | Tenant =>
     own ?? (people as NonNullable<typeof people>).tenantOf(authInfo);
-  const owners = new WeakMap<Server, Tenant>();
+  const owners = new WeakMap<Server, { tenant: Tenant; release: () => void }>();
   const { broadcast } = services.state.backend;
   let running: RunningHttpServer | undefined;
   running = await startHttpServer({
@@ -583,13 +636,17 @@ async function serveHttp(
     createServer: async ({ era, authInfo }) => {
       const tenant = await tenantOf(authInfo);
       const server = tenant.createServer(era, authInfo);
-      owners.set(server, tenant);
+      owners.set(server, { tenant, release: people?.hold(authInfo) ?? (() => undefined) });
       return server;
     },
     releaseServer: async (server) => {
-      await owners.get(server)?.releaseServer(server);
+      const owner = owners.get(server);
+      owner?.release();
+      await owner?.tenant.releaseServer(server);
     },
     onListen: (listen, ended) => {
+      const release = people?.hold(listen.authInfo);
+      if (release !== undefined) void ended.finally(release);
       void Promise.resolve(tenantOf(listen.authInfo))
         .then((tenant) => tenant.onListen(listen, ended, (uri) => running?.notify.resourceUpdated(uri)))
         .catch((err: unknown) => logger.warn('a listen stream could not follow its resources', { err }));

@@ -26,6 +26,10 @@ const tokens = { ann: '', bo: '' };
 /** Every non-GET request the realm answered, by user id: who wrote with which key. */
 const writesBy = new Map<number, string[]>();
 let env: Record<string, string> = {};
+/** The server's clock for idle per-person services (ZMCP_TOKEN_IDLE_MS): advanced by hand. */
+let clock = Date.now();
+/** Every request the realm answered with each person's key, by user id. */
+const requestsBy = new Map<number, string[]>();
 
 async function issue(
   who: 'ann' | 'bo',
@@ -82,6 +86,8 @@ beforeAll(async () => {
   });
   sim.realm.sendMessage({ senderId: ids.bo, type: 'direct', to: [ids.ann], content: 'a DM from Bo to Ann' });
   sim.onRequest((r) => {
+    if (r.userId !== null)
+      requestsBy.set(r.userId, [...(requestsBy.get(r.userId) ?? []), `${r.method} ${r.path}`]);
     if (r.method === 'GET' || r.userId === null) return;
     writesBy.set(r.userId, [...(writesBy.get(r.userId) ?? []), `${r.method} ${r.path}`]);
   });
@@ -113,6 +119,7 @@ beforeAll(async () => {
     stderr,
     shutdown: shutdown.signal,
     onReady: (info) => ready.resolve(info.transport === 'http' ? info.url : ''),
+    now: () => clock,
   });
   url = await ready.promise;
   stop = () => {
@@ -520,5 +527,43 @@ describe('a person’s key and token, learnt at runtime', () => {
     }
     expect(page).toContain('agent [REDACTED]');
     expect(metrics).toMatch(/client="agent \[REDACTED\]/);
+  });
+});
+
+describe('idle per-person services (ZMCP_TOKEN_IDLE_MS)', () => {
+  const closedLine = 'closed a token’s idle services token=ann-none';
+  const log = () => Buffer.concat(logs).toString('utf8');
+  /** One whole request by Bo (a session opened, used and ended): every request sweeps idle services. */
+  const byBo = async () => {
+    const bo = await connect(tokens.bo);
+    await bo.client.listTools();
+    await bo.transport.terminateSession();
+    await bo.client.close();
+  };
+
+  it('are kept while a session holds them, closed once idle, and opened again on the next request', async () => {
+    const annRequests = () => requestsBy.get(ids.ann)?.length ?? 0;
+    // A token of its own, which no other test holds a session of.
+    const token = await issue('ann', 'none');
+    const ann = await connect(token);
+    await ann.client.listTools();
+    // Long past the idle time, but Ann's session is open: her services stay.
+    clock += 31 * 60_000;
+    await byBo();
+    expect(log()).not.toContain(closedLine);
+    await ann.transport.terminateSession();
+    await ann.client.close();
+    // Idle now: the next request by anyone closes them (the session's release lands within a request or two).
+    clock += 31 * 60_000;
+    for (let i = 0; i < 10 && !log().includes(closedLine); i++) await byBo();
+    expect(log()).toContain(closedLine);
+    // Ann's next request opens her services again, with her key.
+    const before = annRequests();
+    const again = await connect(token);
+    const listed = await again.client.callTool({ name: 'list_streams', arguments: {} });
+    expect(listed.isError).toBeFalsy();
+    expect(annRequests()).toBeGreaterThan(before);
+    await again.transport.terminateSession();
+    await again.client.close();
   });
 });
