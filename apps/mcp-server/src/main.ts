@@ -9,12 +9,14 @@ import {
   createMcpTasks,
   createToolServer,
   deliveryProgress,
+  type FleetWatch,
   type McpEra,
   type McpTasks,
   openMcpHandles,
   runServer,
   sharedServerEventBus,
   type ToolCallObservation,
+  watchFleet,
   watchQueueOwner,
 } from '@zmcp/server-kit';
 import { type ResourceChanges, ToolHost } from '@zmcp/tools';
@@ -418,6 +420,7 @@ function peopleAuth(
   logger: Logger,
   observe: (call: ToolCallObservation) => void,
   now: () => number,
+  leaseWait: ((tokenId: string) => Promise<(() => Promise<void>) | undefined>) | undefined,
 ) {
   const secretKey = config.http.secretKey as Buffer;
   const audit = new AuditLog({ path: config.http.auditLog, maxBytes: config.http.auditMaxBytes });
@@ -496,7 +499,11 @@ function peopleAuth(
             token: grant.info,
             apiKey: learnt(grant.apiKey()),
             audit,
-            waits: { max: config.http.maxWaitsPerToken, tools: LONG_WAITS },
+            waits: {
+              max: config.http.maxWaitsPerToken,
+              tools: LONG_WAITS,
+              lease: leaseWait === undefined ? undefined : () => leaseWait(id),
+            },
             logger,
           }),
         )
@@ -584,11 +591,19 @@ async function serveHttp(
   logger: Logger,
   io: MainIo,
   observe: (call: ToolCallObservation) => void,
+  fleet: FleetWatch['process'],
 ): Promise<void> {
   const services = realms[0] as Services;
+  // With ZULIP_STATE_URL a token's long waits are counted on every process of the fleet: a lease
+  // each in its database, released when the wait ends, and no longer counted once the process
+  // holding it is gone.
+  const leaseWait =
+    fleet === undefined
+      ? undefined
+      : (tokenId: string) => fleet.lease(`waits/${tokenId}`, config.http.maxWaitsPerToken);
   const people =
     config.http.auth === 'people'
-      ? peopleAuth(config, realms, logger, observe, io.now ?? Date.now)
+      ? peopleAuth(config, realms, logger, observe, io.now ?? Date.now, leaseWait)
       : undefined;
   const own = people === undefined ? await openTenant(config, services, logger, observe) : undefined;
   const tenantOf = (authInfo: AuthInfo | undefined): Promise<Tenant> | Tenant =>
@@ -608,6 +623,7 @@ async function serveHttp(
         : {
             perMinute: config.http.rateLimitPerMinute,
             maxWaits: config.http.maxWaitsPerToken,
+            leaseWait,
             // The waiting tools are counted where they run (a task outlives its request): the
             // router counts the subscriptions/listen streams.
             waitTools: [],
@@ -824,11 +840,18 @@ function serve(config: Config, io: MainIo, secretKeyText: string | undefined): P
           idleText: 'Claude Code channels start delivering once the client has initialized.',
         });
       }
+      // With ZULIP_STATE_URL: this process in the fleet's registry, the fleet on the process panel.
+      const fleet = await watchFleet(console, {
+        backend: first.state.backend,
+        bin: binName,
+        queues: realms.map((r) => ({ account: r.state.account, bot: r.account.email })),
+      });
       try {
-        if (config.transport === 'http') await serveHttp(config, realms, logger, io, observe);
+        if (config.transport === 'http') await serveHttp(config, realms, logger, io, observe, fleet.process);
         else await serveStdioMain(config, first, logger, io, observe);
       } finally {
         queueOwner?.close();
+        await fleet.close();
       }
     },
   });

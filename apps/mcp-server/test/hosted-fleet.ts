@@ -30,6 +30,8 @@ export function describeHostedFleet(backend: 'files' | 'postgres'): void {
   let stateDir = '';
   /** ZULIP_STATE_URL, with a password that must show nowhere; unset on the directory. */
   let stateUrl: string | undefined;
+  /** Each process's status page, by its MCP endpoint. */
+  const statusPages = new Map<string, string>();
   let boId = 0;
   const children: ChildProcessWithoutNullStreams[] = [];
   /** Everything a person or an operator could have seen: scanned for secrets at the end. */
@@ -42,6 +44,8 @@ export function describeHostedFleet(backend: 'files' | 'postgres'): void {
         ZMCP_HTTP_AUTH: 'people',
         ZULIP_SECRET_KEY: secretKey,
         ZMCP_LOG_LEVEL: 'debug',
+        ZMCP_TOKEN_MAX_WAITS: '1',
+        ZMCP_STATUS_PORT: '0',
         ...(stateUrl === undefined ? {} : { ZULIP_STATE_URL: stateUrl }),
       }),
     };
@@ -86,7 +90,11 @@ export function describeHostedFleet(backend: 'files' | 'postgres'): void {
     return new Promise((resolve, reject) => {
       child.stderr.on('data', () => {
         const match = /listening url=(\S+)/.exec(stderr);
-        if (match) resolve(match[1] as string);
+        const status = /status page url=(\S+)/.exec(stderr);
+        if (match && status) {
+          statusPages.set(match[1] as string, status[1] as string);
+          resolve(match[1] as string);
+        }
       });
       child.once('exit', (code) => reject(new Error(`zulip-mcp exited ${code}`)));
     });
@@ -244,6 +252,91 @@ export function describeHostedFleet(backend: 'files' | 'postgres'): void {
       expect(audit.stdout).toContain('"action":"send_message"');
       expect(audit.stdout).toContain('"action":"token.revoke"');
     });
+
+    if (backend === 'postgres') {
+      it('show both processes and the queue’s owner on each status page and its metrics', async () => {
+        for (const url of [a, b]) {
+          const status = statusPages.get(url) as string;
+          const panels = await (await fetch(new URL('/panels', status))).text();
+          const metrics = await (await fetch(new URL('/metrics', status))).text();
+          seen.push(panels, metrics);
+          expect(panels).toContain('2 processes running');
+          expect(panels.match(/<td>zulip-mcp<\/td>/g)).toHaveLength(2);
+          expect(panels).toContain('(this process)');
+          expect(panels).toContain('Queue of helper@example.test');
+          expect(metrics).toMatch(/zmcp_fleet_processes\{[^}]*state="running"[^}]*\} 2/);
+        }
+      });
+
+      it('hold a token’s long waits to ZMCP_TOKEN_MAX_WAITS across both processes', async () => {
+        const connect = async (url: string) => {
+          const client = new Client({ name: 'waits', version: '1' });
+          await client.connect(
+            new StreamableHTTPClientTransport(new URL(url), {
+              requestInit: { headers: { authorization: `Bearer ${tokens.bo}` } },
+            }),
+          );
+          return client;
+        };
+        const bind = async (client: Client, topic: string) => {
+          const trigger = realm.sim.realm.sendMessage({
+            senderId: boId,
+            type: 'stream',
+            stream: 'general',
+            topic,
+            content: '@**Helper Bot** wait',
+          });
+          const bound = await client.callTool({
+            name: 'set_context',
+            arguments: { stream: 'general', topic, trigger_message_id: trigger },
+          });
+          seen.push(JSON.stringify(bound));
+          expect(bound.isError).toBeFalsy();
+        };
+        const onA = await connect(a);
+        const onB = await connect(b);
+        await bind(onA, 'fleet wait a');
+        await bind(onB, 'fleet wait b');
+        // The wait on a holds the token's one lease once it has begun (the listening reaction is shown).
+        const begun = new Promise<void>((resolve) => {
+          const off = realm.sim.onRequest((r) => {
+            if (r.method === 'POST' && r.path.endsWith('/reactions')) {
+              off();
+              resolve();
+            }
+          });
+        });
+        const waiting = onA.callTool({ name: 'listen', arguments: { timeout_seconds: 60 } });
+        await begun;
+        const refused = await onB.callTool({ name: 'listen', arguments: { timeout_seconds: 60 } });
+        seen.push(JSON.stringify(refused));
+        expect(refused).toMatchObject({
+          isError: true,
+          _meta: { 'zmcp/error': { code: 'MCP_TOO_MANY_WAITS' } },
+        });
+        realm.sim.realm.sendMessage({
+          senderId: boId,
+          type: 'stream',
+          stream: 'general',
+          topic: 'fleet wait a',
+          content: 'done',
+        });
+        expect((await waiting).structuredContent).toMatchObject({ status: 'messages' });
+        // The lease is released with the wait: process b may wait now (a message answers it at once).
+        realm.sim.realm.sendMessage({
+          senderId: boId,
+          type: 'stream',
+          stream: 'general',
+          topic: 'fleet wait b',
+          content: 'go',
+        });
+        const again = await onB.callTool({ name: 'listen', arguments: { timeout_seconds: 60 } });
+        seen.push(JSON.stringify(again));
+        expect(again.structuredContent).toMatchObject({ status: 'messages' });
+        await onA.close();
+        await onB.close();
+      });
+    }
 
     it('leave no token, API key or secret key in any log, argv, answer, tool output, the audit log or the state', async () => {
       for (const child of children) {

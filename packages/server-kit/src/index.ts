@@ -10,6 +10,8 @@ export type {
   ProgressUpdate,
 } from './console/console.js';
 export { OperatorConsole } from './console/console.js';
+export type { FleetWatch, WatchFleetOptions } from './console/fleet.js';
+export { watchFleet } from './console/fleet.js';
 export type { Html, HtmlValue } from './console/html.js';
 export { escapeHtml, html, joinHtml } from './console/html.js';
 export type { DeliveryPanelOptions } from './console/panels.js';
