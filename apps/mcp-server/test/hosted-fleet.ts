@@ -308,7 +308,8 @@ export function describeHostedFleet(backend: 'files' | 'postgres'): void {
         });
         const waiting = onA.callTool({ name: 'listen', arguments: { timeout_seconds: 60 } });
         await begun;
-        const refused = await onB.callTool({ name: 'listen', arguments: { timeout_seconds: 60 } });
+        // (A short timeout: without the fleet-wide count it would wait, and time out, instead of being refused.)
+        const refused = await onB.callTool({ name: 'listen', arguments: { timeout_seconds: 1 } });
         seen.push(JSON.stringify(refused));
         expect(refused).toMatchObject({
           isError: true,
