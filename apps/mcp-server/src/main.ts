@@ -446,8 +446,10 @@ function peopleAuth(
     return { realm: undefined, grant: 'unknown' as const };
   };
   /** The person's key, decrypted: the logger (and the status page) learn it before anything can log it. */
-  const learnt = (apiKey: string): string => {
+  const learnt = (email: string, apiKey: string): string => {
     learnSecret(logger, apiKey);
+    // As the person's requests carry it (HTTP Basic), as runServer does for the bot's key.
+    learnSecret(logger, Buffer.from(`${email}:${apiKey}`).toString('base64'));
     return apiKey;
   };
   const tenants = new Map<string, Promise<Tenant>>();
@@ -497,7 +499,7 @@ function peopleAuth(
             config,
             bot: realm.services,
             token: grant.info,
-            apiKey: learnt(grant.apiKey()),
+            apiKey: learnt(grant.info.email, grant.apiKey()),
             audit,
             waits: {
               max: config.http.maxWaitsPerToken,
