@@ -5,6 +5,7 @@ import { Database } from './database.js';
 import { FleetError } from './errors.js';
 import { PgEventHub } from './postgres-event-hub.js';
 import { PgFiltersPlane } from './postgres-filters-plane.js';
+import { PgProcessRegistry } from './postgres-processes.js';
 import { PgStateStore } from './postgres-state-store.js';
 
 /**
@@ -34,6 +35,7 @@ export async function openPostgresBackend(
     locationOf: (key) => db.locationOf(key),
     events,
     broadcast: new PgBroadcast(db),
+    processes: new PgProcessRegistry(db, options.processHeartbeatMs),
     async openFilters(filters) {
       if (filters.file !== undefined) {
         throw new FleetError(

@@ -58,7 +58,9 @@ describe('opening a PostgreSQL backend', () => {
     expect(tables.rows.map((r) => r.name)).toEqual([
       'event_log',
       'event_queues',
+      'leases',
       'locks',
+      'processes',
       'schema_version',
       'state',
     ]);
