@@ -11,6 +11,7 @@ import {
 } from '@zmcp/delivery';
 import type { Broadcast } from './broadcast.js';
 import { FleetError } from './errors.js';
+import type { LauncherWork, LauncherWorkOptions } from './launcher-work.js';
 import type { EventHub, EventHubOptions } from './postgres-event-hub.js';
 
 /** Options of {@link openStateBackend}. */
@@ -91,6 +92,11 @@ export interface StateBackend {
    * `undefined` on files, where there is one process.
    */
   readonly broadcast: Broadcast | undefined;
+  /**
+   * With PostgreSQL, the shared work of `zulip-agent` workers with one launcher id (claim rows,
+   * leases, the fleet-wide queue); `undefined` on files, where one launcher holds its record.
+   */
+  readonly launcherWork: ((options: LauncherWorkOptions) => LauncherWork) | undefined;
   /** Closes the filters planes still open, the shared event queues' readers, releases the locks still held and ends the connections. */
   close(): Promise<void>;
 }
@@ -134,6 +140,7 @@ function openFileBackend(dir: string): StateBackend {
     store,
     events: undefined,
     broadcast: undefined,
+    launcherWork: undefined,
     locationOf: (key) => store.pathOf(key),
     async openFilters(options) {
       const key: StateKey =
