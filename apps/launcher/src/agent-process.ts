@@ -28,6 +28,8 @@ export interface AgentProcessOptions {
   redact: (text: string) => string;
   timeLimitMs: number;
   stopGraceMs: number;
+  /** Called with each complete line of the agent's stdout (its machine-readable output), redacted as the log is. */
+  onStdoutLine?: ((line: string) => void) | undefined;
 }
 
 /** A running agent: its own process group, so stopping it stops everything it started. */
@@ -188,7 +190,15 @@ export function startAgentProcess(options: AgentProcessOptions): AgentProcess {
     }
     const outputs = [child.stdout, child.stderr]
       .filter((s): s is Readable => s !== null)
-      .map((s) => pipeRedacted(s, log, options.redact, noteLines));
+      .map((s) =>
+        pipeRedacted(s, log, options.redact, (redacted) => {
+          const onLine = s === child.stdout ? options.onStdoutLine : undefined;
+          // Machine-readable output (JSON events) is read for progress; the last line shown is
+          // then the last one a person reads, from stderr.
+          if (onLine === undefined) noteLines(redacted);
+          else for (const line of redacted.slice(0, -1).split('\n')) onLine(line);
+        }),
+      );
     child.once('spawn', () => resolveStarted(child.pid as number));
     child.once('error', (err: NodeJS.ErrnoException) => {
       if (child.pid === undefined) {
@@ -202,8 +212,10 @@ export function startAgentProcess(options: AgentProcessOptions): AgentProcess {
       await Promise.all(outputs);
       const pid = child.pid;
       if (pid !== undefined) {
-        // The agent is gone; whatever it left running in its group goes too.
-        signalGroup(pid, 'SIGTERM');
+        // The agent is gone; whatever it left running in its group goes too. When the group was
+        // stopped already it has had its SIGTERM: a second one would cut short the clean shutdown
+        // it is doing (a zmcp bin exits at once on a second signal), so it only gets the grace.
+        if (stoppedFor === undefined) signalGroup(pid, 'SIGTERM');
         await reapProcessGroup(pid, options.stopGraceMs);
       }
       const tail =

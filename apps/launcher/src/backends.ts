@@ -33,6 +33,19 @@ export function codexApprovalProblem(
   return `with ${mode}, codex exec would refuse every zulip tool that writes (reply, listen, end_session, send_message…)${mode === 'prompt' ? ' and every other' : ''}: it asks before each, and codex exec answers with its approval policy "never". Use approve, or add --approve-for-me to the codex arguments to let Codex's automatic reviewer answer.`;
 }
 
+/** The arguments that make each CLI print its machine-readable output on stdout. */
+export function progressArgs(backend: BackendName): string[] {
+  switch (backend) {
+    case 'claude':
+      // `claude -p` prints stream-json only with --verbose ("--output-format=stream-json requires --verbose").
+      return ['--output-format', 'stream-json', '--verbose'];
+    case 'codex':
+      return ['--json'];
+    case 'opencode':
+      return ['--format', 'json'];
+  }
+}
+
 /** The name the zulip server has in every configuration the launcher writes for a backend. */
 export const SERVER_NAME = 'zulip';
 
@@ -71,12 +84,34 @@ export interface InvocationInput {
   env: Readonly<Record<string, string | undefined>>;
   /** Codex only: how it approves the zulip tools. Default `approve`. */
   codexToolApproval?: CodexToolApproval | undefined;
+  /**
+   * Claude Code only: put the permission requests of tools its rules do not allow to the people of
+   * the conversation, through the zulip server's `permission_prompt` (`--permission-prompt-tool`).
+   * Needs a stdio server entry (the binding turns the tool on). Default false.
+   */
+  approvals?: boolean | undefined;
+  /** Ask the CLI for its machine-readable output on stdout ({@link progressArgs}), for live progress. */
+  progress?: boolean | undefined;
+  /**
+   * Claude Code only: the CLI session of a DM conversation, which is one session across runs:
+   * `new` starts it under this id (`--session-id`), `resume` carries it on (`--resume`).
+   */
+  session?: { mode: 'new' | 'resume'; id: string } | undefined;
 }
+
+/** The zulip server's tool Claude Code's `--permission-prompt-tool` names. */
+export const PERMISSION_PROMPT_TOOL = `mcp__${SERVER_NAME}__permission_prompt`;
 
 const SECRET_NAME = /KEY|TOKEN|SECRET|PASS|AUTH|CRED|COOKIE/i;
 
 /** Variables the launcher sets per run: whatever the entry says about them gives way. */
-const BINDING_VARIABLES = ['SESSION_STREAM', 'SESSION_TOPIC', 'TRIGGER_MESSAGE_ID', 'ZULIP_INTERRUPT_FILE'];
+const BINDING_VARIABLES = [
+  'SESSION_STREAM',
+  'SESSION_TOPIC',
+  'TRIGGER_MESSAGE_ID',
+  'ZULIP_INTERRUPT_FILE',
+  'ZULIP_PERMISSION_PROMPT',
+];
 
 function withoutBinding(env: Readonly<Record<string, string>>): Record<string, string> {
   return Object.fromEntries(Object.entries(env).filter(([key]) => !BINDING_VARIABLES.includes(key)));
@@ -124,10 +159,14 @@ function claude(input: InvocationInput): BackendInvocation {
   const file = join(input.runDir, 'mcp.json');
   let entry: Record<string, unknown>;
   let secrets: string[];
+  const approvals = input.approvals === true && server.transport === 'stdio';
   if (server.transport === 'stdio') {
     // Claude Code expands the references itself; expanding here only checks each one is set.
     secrets = expandAll(server.env, input.env, 'env').secrets;
-    entry = { ...server.raw, env: { ...server.env, ...binding } };
+    entry = {
+      ...server.raw,
+      env: { ...server.env, ...binding, ...(approvals ? { ZULIP_PERMISSION_PROMPT: 'on' } : {}) },
+    };
   } else {
     secrets = expandAll(server.headers, input.env, 'headers').secrets;
     entry = { ...server.raw };
@@ -146,6 +185,11 @@ function claude(input: InvocationInput): BackendInvocation {
       '--strict-mcp-config',
       '--append-system-prompt',
       input.systemPrompt,
+      ...(approvals ? ['--permission-prompt-tool', PERMISSION_PROMPT_TOOL] : []),
+      ...(input.progress === true ? progressArgs('claude') : []),
+      ...(input.session === undefined
+        ? []
+        : [input.session.mode === 'new' ? '--session-id' : '--resume', input.session.id]),
       ...input.extraArgs,
     ],
     stdin: input.prompt,
@@ -197,7 +241,14 @@ function codex(input: InvocationInput): BackendInvocation {
   return {
     command: 'codex',
     // "-" after "--": the prompt is read from stdin, verbatim, and no extra argument can take it.
-    args: ['exec', ...overrides.flatMap((o) => ['-c', o]), ...input.extraArgs, '--', '-'],
+    args: [
+      'exec',
+      ...overrides.flatMap((o) => ['-c', o]),
+      ...(input.progress === true ? progressArgs('codex') : []),
+      ...input.extraArgs,
+      '--',
+      '-',
+    ],
     stdin: input.prompt,
     env,
     files: [],
@@ -240,7 +291,7 @@ function opencode(input: InvocationInput): BackendInvocation {
     command: 'opencode',
     // The prompt on stdin: on the command line OpenCode quotes a message that holds a space and
     // escapes its quotes, and reads a leading "--" as an option; stdin reaches the model verbatim.
-    args: ['run', ...input.extraArgs],
+    args: ['run', ...(input.progress === true ? progressArgs('opencode') : []), ...input.extraArgs],
     stdin: input.prompt,
     // Inline configuration, in the environment: header and env values never reach argv.
     env: { OPENCODE_CONFIG_CONTENT: JSON.stringify(config) },

@@ -82,6 +82,12 @@ export interface LauncherConfig extends ServerSettings {
   /** Unset only with `--demo`, which allows the demo realm's people. */
   allowedUsers: AllowedUsers | undefined;
   directMessages: boolean;
+  /** Claude Code asks the conversation's people before a tool its rules do not allow. */
+  approvals: boolean;
+  /** One status message per run, edited as the agent works. */
+  progress: boolean;
+  /** Shortest time between two edits of a status message, in milliseconds. */
+  progressIntervalMs: number;
   maxRunning: number;
   maxQueued: number;
   timeLimitMs: number;
@@ -319,6 +325,29 @@ const configShape = {
     defaultText: 'none',
     help: 'Text added to the built-in system prompt of every agent (team conventions, where the code is).',
   }),
+  ZULIP_AGENT_APPROVALS: strictBoolean(
+    {
+      group: 'Agents',
+      help: 'Claude Code asks in the conversation before a tool its rules do not allow (a ✅ or "yes <id>" from an allowed user runs it); off: it is refused.',
+    },
+    true,
+  ),
+  ZULIP_AGENT_PROGRESS: strictBoolean(
+    {
+      group: 'Agents',
+      help: 'One status message in the conversation, edited as the agent works (elapsed time, step, tools used); the answer comes as a new message.',
+    },
+    true,
+  ),
+  ZULIP_AGENT_PROGRESS_INTERVAL_MS: integer(
+    {
+      group: 'Agents',
+      help: 'Shortest time between two edits of a status message, in milliseconds (one a minute at least keeps the clock current).',
+    },
+    1000,
+    600_000,
+    10_000,
+  ),
   ZULIP_AGENT_SYSTEM_PROMPT_FILE: text({
     group: 'Agents',
     defaultText: 'none',
@@ -533,6 +562,9 @@ export function parseConfig(
       raw.ZULIP_AGENT_SYSTEM_PROMPT_FILE === undefined ? undefined : path(raw.ZULIP_AGENT_SYSTEM_PROMPT_FILE),
     allowedUsers: raw.ZULIP_AGENT_ALLOWED_USERS,
     directMessages: raw.ZULIP_AGENT_DIRECT_MESSAGES,
+    approvals: raw.ZULIP_AGENT_APPROVALS,
+    progress: raw.ZULIP_AGENT_PROGRESS,
+    progressIntervalMs: raw.ZULIP_AGENT_PROGRESS_INTERVAL_MS,
     maxRunning: raw.ZULIP_AGENT_MAX_RUNNING,
     maxQueued: raw.ZULIP_AGENT_MAX_QUEUED,
     timeLimitMs: raw.ZULIP_AGENT_TIME_LIMIT_MS,

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve, sep } from 'node:path';
 import { createRedactor } from '@zmcp/cli';
@@ -6,7 +6,9 @@ import {
   AdmissionGate,
   type AdmissionList,
   type AdmissionPath,
+  type Conversation,
   type CredentialSource,
+  conversationKey,
   EventQueue,
   type Logger,
   type Message,
@@ -21,6 +23,7 @@ import {
   type RegisterResponse,
   readNarrow,
   sameStreamName,
+  type UpdateMessageEvent,
   type ZulipClient,
 } from '@zmcp/core';
 import { type EventSource, parseSessionId, type StateLock, type StateStore } from '@zmcp/delivery';
@@ -45,6 +48,7 @@ import { LauncherError } from './errors.js';
 import { holdRecord, TriggerLedger } from './ledger.js';
 import { InterruptMailbox } from './mailbox.js';
 import { type McpServerEntry, parseServerEntry } from './mcp-config.js';
+import { ProgressReporter, readProgressLine } from './progress.js';
 import { agentPrompt, followUpNote, systemPrompt } from './prompt.js';
 import {
   classifyMessage,
@@ -192,6 +196,16 @@ export interface LauncherOptions {
   workerLeaseMs?: number | undefined;
   /** Start agents for DMs to the bot. Default true. */
   directMessages?: boolean | undefined;
+  /**
+   * Claude Code (in a stream topic) asks the conversation's people, through its zulip server's
+   * `permission_prompt`, before a tool its rules do not allow; off, such a tool is refused as
+   * `claude -p` refuses it. Default true.
+   */
+  approvals?: boolean | undefined;
+  /** One status message per run in the conversation, edited as the agent works. Default true. */
+  progress?: boolean | undefined;
+  /** Shortest time between two edits of a status message, in milliseconds. Default 10 s. */
+  progressIntervalMs?: number | undefined;
   /** Default 2. */
   maxRunning?: number | undefined;
   /** Default 20. */
@@ -240,6 +254,10 @@ interface Run {
   followUps: number[];
   /** It waited in the queue, so its trigger carries the queued reaction. */
   fromQueue: boolean;
+  /** Its status message, once it started (with live progress on). */
+  progress: ProgressReporter | undefined;
+  /** The Claude Code session this DM run started (forgotten again when the run fails). */
+  startedSession: string | undefined;
 }
 
 const DEFAULT_EMOJI: StatusEmoji = {
@@ -248,12 +266,25 @@ const DEFAULT_EMOJI: StatusEmoji = {
   done: 'check',
   failed: 'warning',
 };
+/** A DM answering an approval prompt (`yes abcde`, `no abcde`), as the approvals desk reads one. */
+const APPROVAL_ANSWER = /^\s*(y|yes|n|no)\s+[a-km-z]{5}\s*$/i;
+/** Shortest time between two edits of a status message: six a minute at most, far inside Zulip's rate limits. */
+const DEFAULT_PROGRESS_INTERVAL_MS = 10_000;
+/** The edit window Zulip has by default, assumed when the realm does not say. */
+const DEFAULT_EDIT_LIMIT_SECONDS = 600;
 /** Mentions and DMs read back per request while catching up. */
 const CATCH_UP_PAGE = 1000;
 
 /** The realm's people as a registration lists them (`realm_users`), for telling them apart by name. */
 function peopleOf(registration: RegisterResponse): { user_id: number; full_name: string }[] {
   return (registration.realm_users ?? []).map((u) => ({ user_id: u.user_id, full_name: u.full_name }));
+}
+
+/** `realm_message_content_edit_limit_seconds` of a registration: null for no limit, Zulip's default when absent. */
+function editLimitOf(registration: RegisterResponse): number | null {
+  const value = (registration as Record<string, unknown>).realm_message_content_edit_limit_seconds;
+  if (value === null) return null;
+  return typeof value === 'number' && value > 0 ? value : DEFAULT_EDIT_LIMIT_SECONDS;
 }
 
 function normalizeAllowedUsers(value: LauncherOptions['allowedUsers']): AdmissionList {
@@ -312,6 +343,10 @@ class ZulipLauncher implements Launcher {
   readonly #systemPrompt: string;
   readonly #redact: (text: string) => string;
   #runtime: ZulipRuntime | undefined;
+  /** The Claude Code session of each DM conversation (kept while the launcher runs). */
+  readonly #dmSessions = new Map<string, string>();
+  /** The realm's message-edit window in seconds (null: none), from the registration. */
+  #editLimitSeconds: number | null = DEFAULT_EDIT_LIMIT_SECONDS;
   #client: ZulipClient | undefined;
   #selfId = 0;
   /** The realm's display names: a follow-up note names a person as every surface does. */
@@ -532,13 +567,16 @@ class ZulipLauncher implements Launcher {
     // realm's people come with it and stay current from its events; the empty topic is named ""
     // here as in every history read, so a conversation has one key, live or caught up.
     const queue = await EventQueue.open(client, {
-      eventTypes: ['message', 'realm_user'],
+      eventTypes: ['message', 'realm_user', 'update_message'],
+      // The realm's settings too: its message-edit window bounds how long a status message is edited.
+      fetchEventTypes: ['message', 'realm_user', 'realm'],
       clientCapabilities: { empty_topic_name: true },
       applyMarkdown: false,
       signal: this.#stop.signal,
       logger: this.#logger,
     });
     this.#queue = queue;
+    this.#editLimitSeconds = editLimitOf(queue.registration);
     this.#people.replace(peopleOf(queue.registration));
     gate.directory.loadRegistration(queue.registration);
     const upTo = queue.registration.max_message_id ?? 0;
@@ -585,7 +623,7 @@ class ZulipLauncher implements Launcher {
     });
     await broadcast?.ready();
     const params = {
-      eventTypes: ['message', 'realm_user'] as const,
+      eventTypes: ['message', 'realm_user', 'update_message'] as const,
       clientCapabilities: { empty_topic_name: true },
       applyMarkdown: false,
       signal: this.#stop.signal,
@@ -796,6 +834,63 @@ class ZulipLauncher implements Launcher {
     if (item.kind !== 'event') return;
     if (item.event.type === 'message') await this.#onMessage(item.event.message);
     else if (item.event.type === 'realm_user') this.#onRealmUser(item.event);
+    else if (item.event.type === 'update_message') await this.#onTopicMoved(item.event);
+  }
+
+  /**
+   * A whole topic renamed, resolved or moved (Zulip's `change_all`): the conversation of an agent
+   * running or waiting there is carried to the new name, so a mention there is a follow-up, not a
+   * second agent, and the status message and notices go there. (The agent's own zulip server
+   * follows it too, and ends the session when the topic is resolved.)
+   */
+  async #onTopicMoved(event: UpdateMessageEvent): Promise<void> {
+    if (
+      event.propagate_mode !== 'change_all' ||
+      event.orig_subject === undefined ||
+      event.stream_id === undefined
+    )
+      return;
+    if (event.subject === undefined && event.new_stream_id === undefined) return;
+    const from = conversationKey({ kind: 'stream', streamId: event.stream_id, topic: event.orig_subject });
+    const streamId = event.new_stream_id ?? event.stream_id;
+    const topic = event.subject ?? event.orig_subject;
+    const to = conversationKey({ kind: 'stream', streamId, topic });
+    if (from === to || this.#runs.has(to)) return;
+    let stream: string | undefined;
+    if (streamId !== event.stream_id) {
+      const lookup = await (this.#runtime as ZulipRuntime).services.directory.streamLookup({
+        timeoutMs: 10_000,
+      });
+      stream = lookup(streamId)?.name;
+    }
+    const carry = (t: TriggerInfo): TriggerInfo => ({
+      ...t,
+      conversation: to,
+      streamId,
+      topic,
+      stream: stream ?? t.stream,
+    });
+    const run = this.#runs.get(from);
+    if (run !== undefined) {
+      this.#runs.delete(from);
+      run.trigger = carry(run.trigger);
+      this.#runs.set(to, run);
+      run.progress?.retarget({ kind: 'stream', streamId, topic });
+      this.#logger.info('a running agent’s topic moved; its conversation follows', {
+        messageId: run.trigger.messageId,
+      });
+    }
+    for (let i = 0; i < this.#waiting.length; i++) {
+      const t = this.#waiting[i] as TriggerInfo;
+      if (t.conversation === from) this.#waiting[i] = carry(t);
+    }
+    // A fleet's claim rows move too (every worker hears the event; the change is the same).
+    await this.#work?.move(from, to, {
+      conversation: to,
+      streamId,
+      topic,
+      ...(stream === undefined ? {} : { stream }),
+    });
   }
 
   /** A person joined or was renamed: later lines tell them apart from whoever shares the name. */
@@ -914,6 +1009,15 @@ class ZulipLauncher implements Launcher {
     const ledger = this.#ledger as TriggerLedger;
     if (ledger.get(trigger.messageId) !== undefined) return;
     const run = this.#runs.get(trigger.conversation);
+    if (run !== undefined && trigger.kind === 'dm' && APPROVAL_ANSWER.test(message.content)) {
+      // `yes <id>` in the DM of a running agent answers its approval prompt (its zulip server takes
+      // it): recorded, so it never becomes a trigger, and neither a note nor a later run.
+      await ledger.add(storeTrigger(trigger), 'followup', { into: run.trigger.messageId });
+      this.#logger.info('an approval answer, left to the agent’s zulip server', {
+        messageId: trigger.messageId,
+      });
+      return;
+    }
     if (run !== undefined) {
       await ledger.add(storeTrigger(trigger), 'followup', { into: run.trigger.messageId });
       await this.#handOver(run, trigger, message);
@@ -975,6 +1079,15 @@ class ZulipLauncher implements Launcher {
     if (row.status === 'followup' && row.worker === work.worker) {
       const run = this.#runs.get(trigger.conversation);
       if (run !== undefined && run.trigger.messageId === row.into && !run.followUps.includes(row.messageId)) {
+        if (trigger.kind === 'dm' && APPROVAL_ANSWER.test(message.content)) {
+          // `yes <id>` answers the agent's approval prompt (its zulip server takes it): handled,
+          // so it never becomes a note or a later run.
+          run.followUps.push(row.messageId);
+          this.#logger.info('an approval answer, left to the agent’s zulip server', {
+            messageId: trigger.messageId,
+          });
+          return;
+        }
         await this.#handOver(run, trigger, message);
         // Told by the worker whose agent got it, whichever worker recorded it.
         this.#emit({ type: 'trigger', trigger, action: 'followup' });
@@ -1069,9 +1182,17 @@ class ZulipLauncher implements Launcher {
       ZULIP_INTERRUPT_FILE: mailbox.path,
       ZULIP_ALLOWED_USERS: (admitted.length > 0 ? admitted : [trigger.senderId]).join(','),
     };
-    if (trigger.kind === 'stream') binding.TRIGGER_MESSAGE_ID = String(trigger.messageId);
+    // A DM trigger names its conversation too (where an approval prompt goes; a DM binds no topic).
+    binding.TRIGGER_MESSAGE_ID = String(trigger.messageId);
     if (from === 'new') await ledger.add(storeTrigger(trigger), 'running', { runId, backend });
     else await record({ status: 'running', runId, backend });
+    // A DM conversation is one Claude Code session across runs; `/new` starts a fresh one.
+    let session: { mode: 'new' | 'resume'; id: string } | undefined;
+    if (trigger.kind === 'dm' && backend === 'claude') {
+      const known = trigger.fresh === true ? undefined : this.#dmSessions.get(trigger.conversation);
+      session = known === undefined ? { mode: 'new', id: randomUUID() } : { mode: 'resume', id: known };
+      this.#dmSessions.set(trigger.conversation, session.id);
+    }
     let invocation: ReturnType<typeof buildInvocation>;
     try {
       invocation = buildInvocation({
@@ -1084,6 +1205,9 @@ class ZulipLauncher implements Launcher {
         runDir,
         env: this.#env,
         codexToolApproval: this.#o.codexToolApproval,
+        approvals: this.#o.approvals ?? true,
+        progress: this.#o.progress ?? true,
+        session,
       });
       await mkdir(runDir, { recursive: true, mode: 0o700 });
       for (const file of invocation.files) await writeFile(file.path, file.content, { mode: 0o600 });
@@ -1107,6 +1231,12 @@ class ZulipLauncher implements Launcher {
       redact: this.#redact,
       timeLimitMs: this.#timeLimitMs,
       stopGraceMs: this.#stopGraceMs,
+      // With live progress, stdout is the CLI's JSON events (redacted as the log is: what the
+      // model says can reach the status message).
+      onStdoutLine:
+        (this.#o.progress ?? true)
+          ? (line) => run.progress?.observe(readProgressLine(backend, line))
+          : undefined,
     });
     const run: Run = {
       runId,
@@ -1119,6 +1249,8 @@ class ZulipLauncher implements Launcher {
       startedAt: Date.now(),
       followUps: [],
       fromQueue: from === 'queued',
+      progress: undefined,
+      startedSession: session?.mode === 'new' ? session.id : undefined,
     };
     this.#runs.set(trigger.conversation, run);
     void agent.started.then(
@@ -1135,6 +1267,7 @@ class ZulipLauncher implements Launcher {
         this.#track(record({ pid }), 'record the agent pid');
         if (from === 'queued') this.#react(trigger.messageId, 'queued', 'remove');
         this.#react(trigger.messageId, 'working', 'add');
+        run.progress = this.#progressFor(trigger);
       },
       () => undefined,
     );
@@ -1194,6 +1327,12 @@ class ZulipLauncher implements Launcher {
       await ledger.update(newest, { status: 'queued' });
       const record = ledger.get(newest);
       if (record !== undefined) this.#waiting.unshift(loadTrigger(record.trigger));
+    }
+    await run.progress?.finish(outcome);
+    // A session that never got going is not carried on: the next DM starts afresh.
+    if (outcome !== 'done' && run.startedSession !== undefined) {
+      if (this.#dmSessions.get(run.trigger.conversation) === run.startedSession)
+        this.#dmSessions.delete(run.trigger.conversation);
     }
     if (exit.spawnError === undefined) this.#react(run.trigger.messageId, 'working', 'remove');
     else if (run.fromQueue) this.#react(run.trigger.messageId, 'queued', 'remove');
@@ -1326,6 +1465,23 @@ class ZulipLauncher implements Launcher {
   }
 
   /** A short message in the trigger's conversation, mentioning who called. */
+  /** The status message of a run that started, unless live progress is off. */
+  #progressFor(trigger: TriggerInfo): ProgressReporter | undefined {
+    const runtime = this.#runtime;
+    if (!(this.#o.progress ?? true) || runtime === undefined || this.#state === 'closing') return undefined;
+    const to: Conversation =
+      trigger.kind === 'stream'
+        ? { kind: 'stream', streamId: trigger.streamId as number, topic: trigger.topic ?? '' }
+        : { kind: 'dm', userIds: [...(trigger.dmUserIds ?? [trigger.senderId])] };
+    return new ProgressReporter({
+      services: runtime.services,
+      to,
+      intervalMs: this.#o.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS,
+      editLimitSeconds: this.#editLimitSeconds,
+      logger: this.#logger,
+    });
+  }
+
   #notify(trigger: TriggerInfo, text: string): void {
     const client = this.#client;
     if (client === undefined) return;

@@ -19,6 +19,8 @@ export interface TriggerInfo {
   senderName: string;
   /** UNIX seconds. */
   timestamp: number;
+  /** DM triggers only: the message is `/new` (or starts with it), which starts a fresh session. */
+  fresh?: boolean | undefined;
 }
 
 /** The shape of a {@link TriggerInfo} in the launcher's state file. */
@@ -34,6 +36,7 @@ export const TriggerInfoSchema = z.object({
   senderEmail: z.string(),
   senderName: z.string(),
   timestamp: z.number(),
+  fresh: z.boolean().optional(),
 });
 
 /** A trigger in its JSON form (undefined fields left out). */
@@ -51,6 +54,9 @@ export type IgnoreReason =
   | 'not-allowed'
   /** Direct messages are switched off. */
   | 'direct-messages-off';
+
+/** A DM that starts a fresh session: `/new`, alone or before the first request. */
+const NEW_SESSION = /^\s*\/new(\s|$)/;
 
 /** What one message means to the launcher. */
 export type Classification =
@@ -120,6 +126,7 @@ export function classifyMessage(message: Message, options: ClassifyOptions): Cla
       senderEmail: message.sender_email,
       senderName: message.sender_full_name,
       timestamp: message.timestamp,
+      ...(NEW_SESSION.test(message.content) ? { fresh: true } : {}),
     };
   }
   if (isNoBotsMessage(message)) return ignored('nobots');
@@ -158,5 +165,6 @@ export function loadTrigger(t: StoredTrigger): TriggerInfo {
     senderEmail: t.senderEmail,
     senderName: t.senderName,
     timestamp: t.timestamp,
+    ...(t.fresh === true ? { fresh: true } : {}),
   };
 }

@@ -100,7 +100,8 @@ describe('a mention starts an agent', () => {
     expect(codex.env.ZULIP_API_KEY).toBe(w.bot.apiKey);
 
     const opencode = byBackend.opencode as StubRecord;
-    expect(opencode.argv).toEqual(['run', '--model', 'x/y']);
+    // Its JSON events on stdout carry the live progress; the configured arguments follow.
+    expect(opencode.argv).toEqual(['run', '--format', 'json', '--model', 'x/y']);
     expect(opencode.stdin).toBe(opencode.prompt);
     const inline = opencode.config as { mcp: { zulip: Record<string, unknown> }; instructions: string[] };
     expect(inline.mcp.zulip.type).toBe('local');
@@ -114,9 +115,10 @@ describe('a mention starts an agent', () => {
       ['codex', 'incident'],
       ['opencode', 'logo'],
     ] as const) {
-      expect(w.messages({ topic, sender: w.bot.userId }).map((m) => m.content)).toEqual([
-        `${backend} is on it.`,
-      ]);
+      // Its reply, and the run's one status message (live progress), which ended as done.
+      const contents = w.messages({ topic, sender: w.bot.userId }).map((m) => m.content);
+      expect(contents.filter((c) => !c.startsWith('✅ Done'))).toEqual([`${backend} is on it.`]);
+      expect(contents.filter((c) => c.startsWith('✅ Done'))).toHaveLength(1);
     }
     // One log per conversation, with the run's header and nothing secret.
     for (const end of ends) {

@@ -7,6 +7,10 @@
 // defers MCP tools behind ToolSearch), joins with set_context, answers with reply (it lands in the
 // topic), hears a follow-up posted while it listens (exactly once), is dismissed with 🛑, calls
 // end_session, and the launcher marks the trigger done. Nothing tried to leave loopback.
+// And, with approvals and live progress on: Bash is asked about in the topic through
+// --permission-prompt-tool and runs on an allowed person's ✅ (another person's ✅ counts for
+// nothing), the status message is edited with the tools used, the answer is a message of its own,
+// and resolving the topic ends the session.
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
@@ -174,6 +178,18 @@ function reaction(id: number, emoji: string): Promise<void> {
   });
 }
 
+/** Resolves once `check()` holds, checking after every request the simulator answers. */
+function until(check: () => boolean): Promise<void> {
+  if (check()) return Promise.resolve();
+  return new Promise((resolve) => {
+    const off = sim.onRequest(() => {
+      if (!check()) return;
+      off();
+      resolve();
+    });
+  });
+}
+
 function topicMessages(topic: string) {
   const out = [];
   for (let id = 1; id <= sim.realm.maxMessageId(); id++) {
@@ -188,7 +204,7 @@ function topicMessages(topic: string) {
  * Claude Code first on PATH and the zulip server of a `.mcp.json` that runs the built zulip-mcp;
  * resolves once it listens.
  */
-async function launch(): Promise<AgentProcess> {
+async function launch(extra: Record<string, string> = {}): Promise<AgentProcess> {
   const mcpConfig = join(home.dir, 'mcp.json');
   await writeFile(
     mcpConfig,
@@ -222,6 +238,9 @@ async function launch(): Promise<AgentProcess> {
       ZULIP_AGENT_LOG_DIR: join(home.dir, 'agent-logs'),
       ZULIP_AGENT_WORKDIR: home.workDir,
       ZULIP_AGENT_STOP_GRACE_MS: '5000',
+      // The conversation as the model reads it here has no status message (see approvals-progress).
+      ZULIP_AGENT_PROGRESS: 'off',
+      ...extra,
     }),
     home.workDir,
   );
@@ -380,6 +399,108 @@ describe('zulip-agent with the real Claude Code', () => {
         .map(() => 'interrupt'),
     ]);
     expect(deliveries, 'how the follow-up reached the model').toHaveLength(1);
+  });
+
+  it('asks in the topic before Bash, takes only an allowed ✅, shows its progress, answers, and ends when the topic is resolved', async () => {
+    const agent = await launch({ ZULIP_AGENT_PROGRESS: 'on', ZULIP_AGENT_PROGRESS_INTERVAL_MS: '1000' });
+    const statusPosted = nextRequest(
+      (r) =>
+        r.method === 'POST' &&
+        r.path.endsWith('/messages') &&
+        r.userId === bot.userId &&
+        String(r.params.content).startsWith('⏳ Working'),
+    );
+    // A mention starts it.
+    const trigger = sim.realm.sendMessage({
+      senderId: ann.userId,
+      type: 'stream',
+      stream: 'ops',
+      topic: 'release',
+      content: '@**Helper Bot** cut the release, please',
+    });
+    let r: ModelRequest = await stub.next();
+    const conversation = JSON.parse(/^Conversation: (.*)$/m.exec(r.userTexts.join('\n'))?.[1] ?? 'null') as {
+      stream_id: number;
+      topic: string;
+      trigger_message_id: number;
+    };
+    await statusPosted;
+    r = await r.answer(call('ToolSearch', { query: `select:${ZULIP_TOOLS.join(',')}` }));
+    r = await r.answer(
+      call('mcp__zulip__set_context', {
+        stream: conversation.stream_id,
+        topic: conversation.topic,
+        trigger_message_id: conversation.trigger_message_id,
+      }),
+    );
+    parsed(r.result('mcp__zulip__set_context'));
+
+    // The model wants Bash, which no rule allows: Claude Code asks through permission_prompt, and
+    // the prompt lands in the topic. Bo (not allowed) answers first; only Ann's ✅ counts.
+    const prompted = nextRequest(
+      (x) =>
+        x.method === 'POST' &&
+        x.path.endsWith('/messages') &&
+        x.userId === bot.userId &&
+        String(x.params.content).startsWith('🔐'),
+    );
+    const afterBash = r.answer(
+      call('Bash', { command: 'touch release.flag', description: 'Mark the release as cut' }),
+    );
+    const prompt = await prompted;
+    const promptText = String(prompt.params.content);
+    expect(prompt.params.topic).toBe('release');
+    expect(promptText).toMatch(/^🔐 \*\*[a-km-z]{5}\*\* asks to use `Bash`: `touch release.flag`/);
+    const promptId = topicMessages('release').find((m) => m.content === promptText)?.id as number;
+    const decided = nextRequest((x) => x.method === 'PATCH' && x.path.endsWith(`/messages/${promptId}`));
+    sim.realm.addReaction(bo.userId, promptId, 'check');
+    sim.realm.addReaction(ann.userId, promptId, 'check');
+    expect(String((await decided).params.content)).toContain(`Allowed by @_**|${ann.userId}**`);
+    r = await afterBash;
+    const bash = r.result('Bash');
+    expect(bash.isError, bash.text).toBe(false);
+    expect(readdirSync(home.workDir)).toContain('release.flag');
+
+    // The status message has been edited with the tools used, Bash among them.
+    const statusId = topicMessages('release').find(
+      (m) => m.senderId === bot.userId && /^(⏳|✅)/.test(m.content),
+    )?.id as number;
+    await until(() => {
+      const m = sim.realm.message(statusId);
+      return m !== undefined && m.editHistory.length > 0 && m.content.includes('`Bash`');
+    });
+    expect(sim.realm.message(statusId)?.content).toMatch(/^⏳ Working · \d+s\nStep: .*\nTools: .*`Bash`/);
+
+    // The answer arrives in the topic as a new message.
+    r = await r.answer(call('mcp__zulip__reply', { content: 'Release cut: release.flag is in place.' }));
+    const answer = parsed(r.result('mcp__zulip__reply'));
+    expect(sim.realm.message(answer.message_id as number)).toMatchObject({
+      senderId: bot.userId,
+      topic: 'release',
+      content: 'Release cut: release.flag is in place.',
+    });
+
+    // Listening; Ann resolves the topic, which ends the session as a dismissal does.
+    const waiting = nextListen('release');
+    const afterListen = r.answer(call('mcp__zulip__listen', { timeout_seconds: 300 }));
+    await waiting;
+    sim.realm.editMessage(ann.userId, trigger, { topic: '✔ release', propagateMode: 'change_all' });
+    r = await afterListen;
+    const heard = parsed(r.result('mcp__zulip__listen'));
+    expect(heard).toMatchObject({ status: 'ended', moved: true });
+    expect(heard.text).toContain('Ann Lee resolved the topic');
+    r = await r.answer(call('mcp__zulip__end_session'));
+    parsed(r.result('mcp__zulip__end_session'));
+    void r.answer({ text: 'Released.' }).catch(() => undefined);
+
+    await reaction(trigger, 'check');
+    await agent.line(new RegExp(`agent ended messageId=${trigger} .*outcome=done`));
+    // The status message moved with the topic, and its last edit says the run is done.
+    await until(() => sim.realm.message(statusId)?.content.startsWith('✅ Done') === true);
+    expect(sim.realm.message(statusId)).toMatchObject({ topic: '✔ release' });
+    expect(agent.log().match(/ info agent started /g)).toHaveLength(1);
+    expect(stub.outbound).toEqual([]);
+    expect(stub.problems).toEqual([]);
   });
 
   it('starts Claude Code for a caller whose name starts with "--", with the launcher\'s system prompt', async () => {

@@ -238,8 +238,14 @@ describe('a running agent', () => {
     for (const id of [bo, nobotsTopic, nobotsBody, wildcard, groupDm, dmNobots])
       expect(w.reactions(id)).toEqual([]);
     // The DM was answered by DM.
-    const answer = w.messages({ dmWith: w.ann.userId, sender: w.bot.userId });
-    expect(answer.map((m) => m.content)).toEqual(['claude answers your message.']);
+    // Beside the run's status message, which ended as done.
+    const answer = w.messages({ dmWith: w.ann.userId, sender: w.bot.userId }).map((m) => m.content);
+    expect(answer.filter((c) => !c.startsWith('✅'))).toEqual([
+      `claude answers your message ${dmEnd.trigger.messageId}.`,
+    ]);
+    expect(answer.filter((c) => c.startsWith('✅'))).toEqual([
+      expect.stringMatching(/^✅ Done in \d+s\nTools: `zulip.get_message`, `zulip.send_dm`$/),
+    ]);
     expect(dmEnd.trigger.kind).toBe('dm');
   });
 

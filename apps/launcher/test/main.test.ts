@@ -298,8 +298,13 @@ describe('main', () => {
       expect(await running).toBe(0);
 
       expect(w.reactions(first)).toEqual(['check']);
-      expect(w.messages({ dmWith: w.ann.userId, sender: w.bot.userId }).map((m) => m.content)).toEqual([
-        `${backend} answers your message.`,
+      // The run's status message (its tools as each CLI names them), then the answer, a new message.
+      const dmContents = w.messages({ dmWith: w.ann.userId, sender: w.bot.userId }).map((m) => m.content);
+      expect(dmContents.filter((c) => !c.startsWith('✅'))).toEqual([
+        `${backend} answers your message ${dm}.`,
+      ]);
+      expect(dmContents.filter((c) => c.startsWith('✅'))).toEqual([
+        expect.stringMatching(/^✅ Done in \d+s\nTools: `(zulip\.|zulip_)get_message`, `\1send_dm`$/),
       ]);
       const records = w.records() as StubRecord[];
       expect(records.map((r) => [r.backend, r.usageError])).toEqual([

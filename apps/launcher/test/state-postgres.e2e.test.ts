@@ -34,7 +34,9 @@ describe('zulip-agent with ZULIP_STATE_URL', () => {
     expect(rows.rows.map((r) => [r.launcher, Number(r.message_id), r.status])).toEqual([
       ['fleet-a', first, 'failed'],
     ]);
-    expect((await sql('SELECT 1 FROM zmcp.state WHERE kind = $1', ['monitor'], url)).rowCount).toBe(0);
+    // And the send-once memory of what the launcher posted (the run's status message); no record.
+    const state = await sql<{ session: string; kind: string }>('SELECT session, kind FROM zmcp.state', [], url);
+    expect(state.rows.map((r) => [r.session, r.kind])).toEqual([['outbox', 'sends']]);
     // Only the machine's own working files: the agents' logs and run folders.
     expect((await readdir(w.stateDir)).sort()).toEqual(['logs', 'runs']);
   });

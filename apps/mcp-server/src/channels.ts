@@ -2,10 +2,8 @@ import type { Server } from '@modelcontextprotocol/server';
 import {
   type AccessPolicy,
   type AdmissionGate,
-  EventQueue,
   escapeMsgName,
   escapeMsgText,
-  type ReactionEvent,
   type ZulipClient,
 } from '@zmcp/core';
 import {
@@ -22,6 +20,7 @@ import {
 } from '@zmcp/delivery';
 import type { ZulipRuntime } from '@zmcp/server-kit';
 import {
+  type ApprovalDesk,
   attentionCatalog,
   type BoundTool,
   type ChannelEvent,
@@ -44,14 +43,8 @@ export const CHANNEL_EVENT = 'notifications/claude/channel';
 const PERMISSION_REQUEST = 'notifications/claude/channel/permission_request';
 const PERMISSION_VERDICT = 'notifications/claude/channel/permission';
 
-/** Reactions that answer a permission prompt. */
-const ALLOW_EMOJI = new Set(['check', 'white_check_mark', 'check_mark', '+1', 'thumbs_up', 'like']);
-const DENY_EMOJI = new Set(['x', 'cross_mark', '-1', 'thumbs_down', 'no_entry']);
-/** A text answer to a permission prompt, as Claude Code's own plugins read it. */
-const TEXT_VERDICT = /^\s*(y|yes|n|no)\s+([a-km-z]{5})\s*$/i;
+/** Claude Code's permission request ids: five letters a-z without l. */
 const REQUEST_ID = /^[a-km-z]{5}$/;
-/** How long a permission prompt can be answered from Zulip. */
-const PERMISSION_TTL_MS = 15 * 60_000;
 /** Events kept for `channel_recent`. */
 const RECENT_LIMIT = 200;
 
@@ -70,7 +63,11 @@ export interface ClaudeChannelsOptions {
    * (`ZULIP_ALLOWED_USERS`). Without one nobody may (fail closed).
    */
   admission: AdmissionGate | undefined;
-  permissionRelay: boolean;
+  /**
+   * The process's approvals desk: with one, Claude Code's permission prompts are relayed through
+   * it to the people the gate admits (one DM to them all), and answered there.
+   */
+  approvals: ApprovalDesk | undefined;
   /** The toolsets served, for the attention tools (served only when `attention` is among them). */
   toolsets: readonly Toolset[];
   logger: Logger;
@@ -111,26 +108,20 @@ interface BridgeState {
   readonly recent: ChannelEvent[];
 }
 
-/** A markdown code block that the text cannot close, for prompts quoting untrusted text. */
-function fenced(text: string): string {
-  let fence = '```';
-  while (text.includes(fence)) fence += '`';
-  return `${fence}text\n${text}\n${fence}`;
-}
-
-/** Answers Claude Code's permission prompts from Zulip: DMs to allowed people, answered by reaction or `yes <id>`. */
+/**
+ * Answers Claude Code's permission prompts from Zulip through the approvals desk: one DM to the
+ * admitted people, answered by reaction or `yes <id>` (Claude Code's own request id); no answer in
+ * time denies.
+ */
 class PermissionRelay {
   readonly #o: ClaudeChannelsOptions;
-  readonly #pending = new Map<string, { prompts: Set<number>; timer: NodeJS.Timeout }>();
-  /** Answer reactions that arrived before their prompt's id was known (the send's answer races the event). */
-  readonly #early: ReactionEvent[] = [];
+  readonly #desk: ApprovalDesk;
+  readonly #stop = new AbortController();
   #server: Server | undefined;
-  #queue: EventQueue | undefined;
-  #opening: Promise<EventQueue> | undefined;
-  #closed = false;
 
-  constructor(options: ClaudeChannelsOptions) {
+  constructor(options: ClaudeChannelsOptions, desk: ApprovalDesk) {
     this.#o = options;
+    this.#desk = desk;
   }
 
   attach(server: Server): void {
@@ -146,122 +137,40 @@ class PermissionRelay {
         }),
       },
       (params) =>
-        this.#request(params).catch((err: unknown) =>
+        void this.#request(params).catch((err: unknown) =>
           this.#o.logger.warn('a permission prompt was not relayed', { err }),
         ),
     );
   }
 
-  /** The reaction queue runs only while a prompt is waiting for an answer. */
-  async #ensureQueue(): Promise<void> {
-    if (this.#queue !== undefined) return;
-    this.#opening ??= EventQueue.open(this.#o.client, { eventTypes: ['reaction'], logger: this.#o.logger });
-    const queue = await this.#opening;
-    this.#opening = undefined;
-    if (this.#closed) {
-      await queue.close();
-      return;
-    }
-    this.#queue = queue;
-    void (async () => {
-      try {
-        for await (const item of queue) {
-          if (item.kind === 'event' && item.event.type === 'reaction') await this.#onReaction(item.event);
-        }
-      } catch (err) {
-        this.#o.logger.warn('the permission relay stopped reading reactions', { err });
-      }
-    })();
-  }
-
-  async #request(params: {
-    request_id: string;
-    tool_name: string;
-    description: string;
-    input_preview: string;
-  }): Promise<void> {
+  async #request(params: { request_id: string; tool_name: string; input_preview: string }): Promise<void> {
     const id = params.request_id.toLowerCase();
-    if (!REQUEST_ID.test(id) || this.#pending.has(id) || this.#closed) return;
-    const recipients = this.#o.admission?.admitted ?? [];
-    if (recipients.length === 0) return;
-    await this.#ensureQueue();
-    const text = [
-      `Claude Code asks to use \`${params.tool_name.replace(/[`\r\n]/g, '').slice(0, 100)}\` (request **${id}**):`,
-      fenced(params.description.slice(0, 4_000)),
-      fenced(params.input_preview.slice(0, 4_000)),
-      `React :check: to allow or :cross_mark: to deny, or reply \`yes ${id}\` / \`no ${id}\`.`,
-    ].join('\n');
-    const prompts = new Set<number>();
-    const timer = setTimeout(() => this.#forget(id), PERMISSION_TTL_MS);
-    timer.unref();
-    this.#pending.set(id, { prompts, timer });
-    for (const user of recipients) {
-      const sent = await this.#o.client.sendMessage({
-        type: 'direct',
-        to: [user],
-        content: text,
-        readBySender: true,
-      });
-      prompts.add(sent.id);
-      const early = this.#early.filter((e) => e.message_id === sent.id);
-      for (const event of early) await this.#onReaction(event);
-    }
+    if (!REQUEST_ID.test(id) || this.#desk.waiting().includes(id) || this.#stop.signal.aborted) return;
+    const self = this.#o.services.identity.user_id;
+    const people = (this.#o.admission?.admitted ?? []).filter((u) => u !== self);
+    if (people.length === 0) return;
+    const decision = await this.#desk.request({
+      to: { kind: 'dm', userIds: [...people].sort((a, b) => a - b) },
+      asker: 'Claude Code',
+      tool: params.tool_name,
+      detail: params.input_preview,
+      id,
+      signal: this.#stop.signal,
+    });
+    if (this.#stop.signal.aborted) return;
+    await this.#server?.notification({
+      method: PERMISSION_VERDICT,
+      params: { request_id: id, behavior: decision.allowed ? 'allow' : 'deny' },
+    });
   }
 
-  #forget(id: string): void {
-    const pending = this.#pending.get(id);
-    if (pending === undefined) return;
-    clearTimeout(pending.timer);
-    this.#pending.delete(id);
-    if (this.#pending.size === 0 && this.#queue !== undefined) {
-      const queue = this.#queue;
-      this.#queue = undefined;
-      void queue.close();
-    }
+  /** Whether a DM is the answer to a waiting prompt (the desk takes it; it is never chat). */
+  claims(body: string): boolean {
+    return this.#desk.claims(body);
   }
 
-  async #answer(id: string, behavior: 'allow' | 'deny'): Promise<void> {
-    if (!this.#pending.has(id)) return;
-    this.#forget(id);
-    await this.#server?.notification({ method: PERMISSION_VERDICT, params: { request_id: id, behavior } });
-  }
-
-  async #onReaction(event: ReactionEvent): Promise<void> {
-    if (event.op !== 'add') return;
-    const behavior = ALLOW_EMOJI.has(event.emoji_name)
-      ? 'allow'
-      : DENY_EMOJI.has(event.emoji_name)
-        ? 'deny'
-        : undefined;
-    if (behavior === undefined) return;
-    const id = [...this.#pending].find(([, p]) => p.prompts.has(event.message_id))?.[0];
-    if (id === undefined) {
-      this.#early.push(event);
-      if (this.#early.length > 100) this.#early.shift();
-      return;
-    }
-    if (this.#o.admission?.check(event.user_id, 'approval') !== true) return;
-    await this.#answer(id, behavior);
-  }
-
-  /**
-   * A DM `yes abcde` naming a waiting prompt: answered when the gate admits its sender, dropped
-   * otherwise; true when it was one (it is never forwarded as chat then).
-   */
-  async answerText(body: string, senderId: number): Promise<boolean> {
-    const match = TEXT_VERDICT.exec(body);
-    if (match === null) return false;
-    const id = (match[2] as string).toLowerCase();
-    if (!this.#pending.has(id)) return false;
-    if (this.#o.admission?.check(senderId, 'approval') !== true) return true;
-    await this.#answer(id, (match[1] as string).toLowerCase().startsWith('y') ? 'allow' : 'deny');
-    return true;
-  }
-
-  async close(): Promise<void> {
-    this.#closed = true;
-    for (const id of [...this.#pending.keys()]) this.#forget(id);
-    await this.#queue?.close();
+  close(): void {
+    this.#stop.abort();
   }
 }
 
@@ -299,12 +208,7 @@ class ChannelSink implements DeliverySink {
   ): Promise<void> {
     const body =
       item.head === '' ? item.text : item.text.slice(item.text.indexOf(item.head) + item.head.length);
-    if (
-      channel.kind === 'dm' &&
-      item.kind === 'message' &&
-      this.#relay !== undefined &&
-      (await this.#relay.answerText(body, item.author.id))
-    ) {
+    if (channel.kind === 'dm' && item.kind === 'message' && this.#relay?.claims(body) === true) {
       return;
     }
     // The gate counts and logs a refusal (path and sender id, never the content).
@@ -327,7 +231,7 @@ class ChannelSink implements DeliverySink {
       if (item.topic !== undefined) meta.topic = metaValue(item.topic);
     }
     await (this.#server as Server).notification({ method: CHANNEL_EVENT, params: { content, meta } });
-    this.#state.recent.push({ chatId, content });
+    this.#state.recent.push({ chatId, content, messageId: item.messageId });
     if (this.#state.recent.length > RECENT_LIMIT)
       this.#state.recent.splice(0, this.#state.recent.length - RECENT_LIMIT);
   }
@@ -380,7 +284,7 @@ class ChannelSink implements DeliverySink {
 /**
  * Builds the Claude Code channel bridge of a stdio session: the delivery engine (watermarks and the
  * filters in the account's state, files or PostgreSQL), the sender gate, the reply and catch-up tools, and,
- * with `permissionRelay`, the relay. Delivery starts once the client has initialized.
+ * with `approvals`, the permission relay through that desk. Delivery starts once the client has initialized.
  *
  * @throws DeliveryError `DELIVERY_FILTERS_INVALID` / `DELIVERY_IO_FAILED` for the filters file.
  */
@@ -392,7 +296,7 @@ export async function createClaudeChannels(options: ClaudeChannelsOptions): Prom
       'Claude Code channels are on but ZULIP_ALLOWED_USERS is not set: no event is sent (fail closed)',
     );
   const state: BridgeState = { services: options.services, admission, recent: [] };
-  const relay = options.permissionRelay ? new PermissionRelay(options) : undefined;
+  const relay = options.approvals === undefined ? undefined : new PermissionRelay(options, options.approvals);
   const sink = new ChannelSink(state, relay, logger);
   const filters = await options.backend.openFilters({
     account: options.account,
@@ -455,7 +359,7 @@ export async function createClaudeChannels(options: ClaudeChannelsOptions): Prom
     snapshot: () => (engine.status().state === 'idle' ? undefined : engine.snapshot()),
     async close() {
       await started;
-      await relay?.close();
+      relay?.close();
       await engine.close().catch((err: unknown) => logger.warn('channel state not written', { err }));
       await filters.close();
     },

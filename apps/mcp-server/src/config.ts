@@ -91,6 +91,8 @@ export interface SessionSettings {
   autoTyping: boolean;
   /** Absolute path. */
   interruptFile: string | undefined;
+  /** Serve `permission_prompt` (Claude Code's `--permission-prompt-tool`), answered in the conversation. */
+  permissionPrompt: boolean;
   launch:
     | { stream: string | undefined; topic: string | undefined; triggerMessageId: number | undefined }
     | undefined;
@@ -146,6 +148,13 @@ const configShape = {
     defaultText: 'unset',
     help: 'A file another process may drop to wake a listening agent; its text is handed over as untrusted input.',
   }),
+  ZULIP_PERMISSION_PROMPT: strictBoolean(
+    {
+      group: 'Agent session',
+      help: 'Serve permission_prompt (Claude Code’s --permission-prompt-tool; zulip-agent sets it): the request is posted in the conversation and ZULIP_ALLOWED_USERS answer with a reaction or "yes <id>".',
+    },
+    false,
+  ),
   SESSION_STREAM: text({
     group: 'Agent session',
     defaultText: 'unset',
@@ -386,6 +395,12 @@ function refineConfig(raw: RawConfig, report: ReportProblem<typeof configShape>)
       'needs ZULIP_CLAUDE_CHANNELS and ZULIP_PRIVATE_STREAMS=__ALL__ (its prompts and answers are DMs)',
     );
   }
+  if (raw.ZULIP_PERMISSION_PROMPT && raw.ZULIP_ALLOWED_USERS === undefined) {
+    report(
+      'ZULIP_PERMISSION_PROMPT',
+      'needs ZULIP_ALLOWED_USERS: nobody else may answer a permission prompt',
+    );
+  }
   if (raw.ZMCP_HTTP_AUTH === 'people' && raw.ZULIP_SECRET_KEY === undefined) {
     report(
       'ZULIP_SECRET_KEY',
@@ -503,6 +518,7 @@ export function parseConfig(
         raw.ZULIP_INTERRUPT_FILE === undefined
           ? undefined
           : resolve(cwd, expandHome(raw.ZULIP_INTERRUPT_FILE, home)),
+      permissionPrompt: raw.ZULIP_PERMISSION_PROMPT,
       launch:
         raw.SESSION_STREAM === undefined && raw.TRIGGER_MESSAGE_ID === undefined
           ? undefined

@@ -149,6 +149,8 @@ export async function personServices(options: {
     tools: [...reads, ...writes],
     instructions: `${identityLine}\n${instructionsFor({ readOnly }, { full_name: token.fullName }, served)}`,
     channels: undefined,
+    // A person's HTTP sessions serve no permission prompt (ZULIP_PERMISSION_PROMPT is the launcher's, on stdio).
+    endApprovals: async () => undefined,
     state: bot.state,
     account: person.account,
     maxRequestBytes: bot.maxRequestBytes,

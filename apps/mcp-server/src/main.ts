@@ -279,6 +279,8 @@ async function serveStdioMain(
   io.onReady?.({ transport: 'stdio' });
   const why = await ended;
   logger.info('shutting down', { why });
+  // The agent is going: a permission prompt still waiting is denied now, not at its timeout.
+  await services.endApprovals();
   // The client closed stdin after its last request: answer what was read first.
   if (why === 'stdin ended') await inFlight.drained(config.toolDeadlineMs + 1000);
   stdin.unpipe(input);

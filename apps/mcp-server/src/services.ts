@@ -11,11 +11,13 @@ import {
 import { instructionLines, openZulipRuntime, type ZulipRuntime } from '@zmcp/server-kit';
 import {
   type AgentSession,
+  ApprovalDesk,
   type BoundTool,
   createAgentSession,
   createCatalog,
   monitorCatalog,
   type PromptDefinition,
+  permissionPromptTools,
   type ResourceChanges,
   type ResourceDefinition,
   type ResourceTemplateDefinition,
@@ -58,6 +60,11 @@ export interface Services {
   }): AgentSessionServices;
   /** The Claude Code channel bridge of the stdio session, when `ZULIP_CLAUDE_CHANNELS` is on. */
   channels: ClaudeChannels | undefined;
+  /**
+   * Denies every approval still waiting (each prompt edited to say the agent ended): called as the
+   * stdio client goes away, so a permission prompt waits for no one. Safe to call twice.
+   */
+  endApprovals(): Promise<void>;
   /** The state store every process sharing the state directory reads, and this realm and bot's key in it. */
   state: { store: StateStore; account: string; backend: ZulipRuntime['backend'] };
   /** The realm's URL and the account the services act as. */
@@ -159,6 +166,12 @@ export async function buildServices(
     const selection: ToolSelection = { toolsets: config.toolsets, readOnly: config.readOnly };
     const served = new Set(selectTools(toolDefinitions(), selection).map((d) => d.name));
     const servesSession = config.toolsets.includes('session');
+    // The one approvals desk of the process: permission_prompt and the channels' relay ask through it.
+    const desk =
+      config.session.permissionPrompt ||
+      (config.claudeChannels.enabled && config.claudeChannels.permissionRelay)
+        ? new ApprovalDesk(services, { admission: runtime.admission, logger })
+        : undefined;
     const channels = config.claudeChannels.enabled
       ? await createClaudeChannels({
           client,
@@ -168,7 +181,7 @@ export async function buildServices(
           account,
           sessionId: config.sessionId,
           admission: runtime.admission,
-          permissionRelay: config.claudeChannels.permissionRelay,
+          approvals: config.claudeChannels.permissionRelay ? desk : undefined,
           toolsets: config.toolsets,
           logger,
           onProgress,
@@ -179,6 +192,9 @@ export async function buildServices(
       tools: selectTools(createCatalog(services), selection),
       instructions: channels === undefined ? instructions : `${instructions}\n${channels.instructions}`,
       channels,
+      endApprovals: async () => {
+        await desk?.close();
+      },
       state: { store, account, backend: runtime.backend },
       account: {
         site: client.site,
@@ -199,6 +215,10 @@ export async function buildServices(
           logger,
         });
         const catalog = sessionCatalog(services, agent);
+        const prompting =
+          config.session.permissionPrompt && desk !== undefined && !config.readOnly
+            ? permissionPromptTools(agent, desk)
+            : [];
         // The session's own read cursors: the durable ones of ZULIP_SESSION_ID, or a set that
         // lives and dies with this MCP session, so no client can read or stop another's.
         const monitor = new MonitorStore(cursors === 'durable' ? store : new MemoryStateStore(), {
@@ -210,7 +230,7 @@ export async function buildServices(
         let closed: Promise<void> | undefined;
         const opened: AgentSessionServices = {
           session: agent,
-          tools: selectTools([...monitoring.tools, ...catalog.tools], selection),
+          tools: [...selectTools([...monitoring.tools, ...catalog.tools], selection), ...prompting],
           prompts: servesSession ? catalog.prompts : [],
           resources: monitoring.resources,
           resourceTemplates: monitoring.resourceTemplates,
@@ -229,6 +249,7 @@ export async function buildServices(
       async close() {
         await Promise.all([...sessions].map((session) => session.close()));
         await channels?.close();
+        await desk?.close();
         await runtime.close();
       },
     };

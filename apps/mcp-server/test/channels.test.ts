@@ -367,7 +367,7 @@ describe('permission relay', () => {
     const prompt = realm.sim.realm.message(promptId);
     expect(prompt?.recipientIds).toEqual([realm.annId, realm.botId].sort((a, b) => a - b));
     expect(prompt?.content).toContain('tbxkq');
-    expect(prompt?.content).toContain('```text\nrm -rf /tmp/x @**all**\n```');
+    expect(prompt?.content).toContain('**tbxkq** Claude Code asks to use `Bash`: `rm -rf /tmp/x @**all**`');
     // Only Ann can see the prompt (a DM); a reaction that is no answer is ignored, her denial is the answer.
     realm.sim.realm.addReaction(realm.annId, promptId, 'eyes');
     realm.sim.realm.addReaction(realm.annId, promptId, 'cross_mark');

@@ -118,10 +118,10 @@ async function permissionPrompt(after: number): Promise<{ messageId: number; req
         m.senderId === bot.userId &&
         m.type === 'direct' &&
         m.recipientIds?.includes(ann.userId) === true &&
-        m.content.startsWith('Claude Code asks to use `mcp__zulip__channel_reply`'),
+        /^🔐 \*\*[a-km-z]{5}\*\* Claude Code asks to use `mcp__zulip__channel_reply`/.test(m.content),
     ),
   );
-  const requestId = /\(request \*\*([a-km-z]{5})\*\*\)/.exec(prompt.content)?.[1];
+  const requestId = /^🔐 \*\*([a-km-z]{5})\*\*/.exec(prompt.content)?.[1];
   expect(requestId, prompt.content).toBeDefined();
   return { messageId: prompt.id, requestId: requestId as string };
 }

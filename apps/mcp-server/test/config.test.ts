@@ -377,6 +377,7 @@ describe('parseConfig', () => {
       listenEmoji: 'robot_ear',
       autoTyping: false,
       interruptFile: '/home/agent/wake.txt',
+      permissionPrompt: false,
       launch: { stream: 'general', topic: 'deploys', triggerMessageId: 4710 },
     });
     expect(parse({}).session).toEqual({
@@ -384,6 +385,7 @@ describe('parseConfig', () => {
       listenEmoji: undefined,
       autoTyping: true,
       interruptFile: undefined,
+      permissionPrompt: false,
       launch: undefined,
     });
     expect(parse({ TRIGGER_MESSAGE_ID: '9' }).session.launch).toEqual({

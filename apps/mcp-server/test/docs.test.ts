@@ -46,6 +46,7 @@ describe('configuration documentation', () => {
       'ZULIP_LISTEN_EMOJI',
       'ZULIP_AUTO_TYPING',
       'ZULIP_INTERRUPT_FILE',
+      'ZULIP_PERMISSION_PROMPT',
       'SESSION_STREAM',
       'SESSION_TOPIC',
       'TRIGGER_MESSAGE_ID',

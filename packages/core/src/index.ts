@@ -177,6 +177,7 @@ export {
   quoteName,
   readPrintedName,
 } from './text/escape.js';
+export { inlineCode, oneLineText } from './text/inline-code.js';
 export type { MessageLengthOptions, MessageLengthResult } from './text/length.js';
 export { checkMessageLength, DEFAULT_MAX_MESSAGE_LENGTH, measureMessageLength } from './text/length.js';
 export type { NormalizeMarkdownOptions } from './text/markdown.js';

@@ -82,6 +82,11 @@ export interface LauncherWork {
    * triggers failed and their follow-ups merged. Returns the running ones, to report.
    */
   reap(): Promise<LauncherTriggerRow[]>;
+  /**
+   * A conversation renamed or moved (a whole topic): its triggers not yet over take the new key,
+   * and `patch` is merged into their stored trigger (the new stream and topic).
+   */
+  move(from: string, to: string, patch: Readonly<Record<string, unknown>>): Promise<void>;
   /** Triggers not yet over (queued, running, followup), oldest first. */
   active(): Promise<LauncherTriggerRow[]>;
   /** Moves the fleet's catch-up point forward (never back). */
@@ -391,6 +396,18 @@ export class PgLauncherWork implements LauncherWork {
       );
       return running;
     });
+  }
+
+  async move(from: string, to: string, patch: Readonly<Record<string, unknown>>): Promise<void> {
+    try {
+      await this.#db.pool.query(
+        `UPDATE ${this.#t}.launcher_triggers SET conversation = $4, trigger = trigger || $5::jsonb, updated_at = now()
+         WHERE account = $1 AND launcher = $2 AND conversation = $3 AND status IN ('queued', 'running', 'followup')`,
+        [...this.#key, from, to, JSON.stringify(patch)],
+      );
+    } catch (err) {
+      throw storeFailure('move a conversation', this.#db.location, err);
+    }
   }
 
   async active(): Promise<LauncherTriggerRow[]> {

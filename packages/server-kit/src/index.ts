@@ -24,7 +24,13 @@ export { instructionLines } from './instructions.js';
 export type { BadHandleReason, McpHandles, McpHandlesOptions } from './mcp-handles.js';
 export { openMcpHandles } from './mcp-handles.js';
 export type { CacheableMethod, McpEra, ToolCallObservation, ToolServerOptions } from './mcp-server.js';
-export { clientSupportsTasks, createToolServer, DEFAULT_CACHE_HINTS, TASKS_EXTENSION } from './mcp-server.js';
+export {
+  clientSupportsElicitation,
+  clientSupportsTasks,
+  createToolServer,
+  DEFAULT_CACHE_HINTS,
+  TASKS_EXTENSION,
+} from './mcp-server.js';
 export type { McpTasks, McpTasksOptions } from './mcp-tasks.js';
 export { createMcpTasks } from './mcp-tasks.js';
 export type { McpToolCallOptions } from './mcp-tools.js';

@@ -3,6 +3,8 @@ import {
   type CallToolResult,
   CLIENT_CAPABILITIES_META_KEY,
   CLIENT_INFO_META_KEY,
+  inputRequired,
+  inputResponse,
   type LoggingLevel,
   ProtocolError,
   ProtocolErrorCode,
@@ -22,7 +24,9 @@ import {
   type ResourceTemplateDefinition,
   type ToolHost,
   toMcpResult,
+  toolFailure,
 } from '@zmcp/tools';
+import { z } from 'zod';
 import type { McpTasks } from './mcp-tasks.js';
 import { callMcpTool, listMcpTools } from './mcp-tools.js';
 
@@ -192,6 +196,18 @@ function decodeVariables(variables: Record<string, string | string[]>, uri: stri
   return out;
 }
 
+/** The key of the confirmation in an `input_required` result and its retry's `inputResponses`. */
+const CONFIRM_KEY = 'confirm';
+/** What the confirmation asks the user: one yes/no field. */
+const ConfirmSchema = z.object({ confirm: z.boolean().describe('Yes, do it') });
+
+/** Whether the request's client can ask its user (2026 era: `elicitation` in the request's envelope). */
+export function clientSupportsElicitation(ctx: ServerContext): boolean {
+  const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
+  const capabilities = envelope?.[CLIENT_CAPABILITIES_META_KEY] as { elicitation?: unknown } | undefined;
+  return capabilities?.elicitation !== undefined && capabilities.elicitation !== null;
+}
+
 /** Whether the request's client declared the tasks extension (2026 era: in the request's envelope). */
 export function clientSupportsTasks(ctx: ServerContext): boolean {
   const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
@@ -270,6 +286,27 @@ export function createToolServer(options: ToolServerOptions): Server {
             durationMs: 0,
           });
           return task;
+        }
+        // A call that needs a person's yes: a 2026-era client that can ask its user is asked first.
+        const question = modern ? host.confirmation(params.name, params.arguments ?? {}) : undefined;
+        if (question !== undefined && clientSupportsElicitation(ctx)) {
+          const answer = inputResponse(ctx.mcpReq.inputResponses, CONFIRM_KEY);
+          if (answer.kind === 'missing') {
+            return inputRequired({
+              inputRequests: {
+                [CONFIRM_KEY]: inputRequired.elicit({ message: question, requestedSchema: ConfirmSchema }),
+              },
+            }) as unknown as CallToolResult;
+          }
+          if (!(answer.kind === 'elicit' && answer.action === 'accept' && answer.content?.confirm === true)) {
+            return toMcpResult(
+              toolFailure(
+                'TOOLS_DECLINED',
+                `Not done: the user did not confirm "${question}".`,
+                'Ask in the conversation what to do instead.',
+              ),
+            );
+          }
         }
         const started = performance.now();
         const outcome = await callMcpTool(host, params, ctx, {

@@ -31,7 +31,9 @@ export function mcpTool(definition: AnyToolDefinition): Tool {
       title: listing.title,
       description: listing.description,
       inputSchema: listing.inputSchema as Tool['inputSchema'],
-      outputSchema: listing.outputSchema as Tool['outputSchema'],
+      ...(listing.outputSchema === undefined
+        ? {}
+        : { outputSchema: listing.outputSchema as Tool['outputSchema'] }),
       annotations: listing.annotations,
     };
     listed.set(definition, tool);

@@ -447,3 +447,77 @@ describe('tasks', () => {
     expect((await rpc('tasks/update', { taskId, inputResponses: {} })).error).toMatchObject({ code: -32602 });
   });
 });
+
+describe('a call that needs a person’s yes (a tool’s confirm)', () => {
+  function makeDrop(): { tool: BoundTool; dropped: number[] } {
+    const dropped: number[] = [];
+    const tool = bindTool(
+      defineTool({
+        name: 'drop',
+        title: 'Drop',
+        description: 'Drops one thing, for good.',
+        inputSchema: z.object({ id: z.number().int() }),
+        outputSchema: z.object({ id: z.number() }),
+        annotations: {
+          readOnlyHint: false,
+          destructiveHint: true,
+          idempotentHint: true,
+          openWorldHint: true,
+        },
+        toolset: 'manage',
+        write: true,
+        confirm: (input) => `Drop ${input.id} for good?`,
+        async handler(_: null, input) {
+          dropped.push(input.id);
+          return { text: `dropped ${input.id}`, data: { id: input.id } };
+        },
+      }),
+      null,
+    );
+    return { tool, dropped };
+  }
+
+  /** A 2026-era client that can ask its user, answering every question with `answer`. */
+  async function asking(host: ToolHost, answer: (message: string) => Record<string, unknown>) {
+    const asked: string[] = [];
+    const client = await connect(serverOf(host), { pin: '2026-07-28' }, { elicitation: { form: {} } });
+    client.setRequestHandler('elicitation/create', (request) => {
+      const message = (request.params as { message: string }).message;
+      asked.push(message);
+      return answer(message) as never;
+    });
+    return { client, asked };
+  }
+
+  it('asks a 2026-era client that can ask (input_required), and runs only on yes', async () => {
+    const { tool, dropped } = makeDrop();
+    const host = new ToolHost([tool], { deadlineMs: 5000 });
+    const yes = await asking(host, () => ({ action: 'accept', content: { confirm: true } }));
+    const done = await yes.client.callTool({ name: 'drop', arguments: { id: 7 } });
+    expect(done.isError).not.toBe(true);
+    expect(yes.asked).toEqual(['Drop 7 for good?']);
+    expect(dropped).toEqual([7]);
+
+    for (const answer of [
+      { action: 'decline' },
+      { action: 'cancel' },
+      { action: 'accept', content: { confirm: false } },
+    ]) {
+      const no = await asking(host, () => answer);
+      const refused = await no.client.callTool({ name: 'drop', arguments: { id: 8 } });
+      expect(refused.isError).toBe(true);
+      expect(refused._meta).toMatchObject({ 'zmcp/error': { code: 'TOOLS_DECLINED' } });
+    }
+    expect(dropped).toEqual([7]);
+  });
+
+  it('serves a client that cannot ask, and the 2025 era, as before', async () => {
+    const { tool, dropped } = makeDrop();
+    const host = new ToolHost([tool], { deadlineMs: 5000 });
+    const modern = await connect(serverOf(host), { pin: '2026-07-28' });
+    expect((await modern.callTool({ name: 'drop', arguments: { id: 1 } })).isError).not.toBe(true);
+    const legacy = await connect(serverOf(host), 'legacy', { elicitation: { form: {} } });
+    expect((await legacy.callTool({ name: 'drop', arguments: { id: 2 } })).isError).not.toBe(true);
+    expect(dropped).toEqual([1, 2]);
+  });
+});

@@ -28,6 +28,8 @@ export type ToolErrorCode =
    * `details`: `message_id`, `message_ids`, `permalink`, `sent_at` of the earlier send.
    */
   | 'TOOLS_ALREADY_SENT'
+  /** The call needed a person's yes (a tool's `confirm`) and the client's user declined or cancelled it. */
+  | 'TOOLS_DECLINED'
   /** No tool of that name is served (a host maps it to its protocol's "unknown tool" error). */
   | 'TOOLS_UNKNOWN_TOOL'
   /** A request id was reused for a different call within one session. */

@@ -16,6 +16,8 @@ export type ToolCallOutcome =
       /** `{ text, ...data }`: the same text, then the typed fields; what `structuredContent` carries. */
       structured: Record<string, unknown>;
       images: readonly ToolImage[];
+      /** The tool's result is its text alone (`textOnly`): hosts leave `structured` out of what they send. */
+      textOnly?: true;
     }
   | ToolFailure;
 
@@ -128,6 +130,17 @@ export class ToolHost {
   }
 
   /**
+   * The question a person must answer yes to before this call runs (the tool's `confirm`), or
+   * undefined when the tool asks none or the arguments are invalid (the call then fails as usual).
+   */
+  confirmation(name: string, args: unknown): string | undefined {
+    const definition = this.byName.get(name)?.definition;
+    if (definition?.confirm === undefined) return undefined;
+    const parsed = definition.inputSchema.safeParse(args);
+    return parsed.success ? definition.confirm(parsed.data) : undefined;
+  }
+
+  /**
    * Calls one tool. Every failure of the tool comes back as an `isError` outcome with its code;
    * only a request the host must refuse at the protocol level throws.
    * @throws ToolError `TOOLS_UNKNOWN_TOOL` when no tool of that name is served, and
@@ -215,6 +228,7 @@ export class ToolHost {
           text: result.text,
           structured: { text: result.text, ...result.data },
           images: result.images ?? [],
+          ...(definition.textOnly === true ? { textOnly: true as const } : {}),
         },
         started,
       );

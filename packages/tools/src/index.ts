@@ -1,6 +1,14 @@
 // The public API of @zmcp/tools. Every export below is a promise to users: adding a line is an
 // API decision. Internal helpers stay unexported.
 
+export type {
+  ApprovalDecision,
+  ApprovalDeskOptions,
+  ApprovalOutcome,
+  ApprovalRequest,
+} from './approvals/desk.js';
+export { ApprovalDesk, DEFAULT_APPROVAL_TIMEOUT_MS } from './approvals/desk.js';
+export { permissionPromptTools } from './approvals/index.js';
 export { attentionCatalog, attentionTools } from './attention/index.js';
 // --- definitions, binding and the call contract ---
 export type { AttentionContext } from './attention/shared.js';

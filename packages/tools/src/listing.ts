@@ -15,7 +15,8 @@ export interface ToolListing {
   description: string;
   inputSchema: JsonSchema;
   /** The schema every structured result meets (`text`, beside typed fields); see {@link typedOutputSchema}. */
-  outputSchema: JsonSchema;
+  /** Absent for a `textOnly` tool, whose result has no structured part. */
+  outputSchema?: JsonSchema;
   annotations: ToolAnnotations;
 }
 
@@ -100,7 +101,7 @@ export function toolListing(tool: AnyToolDefinition): ToolListing {
     title: tool.title,
     description: tool.description,
     inputSchema: input,
-    outputSchema: RESULT_SCHEMA,
+    ...(tool.textOnly === true ? {} : { outputSchema: RESULT_SCHEMA }),
     annotations: tool.annotations,
   };
 }

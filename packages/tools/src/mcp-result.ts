@@ -22,7 +22,8 @@ export type McpToolResult = {
 /**
  * The one MCP rendering of a call outcome, for every host that answers `tools/call`. A success
  * carries the text block (then any images) and `structuredContent`, which leads with the same
- * text, so a client hands the model the same thing whichever field it shows; a failure carries
+ * text, so a client hands the model the same thing whichever field it shows (a `textOnly` tool's
+ * success carries the text alone); a failure carries
  * its text, `isError: true` and its stable code in `_meta['zmcp/error'].code`.
  */
 export function toMcpResult(outcome: ToolCallOutcome): McpToolResult {
@@ -36,6 +37,7 @@ export function toMcpResult(outcome: ToolCallOutcome): McpToolResult {
   const images = outcome.images.map(
     (image): McpContentBlock => ({ type: 'image', data: image.data, mimeType: image.mimeType }),
   );
+  if (outcome.textOnly === true) return { content: [{ type: 'text', text: outcome.text }, ...images] };
   return {
     content: [{ type: 'text', text: outcome.text }, ...images],
     structuredContent: outcome.structured,

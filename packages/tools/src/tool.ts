@@ -111,6 +111,20 @@ export interface ToolDefinition<
   /** Writes to the realm: never served in read-only mode. */
   write: boolean;
   /**
+   * The result is its text alone: no `structuredContent`, and no output schema in the listing
+   * (`data` is still checked against `outputSchema`). For a client that reads only the first text
+   * block of a result, such as Claude Code's `--permission-prompt-tool`, which refuses a result
+   * whose text it is handed as `structuredContent` JSON.
+   */
+  textOnly?: boolean;
+  /**
+   * A call that needs a person's yes first: the question, from the validated input (one line, no
+   * markup). A host whose client can ask its user (a 2026-era client with elicitation) asks it
+   * before running the call and refuses it unless the answer is yes (`TOOLS_DECLINED`); a client
+   * that cannot ask is served as before.
+   */
+  confirm?(input: z.infer<I>): string;
+  /**
    * This call's deadline in milliseconds, for a tool that waits on purpose (`listen`): it replaces
    * the host's shared tool deadline. Absent: the shared deadline applies.
    */

@@ -55,6 +55,25 @@ describe('channel_reply', () => {
     expect(text).toBe(`Sent message ${id} to ${chatId}.`);
   });
 
+  it('follows the conversation when its topic was renamed or moved since its newest event', async () => {
+    const asked = h.post(h.realm.ann, 'general', 'old name', 'status of the migration?');
+    const chatId = channelChatId({ kind: 'stream', streamId: h.realm.streams.general, topic: 'old name' });
+    recent.push({ chatId, content: 'status of the migration?', messageId: asked });
+    h.sim.realm.editMessage(h.realm.ann.userId, asked, { topic: '✔ old name', propagateMode: 'change_all' });
+    const { text, structured } = checkedOk(
+      tools,
+      'channel_reply',
+      await call('channel_reply', { chat_id: chatId, text: 'migrated' }),
+    );
+    const [id] = structured.message_ids as number[];
+    expect(h.sim.realm.message(id as number)).toMatchObject({ topic: '✔ old name', content: 'migrated' });
+    const moved = channelChatId({ kind: 'stream', streamId: h.realm.streams.general, topic: '✔ old name' });
+    expect(text).toBe(
+      `Sent message ${id} to ${moved} (the conversation moved there from ${chatId}; use the new chat_id).`,
+    );
+    recent.length = 0;
+  });
+
   it('splits long text into several messages rather than refusing it', async () => {
     const chatId = channelChatId({ kind: 'stream', streamId: h.realm.streams.general, topic: 'long' });
     const long = [1, 2, 3].map((n) => `Part ${n}: ${'x'.repeat(80)}`).join('\n\n');

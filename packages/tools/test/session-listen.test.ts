@@ -82,6 +82,7 @@ describe('listen', () => {
     expect(structured).toEqual({
       status: 'messages',
       stream_id: h.realm.streams.general,
+      moved: false,
       ids: [a, b],
       hidden: 0,
       more_waiting: false,
@@ -251,26 +252,74 @@ describe('listen', () => {
     expect(ok(rig, 'listen', await pending).structured.status).toBe('cancelled');
   });
 
-  it('follows the topic when it is resolved (renamed)', async () => {
-    const { rig, trigger } = await bound('listen-rename');
+  it('ends the session when an admitted person resolves the topic, as a dismissal does', async () => {
+    const { rig, trigger } = await bound('listen-resolve', {
+      admission: new AdmissionGate({ ids: [h.realm.ann.userId], emails: [] }, { setting: 'TEST_USERS' }),
+    });
     const pending = rig.call('listen', { timeout_seconds: 60 });
-    await polling(h, 'listen-rename');
+    await polling(h, 'listen-resolve');
     h.sim.realm.editMessage(h.realm.ann.userId, trigger, {
-      topic: '✔ listen-rename',
+      topic: '✔ listen-resolve',
       propagateMode: 'change_all',
     });
-    // Zulip's notice of the resolution lands in the renamed topic: it is news for the agent.
-    const notice = ok(rig, 'listen', await pending);
-    expect(notice.structured).toMatchObject({ status: 'messages', stream_id: h.realm.streams.general });
-    expect(notice.text.split('\n')[0]).toMatch(/^1 new message in #general > ✔ listen-rename /);
-    expect(notice.text).toContain('has marked this topic as resolved');
+    const { text, structured } = ok(rig, 'listen', await pending);
+    expect(structured).toMatchObject({ status: 'ended', moved: true, ids: [] });
+    expect(text).toContain('Ann Lee resolved the topic, which ends it as a dismissal does');
+    expect(rig.session.state().ended).toMatchObject({ reason: 'resolved', byUserId: h.realm.ann.userId });
+    fails(await rig.call('reply', { content: 'still here?' }), 'TOOLS_SESSION_ENDED');
+  });
+
+  it('follows a topic resolved by someone outside the gate, and says it moved', async () => {
+    const { rig, trigger } = await bound('listen-stranger', {
+      admission: new AdmissionGate({ ids: [h.realm.ann.userId], emails: [] }, { setting: 'TEST_USERS' }),
+    });
+    const pending = rig.call('listen', { timeout_seconds: 60 });
+    await polling(h, 'listen-stranger');
+    h.sim.realm.editMessage(h.realm.bo.userId, trigger, {
+      topic: '✔ listen-stranger',
+      propagateMode: 'change_all',
+    });
+    const moved = ok(rig, 'listen', await pending);
+    expect(moved.structured).toMatchObject({
+      status: 'moved',
+      moved: true,
+      stream_id: h.realm.streams.general,
+    });
+    expect(moved.text).toContain(
+      'The conversation moved from #general > listen-stranger to #general > ✔ listen-stranger',
+    );
+    expect(rig.session.state()).toMatchObject({ topic: '✔ listen-stranger', ended: undefined });
     const again = rig.call('listen', { timeout_seconds: 60 });
-    await polling(h, '✔ listen-rename');
-    const after = h.post(h.realm.bo, 'general', '✔ listen-rename', 'reopened question');
-    const { structured } = ok(rig, 'listen', await again);
-    expect(ids(structured)).toEqual([after]);
+    await polling(h, '✔ listen-stranger');
+    const after = h.post(h.realm.ann, 'general', '✔ listen-stranger', 'reopened question');
+    expect(ids(ok(rig, 'listen', await again).structured)).toEqual([after]);
     const reply = ok(rig, 'reply', await rig.call('reply', { content: 'answered' }));
-    expect(h.sim.realm.message(reply.structured.message_id as number)?.topic).toBe('✔ listen-rename');
+    expect(h.sim.realm.message(reply.structured.message_id as number)?.topic).toBe('✔ listen-stranger');
+  });
+
+  it('carries the binding along a rename and a move to another stream, found live or afterwards', async () => {
+    const { rig, trigger } = await bound('listen-move');
+    const pending = rig.call('listen', { timeout_seconds: 60 });
+    await polling(h, 'listen-move');
+    h.sim.realm.editMessage(h.realm.ann.userId, trigger, {
+      topic: 'listen-moved',
+      propagateMode: 'change_all',
+    });
+    expect(ok(rig, 'listen', await pending).structured).toMatchObject({ status: 'moved' });
+    expect(rig.session.state().topic).toBe('listen-moved');
+    // Moved to #dev while nobody listened: the next listen finds it from the trigger.
+    h.sim.realm.editMessage(h.realm.ann.userId, trigger, {
+      streamId: h.realm.streams.dev,
+      propagateMode: 'change_all',
+    });
+    const found = ok(rig, 'listen', await rig.call('listen', { timeout_seconds: 60 }));
+    expect(found.structured).toMatchObject({ status: 'moved', stream_id: h.realm.streams.dev });
+    expect(found.text).toContain('to #dev > listen-moved');
+    const reply = ok(rig, 'reply', await rig.call('reply', { content: 'over here now' }));
+    expect(h.sim.realm.message(reply.structured.message_id as number)).toMatchObject({
+      streamId: h.realm.streams.dev,
+      topic: 'listen-moved',
+    });
   });
 });
 
@@ -336,7 +385,8 @@ describe('with an admission gate', () => {
     // Read again over REST (the next listen's check, a reply's catch-up): still nothing from Bo.
     const again = ok(rig, 'reply', await rig.call('reply', { content: 'ok' }));
     expect(again.structured.arrived_ids).toEqual([]);
-    expect(again.text).not.toContain(String(stranger));
+    expect(again.text).not.toContain(`id=${stranger}]`);
+    expect(again.text).not.toContain('delete everything');
     // Counted once each, by path, whatever was read again.
     expect(gate.refusals().byPath).toMatchObject({ dismissal: 1, 'follow-up': 1 });
     const next = rig.call('listen', { timeout_seconds: 60 });

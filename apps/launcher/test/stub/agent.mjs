@@ -9,18 +9,25 @@
 //   teammate (default)  reply, then listen and answer until dismissed
 //   quick               reply once, end_session, exit 0
 //   hang                set_context, then wait forever (for time limits and shutdown)
+//   approve             (claude) wants to run Bash: asks through --permission-prompt-tool as
+//                       Claude Code does, replies with what came of it, then listens
 //   fail                exit 3 at once
 //   bench               record the start time and exit 0 at once (no MCP)
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import {
   CliUsageError,
+  claudePermissionDecision,
+  claudePermissionPromptTool,
   claudePrompt,
   claudeRefusal,
+  claudeSession,
   codexPrompt,
   codexRefusal,
+  machineOutput,
   opencodeConfig,
   opencodePrompt,
+  outputWriter,
   parseClaude,
   parseCodexExec,
   parseOpencodeRun,
@@ -80,6 +87,9 @@ function serverFromConfig(stdin) {
       options: parsed.options,
       // What Claude Code does before each call of a zulip tool.
       refusal: (_annotations, tool) => claudeRefusal(parsed, tool),
+      permissionTool: claudePermissionPromptTool(parsed),
+      output: machineOutput('claude', parsed),
+      session: claudeSession(parsed, process.env.HOME ?? process.cwd()),
       prompt,
       server: { command: entry.command, args: entry.args ?? [], env, cwd: entry.cwd },
     };
@@ -104,6 +114,7 @@ function serverFromConfig(stdin) {
       options: parsed.options,
       // What codex does before each call of a zulip tool (the annotations come from tools/list).
       refusal: (annotations) => codexRefusal(parsed, overrides, annotations),
+      output: machineOutput('codex', parsed),
       prompt,
       server: {
         command: overrides[`${key}.command`],
@@ -120,6 +131,7 @@ function serverFromConfig(stdin) {
   return {
     config,
     options: parsed.options,
+    output: machineOutput('opencode', parsed),
     prompt,
     server: { command: entry.command[0], args: entry.command.slice(1), env: entry.environment ?? {} },
   };
@@ -144,8 +156,9 @@ function record(extra) {
   );
 }
 
-// Agents print what they see; the launcher must keep secrets out of the log.
-process.stdout.write(`stub ${backend}: the key in my environment is ${process.env.TEST_BOT_KEY}\n`);
+// Agents print what they see; the launcher must keep secrets out of the log. (On stderr: stdout
+// carries the machine-readable output when the launcher asks for it.)
+process.stderr.write(`stub ${backend}: the key in my environment is ${process.env.TEST_BOT_KEY}\n`);
 
 if (mode === 'bench') {
   record({});
@@ -167,7 +180,8 @@ try {
   process.stderr.write(`${err.message}\n`);
   process.exit(err.exitCode);
 }
-const { config, options, prompt, server, refusal } = invocation;
+const { config, options, prompt, server, refusal, permissionTool, output } = invocation;
+const writer = outputWriter(backend, output, (text) => process.stdout.write(text), process.cwd());
 /** The prompt's JSON line of ids; undefined when it is missing or mangled (opencode quoting it). */
 function conversationOf(text) {
   try {
@@ -205,6 +219,7 @@ const transport = new StdioClientTransport({
 const client = new Client({ name: `stub-${backend}`, version: '0.0.0' });
 await client.connect(transport);
 event({ step: 'connected', serverPid: transport.pid });
+writer?.start((await client.listTools()).tools.map((t) => t.name));
 
 const annotations = new Map(
   refusal === undefined ? [] : (await client.listTools()).tools.map((t) => [t.name, t.annotations ?? {}]),
@@ -217,7 +232,9 @@ async function call(name, args) {
     event({ step: name, error: refused });
     throw new Error(`${name} failed: ${refused}`);
   }
+  const started = writer?.toolStart(name, args);
   const result = await client.callTool({ name, arguments: args }, undefined, { timeout: 600_000 });
+  writer?.toolEnd(started, name, result.content?.[0]?.text ?? '', result.isError === true);
   if (result.isError === true) {
     event({ step: name, error: result.content?.[0]?.text });
     throw new Error(`${name} failed: ${result.content?.[0]?.text}`);
@@ -226,14 +243,45 @@ async function call(name, args) {
 }
 
 async function finish(code) {
+  writer?.text(code === 0 ? 'Done: I answered in the conversation.' : 'I could not finish.');
+  writer?.end(code === 0 ? 'Done: I answered in the conversation.' : 'I could not finish.', code !== 0);
   await client.close();
   process.exit(code);
 }
 
+/** The model asks for Bash, which no rule allows: Claude Code asks the permission prompt tool. */
+async function askForBash() {
+  const input = { command: 'make deploy', description: 'Deploy' };
+  let outcome;
+  if (permissionTool === undefined) {
+    outcome = 'refused: no permission prompt tool, and -p asks nobody';
+  } else {
+    // The model's call of Bash, which Claude Code puts to the permission prompt tool first.
+    writer?.toolStart('Bash', input);
+    const result = await client.callTool(
+      { name: permissionTool, arguments: { tool_name: 'Bash', input, tool_use_id: 'toolu_01StubBash' } },
+      undefined,
+      { timeout: 600_000 },
+    );
+    const decision = claudePermissionDecision(result);
+    outcome =
+      decision.behavior === 'allow'
+        ? `allowed: ran ${decision.updatedInput.command}`
+        : `denied: ${decision.message}`;
+  }
+  event({ step: 'permission', outcome });
+  return outcome;
+}
+
 if (conversation.stream_id === undefined) {
   // A DM: read it, answer it, done.
-  await call('get_message', { message_id: conversation.trigger_message_id });
-  await call('send_dm', { to: conversation.dm_user_ids, content: `${backend} answers your message.` });
+  const read = await call('get_message', { message_id: conversation.trigger_message_id });
+  const asked = /\[stub:(\w+)\]/.exec(read.text)?.[1] === 'approve' ? `; Bash ${await askForBash()}` : '';
+  // Each answer names its message: the same words twice would be refused (send once).
+  await call('send_dm', {
+    to: conversation.dm_user_ids,
+    content: `${backend} answers your message ${conversation.trigger_message_id}.${asked}`,
+  });
   event({ step: 'answered-dm' });
   await finish(0);
 }
@@ -254,6 +302,7 @@ if (mode === 'hang') {
 }
 
 await call('reply', { content: `${backend} is on it.` });
+if (mode === 'approve') await call('reply', { content: `Bash ${await askForBash()}` });
 if (mode !== 'quick') {
   for (;;) {
     const heard = await call('listen', { timeout_seconds: 60 });
@@ -270,7 +319,8 @@ if (mode !== 'quick') {
     );
     event({ step: 'listen', status: heard.status, interrupts, messages: heard.ids, passedOn });
     if (heard.status === 'dismissed' || heard.status === 'ended' || heard.status === 'cancelled') break;
-    if (heard.status === 'timeout') continue;
+    // The conversation was renamed or moved: the session follows it; listen again there.
+    if (heard.status === 'timeout' || heard.status === 'moved') continue;
     const parts = [];
     if (heard.ids.length > 0) parts.push(`${backend} read ${heard.ids.join(',')}`);
     if (interrupts.length > 0)

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 
@@ -70,6 +70,9 @@ const CLAUDE_OPTIONS = {
   '--output-format': 'value',
   '--permission-mode': 'value',
   '--permission-prompts': 'value',
+  // Hidden from --help (commander's hideHelp) but accepted: "MCP tool to use for permission
+  // prompts (only works with --print)".
+  '--permission-prompt-tool': 'value',
   '--plugin-dir': 'value',
   '--plugin-url': 'value',
   '--print': 'bool',
@@ -224,6 +227,43 @@ export function claudeRefusal(parsed, tool) {
   if (parsed.options['dangerously-skip-permissions'] === true) return undefined;
   if ((parsed.options['permission-mode'] ?? []).includes('bypassPermissions')) return undefined;
   return `Claude requested permissions to use mcp__zulip__${tool}, but you haven't granted it yet.`;
+}
+
+/**
+ * What `claude -p` does when the model calls a tool its rules do not allow (Bash, say): with
+ * `--permission-prompt-tool mcp__<server>__<tool>` it calls that MCP tool with
+ * `{ tool_name, input, tool_use_id }` and reads the first text block of the result as JSON,
+ * `{ behavior: "allow", updatedInput }` or `{ behavior: "deny", message }` (anything else denies);
+ * without it the call is refused. Returns the zulip tool to call, or undefined.
+ */
+export function claudePermissionPromptTool(parsed) {
+  const [tool] = parsed.options['permission-prompt-tool'] ?? [];
+  if (tool === undefined) return undefined;
+  const match = /^mcp__zulip__(\w+)$/.exec(tool);
+  if (match === null) throw new CliUsageError(`stand-in: permission prompt tool ${tool} is not modelled`, 1);
+  return match[1];
+}
+
+/**
+ * Claude Code's reading of a permission prompt tool's answer (PermissionPromptToolResult): the
+ * result's first text block, as JSON. A result with `structuredContent` reaches it as one string,
+ * not blocks, which Claude Code 2.1.332 refuses ("Permission prompt tool returned an invalid
+ * result. Expected a single text block param with type="text" and a string text value.").
+ */
+export function claudePermissionDecision(result) {
+  if (result.structuredContent !== undefined || result.content?.[0]?.type !== 'text')
+    throw new Error(
+      'Permission prompt tool returned an invalid result. Expected a single text block param with type="text" and a string text value.',
+    );
+  const text = result.content[0].text;
+  try {
+    const value = JSON.parse(text);
+    if (value?.behavior === 'allow' && typeof value.updatedInput === 'object' && value.updatedInput !== null)
+      return { behavior: 'allow', updatedInput: value.updatedInput };
+    if (value?.behavior === 'deny' && typeof value.message === 'string')
+      return { behavior: 'deny', message: value.message };
+  } catch {}
+  return { behavior: 'deny', message: 'The permission prompt tool returned an invalid permission result.' };
 }
 
 /** `codex exec` options: 'bool', 'value', or 'values' (one or more, greedy). */
@@ -517,4 +557,299 @@ export async function readStdin() {
   const chunks = [];
   for await (const chunk of process.stdin) chunks.push(chunk);
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * The machine-readable output a CLI was asked for, or undefined for its plain text: `claude -p
+ * --output-format stream-json` (which needs --verbose: without it the real CLI exits 1 with
+ * "Error: When using --print, --output-format=stream-json requires --verbose"), `codex exec
+ * --json`, `opencode run --format json`.
+ */
+export function machineOutput(backend, parsed) {
+  if (backend === 'claude') {
+    const [format] = parsed.options['output-format'] ?? [];
+    if (format === undefined || format === 'text') return undefined;
+    if (format === 'stream-json' && parsed.options.verbose !== true)
+      throw new CliUsageError('Error: When using --print, --output-format=stream-json requires --verbose', 1);
+    if (format !== 'stream-json')
+      throw new CliUsageError(`stand-in: --output-format ${format} is not modelled`, 1);
+    return 'stream-json';
+  }
+  if (backend === 'codex') return parsed.options.json === true ? 'json' : undefined;
+  const format = parsed.options.format;
+  if (format === undefined || format === 'default') return undefined;
+  if (format !== 'json') throw new CliUsageError(`stand-in: --format ${format} is not modelled`, 1);
+  return 'json';
+}
+
+const rid = (prefix, n = 24) =>
+  `${prefix}${Array.from({ length: n }, () => 'abcdefghijklmnopqrstuvwxyz0123456789'[Math.floor(Math.random() * 36)]).join('')}`;
+const uuid = () => globalThis.crypto.randomUUID();
+
+/**
+ * Prints what each real CLI prints in its machine-readable mode, one JSON object a line, for the
+ * events an agent run has: the start, each MCP tool call (begun, then its result), the model's
+ * text, and the end. The shapes are the documented ones: Claude Code's stream-json messages
+ * (`system`/`init`, `assistant` with `tool_use` and `text` blocks, `user` with `tool_result`,
+ * `result`), Codex's exec events (`thread.started`, `turn.started`, `item.started` /
+ * `item.completed` of `mcp_tool_call` and `agent_message` items, `turn.completed`), OpenCode's
+ * run events (`step_start`, `tool_use` when a tool finished, `text`, `step_finish`).
+ */
+export function outputWriter(backend, format, write, cwd) {
+  if (format === undefined) return undefined;
+  const line = (value) => write(`${JSON.stringify(value)}\n`);
+  const startedAt = Date.now();
+  if (backend === 'claude') {
+    const session = uuid();
+    const model = 'claude-sonnet-4-5-20250929';
+    let turns = 0;
+    const assistant = (content) =>
+      line({
+        type: 'assistant',
+        message: {
+          model,
+          id: rid('msg_01'),
+          type: 'message',
+          role: 'assistant',
+          content,
+          stop_reason: null,
+          stop_sequence: null,
+          usage: {
+            input_tokens: 10,
+            cache_creation_input_tokens: 0,
+            cache_read_input_tokens: 0,
+            output_tokens: 5,
+            service_tier: 'standard',
+          },
+        },
+        parent_tool_use_id: null,
+        session_id: session,
+        uuid: uuid(),
+      });
+    return {
+      start(tools) {
+        line({
+          type: 'system',
+          subtype: 'init',
+          cwd,
+          session_id: session,
+          tools: [
+            'Task',
+            'Bash',
+            'Glob',
+            'Grep',
+            'Read',
+            'Edit',
+            'Write',
+            'WebFetch',
+            ...tools.map((t) => `mcp__zulip__${t}`),
+          ],
+          mcp_servers: [{ name: 'zulip', status: 'connected' }],
+          model,
+          permissionMode: 'default',
+          slash_commands: ['compact', 'context', 'cost', 'init', 'review'],
+          apiKeySource: 'ANTHROPIC_API_KEY',
+          claude_code_version: '2.1.332',
+          output_style: 'default',
+          agents: ['general-purpose'],
+          skills: [],
+          plugins: [],
+          uuid: uuid(),
+        });
+      },
+      toolStart(tool, args) {
+        turns++;
+        const id = rid('toolu_01');
+        assistant([
+          {
+            type: 'tool_use',
+            id,
+            name: tool.startsWith('mcp__') || /^[A-Z]/.test(tool) ? tool : `mcp__zulip__${tool}`,
+            input: args,
+          },
+        ]);
+        return id;
+      },
+      toolEnd(id, _tool, text, isError) {
+        line({
+          type: 'user',
+          message: {
+            role: 'user',
+            content: [
+              {
+                tool_use_id: id,
+                type: 'tool_result',
+                content: [{ type: 'text', text }],
+                ...(isError ? { is_error: true } : {}),
+              },
+            ],
+          },
+          parent_tool_use_id: null,
+          session_id: session,
+          uuid: uuid(),
+        });
+      },
+      text(text) {
+        turns++;
+        assistant([{ type: 'text', text }]);
+      },
+      end(result, isError) {
+        line({
+          type: 'result',
+          subtype: isError ? 'error_during_execution' : 'success',
+          is_error: isError,
+          duration_ms: Date.now() - startedAt,
+          duration_api_ms: 0,
+          num_turns: turns,
+          result,
+          session_id: session,
+          total_cost_usd: 0,
+          usage: {
+            input_tokens: 10 * turns,
+            cache_creation_input_tokens: 0,
+            cache_read_input_tokens: 0,
+            output_tokens: 5 * turns,
+            server_tool_use: { web_search_requests: 0, web_fetch_requests: 0 },
+            service_tier: 'standard',
+          },
+          modelUsage: {},
+          permission_denials: [],
+          uuid: uuid(),
+        });
+      },
+    };
+  }
+  if (backend === 'codex') {
+    let n = 0;
+    return {
+      start() {
+        line({ type: 'thread.started', thread_id: uuid() });
+        line({ type: 'turn.started' });
+      },
+      toolStart(tool, args) {
+        const id = `item_${n++}`;
+        line({
+          type: 'item.started',
+          item: {
+            id,
+            type: 'mcp_tool_call',
+            server: 'zulip',
+            tool,
+            arguments: args,
+            result: null,
+            error: null,
+            status: 'in_progress',
+          },
+        });
+        return { id, tool, args };
+      },
+      toolEnd(started, _tool, text, isError) {
+        line({
+          type: 'item.completed',
+          item: {
+            id: started.id,
+            type: 'mcp_tool_call',
+            server: 'zulip',
+            tool: started.tool,
+            arguments: started.args,
+            result: isError ? null : { content: [{ type: 'text', text }], structured_content: null },
+            error: isError ? { message: text } : null,
+            status: isError ? 'failed' : 'completed',
+          },
+        });
+      },
+      text(text) {
+        line({ type: 'item.completed', item: { id: `item_${n++}`, type: 'agent_message', text } });
+      },
+      end(_result, isError) {
+        if (isError) line({ type: 'turn.failed', error: { message: 'the run failed' } });
+        else
+          line({
+            type: 'turn.completed',
+            usage: { input_tokens: 100, cached_input_tokens: 0, output_tokens: 20 },
+          });
+      },
+    };
+  }
+  const session = rid('ses_', 26);
+  const message = rid('msg_', 26);
+  const envelope = (type, part) =>
+    line({
+      type,
+      timestamp: Date.now(),
+      sessionID: session,
+      part: { id: rid('prt_', 26), sessionID: session, messageID: message, ...part },
+    });
+  return {
+    start() {
+      envelope('step_start', { type: 'step-start', snapshot: '4b825dc642cb6eb9a060e54bf8d69288fbee4904' });
+    },
+    toolStart(tool, args) {
+      return { tool, args, start: Date.now() };
+    },
+    toolEnd(started, _tool, text, isError) {
+      envelope('tool_use', {
+        type: 'tool',
+        callID: rid('call_', 24),
+        tool: `zulip_${started.tool}`,
+        state: isError
+          ? {
+              status: 'error',
+              input: started.args,
+              error: text,
+              time: { start: started.start, end: Date.now() },
+            }
+          : {
+              status: 'completed',
+              input: started.args,
+              output: text,
+              title: '',
+              metadata: {},
+              time: { start: started.start, end: Date.now() },
+            },
+      });
+    },
+    text(text) {
+      envelope('text', { type: 'text', text, time: { start: Date.now(), end: Date.now() } });
+    },
+    end() {
+      envelope('step_finish', {
+        type: 'step-finish',
+        reason: 'stop',
+        snapshot: '4b825dc642cb6eb9a060e54bf8d69288fbee4904',
+        cost: 0,
+        tokens: { input: 100, output: 20, reasoning: 0, cache: { read: 0, write: 0 } },
+      });
+    },
+  };
+}
+
+/**
+ * Claude Code's sessions across runs, as `claude -p` keeps them (under the home directory):
+ * `--session-id <uuid>` starts one under that id (a malformed or taken id is an error, exit 1),
+ * `--resume <id>` carries one on (an unknown id: "No conversation found with session ID: <id>",
+ * exit 1). Returns the session's id, or undefined for a run of its own.
+ */
+export function claudeSession(parsed, home) {
+  const file = join(home, '.claude-stub-sessions.json');
+  let known = [];
+  try {
+    known = JSON.parse(readFileSync(file, 'utf8'));
+  } catch {}
+  const [started] = parsed.options['session-id'] ?? [];
+  const [resumed] = parsed.options.resume ?? [];
+  if (started !== undefined) {
+    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(started))
+      throw new CliUsageError('Error: Invalid session ID. Must be a valid UUID.', 1);
+    if (known.includes(started))
+      throw new CliUsageError(`Error: Session ID ${started} is already in use.`, 1);
+    writeFileSync(file, JSON.stringify([...known, started]));
+    return started;
+  }
+  if (typeof resumed === 'string') {
+    if (!known.includes(resumed))
+      throw new CliUsageError(`No conversation found with session ID: ${resumed}`, 1);
+    return resumed;
+  }
+  return undefined;
 }

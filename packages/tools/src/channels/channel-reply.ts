@@ -1,9 +1,10 @@
-import { escapeMsgName, ZmcpError } from '@zmcp/core';
+import { type Conversation, errorCode, escapeMsgName, type Message, ZmcpError } from '@zmcp/core';
 import { z } from 'zod';
+import { readVisibleMessage } from '../read/message-access.js';
 import { defineTool } from '../tool.js';
 import { RepeatArgSchema } from '../write/common.js';
 import { postMessage } from '../write/post.js';
-import { type ChannelToolsContext, parseChatId } from './shared.js';
+import { type ChannelToolsContext, channelChatId, parseChatId } from './shared.js';
 
 /** `channel_reply`: answers a Claude Code channel event in its exact topic or DM. */
 export const channelReplyTool = defineTool({
@@ -23,7 +24,17 @@ export const channelReplyTool = defineTool({
   write: true,
   toolset: 'write',
   async handler(context: ChannelToolsContext, input, { signal }) {
-    const to = parseChatId(input.chat_id);
+    let to = parseChatId(input.chat_id);
+    // The session follows the topic: if the conversation was renamed or moved since its newest
+    // event, the reply goes where it is now (read from that event's message).
+    let movedTo: string | undefined;
+    if (to.kind === 'stream') {
+      const now = await whereNow(context, input.chat_id, to, signal);
+      if (now !== undefined) {
+        to = now;
+        movedTo = channelChatId(now);
+      }
+    }
     if (to.kind === 'dm') {
       // The outbound gate: only people the inbound gate would let through.
       for (const id of to.userIds) {
@@ -44,9 +55,36 @@ export const channelReplyTool = defineTool({
     });
     if ('isError' in posted) return posted;
     const ids = [...posted.ids];
+    const where =
+      movedTo === undefined
+        ? escapeMsgName(input.chat_id)
+        : `${escapeMsgName(movedTo)} (the conversation moved there from ${escapeMsgName(input.chat_id)}; use the new chat_id)`;
     return {
-      text: `Sent ${ids.length === 1 ? `message ${ids[0]}` : `${ids.length} messages (ids ${ids.join(', ')})`} to ${escapeMsgName(input.chat_id)}.`,
+      text: `Sent ${ids.length === 1 ? `message ${ids[0]}` : `${ids.length} messages (ids ${ids.join(', ')})`} to ${where}.`,
       data: { message_ids: ids },
     };
   },
 });
+
+/** Where a stream conversation is now, from the message of its newest event, when that moved; undefined otherwise. */
+async function whereNow(
+  context: ChannelToolsContext,
+  chatId: string,
+  to: Extract<Conversation, { kind: 'stream' }>,
+  signal: AbortSignal,
+): Promise<Extract<Conversation, { kind: 'stream' }> | undefined> {
+  const newest = [...context.recent].reverse().find((e) => e.chatId === chatId && e.messageId !== undefined);
+  if (newest?.messageId === undefined) return undefined;
+  let message: Message;
+  try {
+    message = await readVisibleMessage(context.services, newest.messageId, { signal });
+  } catch (err) {
+    // Gone or out of reach: the reply goes where the chat id says.
+    const code = errorCode(err);
+    if (code === 'TOOLS_NOT_FOUND' || code === 'CORE_ACCESS_DENIED') return undefined;
+    throw err;
+  }
+  if (message.type !== 'stream' || message.stream_id === undefined) return undefined;
+  if (message.stream_id === to.streamId && message.subject === to.topic) return undefined;
+  return { kind: 'stream', streamId: message.stream_id, topic: message.subject };
+}

@@ -8,6 +8,8 @@ import type { ToolServices } from '../services.js';
 export interface ChannelEvent {
   readonly chatId: string;
   readonly content: string;
+  /** The Zulip message the event was about: `channel_reply` follows its topic when it moved. */
+  readonly messageId?: number | undefined;
 }
 
 /** What the channel tools stand on: the services, the session's sender gate and its recent events. */

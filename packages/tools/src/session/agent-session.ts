@@ -1,16 +1,19 @@
 import {
   type AdmissionGate,
   type CallOptions,
+  type Conversation,
   checkEmojiName,
   errorCode,
   isNoBotsMessage,
   isNoBotsTopic,
   type Logger,
   type Message,
+  messageConversation,
   type NarrowTerm,
   noopLogger,
   quoteName,
   quotePerson,
+  readMessage,
   readNarrow,
   sameTopic,
 } from '@zmcp/core';
@@ -91,10 +94,11 @@ export interface ListeningIndicator {
 
 /** Why a session ended on the conversation's side. */
 export interface SessionEnd {
-  reason: 'dismissed' | 'nobots';
+  /** `resolved`: an admitted person resolved the topic (Zulip's ✔ prefix); `moved`: it moved where the bot may not read. */
+  reason: 'dismissed' | 'nobots' | 'resolved' | 'moved';
   stream: string;
   topic: string;
-  /** Who reacted with the dismiss emoji (dismissed only). */
+  /** Who reacted with the dismiss emoji, or resolved the topic. */
   byUserId: number | undefined;
   byName: string | undefined;
   /** The bot message the dismiss reaction is on (dismissed only). */
@@ -176,7 +180,7 @@ export const AgentSessionSnapshotSchema = z.object({
   binding: BindingSchema.nullable(),
   ended: z
     .object({
-      reason: z.enum(['dismissed', 'nobots']),
+      reason: z.enum(['dismissed', 'nobots', 'resolved', 'moved']),
       stream: z.string(),
       topic: z.string(),
       byUserId: z.number().int().nullable(),
@@ -420,11 +424,47 @@ export class SessionCore implements AgentSession {
     this.#newestVisibleId = newestVisibleId;
   }
 
-  /** Follows the bound topic to its new name (renamed, or resolved with ✔). */
-  retopic(topic: string): Binding | undefined {
+  /** Follows the bound topic to its new name (renamed, or resolved with ✔), and stream when it moved to another. */
+  retopic(topic: string, stream?: { streamId: number; stream: string }): Binding | undefined {
     if (this.#binding === undefined) return undefined;
-    this.#binding = { ...this.#binding, topic };
+    this.#binding = { ...this.#binding, topic, ...(stream ?? {}) };
     return this.#binding;
+  }
+
+  /**
+   * Where the bound conversation is now, read from a message of it (the trigger, else the message
+   * the session started after): undefined when it is still where the binding says, or the message
+   * is gone. A move made while nobody listened is found this way.
+   */
+  async whereNow(
+    b: Binding,
+    call: CallOptions,
+  ): Promise<{ streamId: number; topic: string; byUserId: number | undefined } | undefined> {
+    const anchor = b.triggerMessageId ?? (b.dismissAfterId > 0 ? b.dismissAfterId : undefined);
+    if (anchor === undefined) return undefined;
+    let m: Message;
+    try {
+      m = await readMessage(this.services.client, this.services.policy, anchor, {
+        streams: await this.services.directory.streamLookup(call),
+        call,
+      });
+    } catch (err) {
+      const code = errorCode(err);
+      // Deleted, or moved out of the bot's reach: the caller cannot tell, the binding stays.
+      if (code === 'CORE_ACCESS_DENIED' || code === 'CORE_BAD_REQUEST' || code === 'CORE_NOT_FOUND')
+        return undefined;
+      throw err;
+    }
+    if (m.type !== 'stream' || m.stream_id === undefined) return undefined;
+    if (m.stream_id === b.streamId && m.subject === b.topic) return undefined;
+    // Who moved it last: the newest entry of its edit history that names a topic or stream change.
+    const last = (m.edit_history ?? []).find(
+      (e) =>
+        (e as Record<string, unknown>).prev_topic !== undefined ||
+        (e as Record<string, unknown>).prev_stream !== undefined,
+    ) as Record<string, unknown> | undefined;
+    const by = last?.user_id;
+    return { streamId: m.stream_id, topic: m.subject, byUserId: typeof by === 'number' ? by : undefined };
   }
 
   /** Clears the binding (end_session); returns what was bound. */
@@ -457,6 +497,21 @@ export class SessionCore implements AgentSession {
     if (ended.reason === 'nobots') {
       return `The session in ${where} is over: the topic was renamed to opt out of bots (/nobots). Do not post there.`;
     }
+    if (ended.reason === 'moved') {
+      return `The session in ${where} is over: the topic was moved where you may not read. Call end_session.`;
+    }
+    if (ended.reason === 'resolved') {
+      const who =
+        ended.byUserId === undefined
+          ? 'someone'
+          : quotePerson(
+              ended.byName ?? `user ${ended.byUserId}`,
+              ended.byUserId,
+              'person',
+              this.services.directory.people,
+            );
+      return `The session in ${where} is over: ${who} resolved the topic, which ends it as a dismissal does. Do not post there again; call end_session.`;
+    }
     return `The session in ${where} is over: ${ended.byName === undefined ? 'someone' : ended.byUserId === undefined ? quoteName(ended.byName, 'person') : quotePerson(ended.byName, ended.byUserId, 'person', this.services.directory.people)} reacted :${this.dismissEmoji}: to your message ${ended.messageId ?? '?'}, which dismisses you. Do not post there again; call set_context only if someone asks for you again.`;
   }
 
@@ -486,6 +541,24 @@ export class SessionCore implements AgentSession {
       'TOOLS_NO_SESSION',
       'No conversation is bound to this session. Call set_context with the stream and topic you were called to (and the trigger message id) first.',
     );
+  }
+
+  /**
+   * Where a question for the people of this session goes: the bound topic, else the conversation
+   * of the launch (a DM launch included, which never binds).
+   * @throws ToolError `TOOLS_SESSION_ENDED`, `TOOLS_NO_SESSION`; the read's own codes.
+   */
+  async conversation(call: CallOptions): Promise<Conversation> {
+    const launch = this.#launch;
+    if (this.#binding === undefined && this.#ended === undefined && launch?.triggerMessageId !== undefined) {
+      const trigger = await readVisibleMessage(this.services, launch.triggerMessageId, call);
+      if (trigger.type === 'private') {
+        const dm = messageConversation(trigger, this.services.identity.user_id);
+        if (dm !== undefined) return dm;
+      }
+    }
+    const b = await this.requireBinding(call);
+    return { kind: 'stream', streamId: b.streamId, topic: b.topic };
   }
 
   async #bindLaunch(launch: AgentSessionLaunch, call: CallOptions): Promise<void> {

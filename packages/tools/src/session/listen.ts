@@ -7,13 +7,14 @@ import {
   isNoBotsTopic,
   type Message,
   type QueueItem,
+  RESOLVED_TOPIC_PREFIX,
   readMessage,
   type StreamInfoLookup,
   sameTopic,
 } from '@zmcp/core';
 import { z } from 'zod';
 import { truncateToBytes } from '../page.js';
-import { idSpan, plural } from '../read/shared.js';
+import { checkStreamReadable, idSpan, plural, resolveStream } from '../read/shared.js';
 import type { ToolCallContext } from '../tool.js';
 import { defineTool } from '../tool.js';
 import { assertWritable } from '../write/common.js';
@@ -40,8 +41,9 @@ const inputSchema = z.object({
 });
 
 const outputSchema = z.object({
-  status: z.enum(['messages', 'interrupt', 'dismissed', 'ended', 'timeout', 'cancelled']),
+  status: z.enum(['messages', 'interrupt', 'dismissed', 'ended', 'moved', 'timeout', 'cancelled']),
   stream_id: z.number().int(),
+  moved: z.boolean().describe('The conversation was renamed or moved; the session follows it'),
   ids: z.array(z.number().int()).describe('New messages shown, oldest first'),
   hidden: z.number().int(),
   more_waiting: z.boolean(),
@@ -75,6 +77,12 @@ class Listening {
   readonly #queues: EventQueue[] = [];
   dismissal: Dismissal | undefined;
   nobots = false;
+  /** The conversation was renamed or moved (the session follows it): where from, where to. */
+  moved: { from: string; to: string } | undefined;
+  /** An admitted person (or, without a gate, anyone) resolved the topic: the session ends. */
+  resolved: { byUserId: number | undefined; byName: string | undefined } | undefined;
+  /** It moved where the bot may not read: the session ends. */
+  movedOut = false;
 
   constructor(session: SessionCore, binding: Binding, context: ToolCallContext, timeoutSeconds: number) {
     this.#session = session;
@@ -118,7 +126,13 @@ class Listening {
 
   /** True once there is something to hand the agent. */
   get ready(): boolean {
-    return this.#got.size > 0 || this.dismissal !== undefined || this.nobots;
+    return (
+      this.#got.size > 0 ||
+      this.dismissal !== undefined ||
+      this.nobots ||
+      this.moved !== undefined ||
+      this.movedOut
+    );
   }
 
   /**
@@ -151,6 +165,54 @@ class Listening {
     if (dismissal !== undefined) this.dismissal ??= dismissal;
     this.collect(since.messages, await this.#session.services.directory.streamLookup(call));
     if (since.hasMore) this.#hasMore = true;
+    // A rename, move or resolution made while nobody listened.
+    const now = await this.#session.whereNow(b, call);
+    if (now !== undefined) await this.applyMove(now, now.byUserId, call);
+  }
+
+  /**
+   * Follows the conversation to where it went: a rename or move carries the binding (and `listen`
+   * says so); a topic now resolved (Zulip's ✔ prefix) by a person the gate admits ends the session
+   * as a dismissal does; /nobots, or a stream the bot may not read, ends it too.
+   */
+  async applyMove(
+    move: { streamId: number; topic: string },
+    byUserId: number | undefined,
+    call: CallOptions,
+  ): Promise<void> {
+    const session = this.#session;
+    const b = this.#binding;
+    if (isNoBotsTopic(move.topic)) {
+      this.nobots = true;
+      return;
+    }
+    let stream = { streamId: b.streamId, stream: b.stream };
+    if (move.streamId !== b.streamId) {
+      try {
+        const target = await resolveStream(session.services, move.streamId, call);
+        await checkStreamReadable(session.services, target, call);
+        stream = { streamId: target.stream_id, stream: target.name };
+      } catch (err) {
+        const code = errorCode(err);
+        if (code !== 'CORE_ACCESS_DENIED' && code !== 'TOOLS_NOT_FOUND') throw err;
+        this.movedOut = true;
+        return;
+      }
+    }
+    const from = session.label(b);
+    const resolvedNow =
+      move.topic.startsWith(RESOLVED_TOPIC_PREFIX) && !b.topic.startsWith(RESOLVED_TOPIC_PREFIX);
+    this.#binding = session.retopic(move.topic, stream) ?? { ...b, ...stream, topic: move.topic };
+    this.moved = { from, to: session.label(this.#binding) };
+    if (!resolvedNow) return;
+    // Like a dismissal: only a person the gate admits ends the session (fail closed when unknown).
+    const admitted =
+      byUserId === undefined
+        ? session.admission === undefined
+        : session.admitted(byUserId, 'dismissal', `resolved:${stream.streamId}:${move.topic}:${byUserId}`);
+    if (!admitted) return;
+    const byName = byUserId === undefined ? undefined : (await session.person(byUserId, call)).name;
+    this.resolved = { byUserId, byName };
   }
 
   /** Handles one queue item; true when the queue must be registered anew (the topic moved). */
@@ -189,21 +251,21 @@ class Listening {
       return false;
     }
     if (event.type === 'update_message') {
-      const renamed =
-        event.orig_subject !== undefined &&
-        event.subject !== undefined &&
-        event.propagate_mode === 'change_all' &&
-        event.stream_id === b.streamId &&
-        (event.new_stream_id === undefined || event.new_stream_id === b.streamId) &&
-        sameTopic(event.orig_subject, b.topic);
-      if (!renamed) return false;
-      const topic = event.subject as string;
-      if (isNoBotsTopic(topic)) {
-        this.nobots = true;
+      // A whole topic renamed or moved (Zulip's "change_all"), this one: the session follows it.
+      if (
+        event.propagate_mode !== 'change_all' ||
+        event.orig_subject === undefined ||
+        event.stream_id !== b.streamId ||
+        !sameTopic(event.orig_subject, b.topic) ||
+        (event.subject === undefined && event.new_stream_id === undefined)
+      )
         return false;
-      }
-      this.#binding = this.#session.retopic(topic) ?? { ...b, topic };
-      return true;
+      await this.applyMove(
+        { streamId: event.new_stream_id ?? b.streamId, topic: event.subject ?? b.topic },
+        event.user_id ?? undefined,
+        this.call,
+      );
+      return false;
     }
     return false;
   }
@@ -303,13 +365,19 @@ class Listening {
     const capped = this.#wake === 'deadline';
     let status: Output['status'];
     if (this.dismissal !== undefined) status = 'dismissed';
-    else if (this.nobots) status = 'ended';
+    else if (this.nobots || this.resolved !== undefined || this.movedOut) status = 'ended';
     else if (presented.shown.length > 0) status = 'messages';
     else if (interrupts.length > 0) status = 'interrupt';
+    else if (this.moved !== undefined) status = 'moved';
     else if (this.#wake === 'cancelled' || moved) status = 'cancelled';
     else status = 'timeout';
 
     const parts: string[] = [];
+    if (this.moved !== undefined && status !== 'ended' && status !== 'dismissed') {
+      parts.push(
+        `The conversation moved from ${this.moved.from} to ${this.moved.to}; your session follows it: reply and listen go there now.`,
+      );
+    }
     if (presented.shown.length > 0) {
       let head = `${plural(presented.shown.length, 'new message')} in ${label}${idSpan(presented.shown)}, oldest first`;
       if (hidden > 0) head += `; ${plural(hidden, 'message')} hidden (opted out of bots with /nobots)`;
@@ -340,6 +408,7 @@ class Listening {
       data: {
         status,
         stream_id: b.streamId,
+        moved: this.moved !== undefined,
         ids: presented.shown.map((m) => m.id),
         hidden,
         more_waiting: presented.moreWaiting,
@@ -430,6 +499,11 @@ export const listenTool = defineTool({
       session.end({ reason: 'dismissed', byUserId: d.userId, byName: d.name, messageId: d.messageId });
     } else if (listening.nobots) {
       session.end({ reason: 'nobots', byUserId: undefined, byName: undefined, messageId: undefined });
+    } else if (listening.resolved !== undefined) {
+      const r = listening.resolved;
+      session.end({ reason: 'resolved', byUserId: r.byUserId, byName: r.byName, messageId: undefined });
+    } else if (listening.movedOut) {
+      session.end({ reason: 'moved', byUserId: undefined, byName: undefined, messageId: undefined });
     }
     const out = listening.result();
     working = out.data.status === 'messages' && session.autoTyping;

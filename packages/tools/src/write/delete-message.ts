@@ -24,6 +24,7 @@ export const deleteMessageTool = defineTool({
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
   write: true,
   toolset: 'manage',
+  confirm: (input) => `Delete message ${input.message_id} for everyone, permanently?`,
   async handler(services: ToolServices, input, context) {
     const { signal } = context;
     const call = callOf(signal);
