@@ -624,6 +624,7 @@ class ZulipLauncher implements Launcher {
     await broadcast?.ready();
     const params = {
       eventTypes: ['message', 'realm_user', 'update_message'] as const,
+      fetchEventTypes: ['message', 'realm_user', 'realm'],
       clientCapabilities: { empty_topic_name: true },
       applyMarkdown: false,
       signal: this.#stop.signal,

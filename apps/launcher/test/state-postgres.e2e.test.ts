@@ -35,7 +35,11 @@ describe('zulip-agent with ZULIP_STATE_URL', () => {
       ['fleet-a', first, 'failed'],
     ]);
     // And the send-once memory of what the launcher posted (the run's status message); no record.
-    const state = await sql<{ session: string; kind: string }>('SELECT session, kind FROM zmcp.state', [], url);
+    const state = await sql<{ session: string; kind: string }>(
+      'SELECT session, kind FROM zmcp.state',
+      [],
+      url,
+    );
     expect(state.rows.map((r) => [r.session, r.kind])).toEqual([['outbox', 'sends']]);
     // Only the machine's own working files: the agents' logs and run folders.
     expect((await readdir(w.stateDir)).sort()).toEqual(['logs', 'runs']);
