@@ -360,6 +360,8 @@ class ZulipLauncher implements Launcher {
   /** The fleet-wide queue as last read, for status(). */
   #fleetQueued: TriggerInfo[] = [];
   #heartbeat: NodeJS.Timeout | undefined;
+  /** A look for dead workers is waiting in the chain: the next renewal does not queue another. */
+  #looking = false;
   #unsubscribe: (() => void) | undefined;
   #wake: (() => void) | undefined;
   readonly #workerLeaseMs: number;
@@ -619,7 +621,7 @@ class ZulipLauncher implements Launcher {
     // Another worker ended a run or took over from a dead one: a slot may be free here.
     this.#wake = () => broadcast?.publish(topic, { wake: true });
     this.#unsubscribe = broadcast?.subscribe(topic, () => {
-      void this.#serial(() => this.#pump());
+      this.#serial(() => this.#pump()).catch(() => undefined); // logged by the chain
     });
     await broadcast?.ready();
     const params = {
@@ -648,7 +650,7 @@ class ZulipLauncher implements Launcher {
     }
     this.#heartbeat = setInterval(
       () => {
-        void this.#serial(() => this.#beat());
+        void this.#beat();
       },
       Math.max(100, Math.floor(this.#workerLeaseMs / 3)),
     );
@@ -663,11 +665,23 @@ class ZulipLauncher implements Launcher {
     this.#loop = this.#consumeBatches(queue);
   }
 
-  /** Renews this worker's lease, takes over from dead workers, and starts what waits. */
+  /**
+   * Renews this worker's lease at once (outside the chain of steps, so a long step such as a
+   * catch-up cannot let it run out), then, in the chain, takes over from dead workers and starts
+   * what waits.
+   */
   async #beat(): Promise<void> {
     const work = this.#work as LauncherWork;
     if (this.#state !== 'running') return;
-    if (!(await work.heartbeat())) {
+    let held: boolean;
+    try {
+      held = await work.heartbeat();
+    } catch (err) {
+      this.#logger.warn('could not renew the worker lease; trying again', { err });
+      return;
+    }
+    if (!held) {
+      if (this.#state !== 'running') return;
       // The others counted this worker dead and reported its agents: none may run on.
       const err = new LauncherError(
         'LAUNCHER_STATE_INVALID',
@@ -678,8 +692,16 @@ class ZulipLauncher implements Launcher {
       this.#fail(err);
       return;
     }
-    await this.#takeOver();
-    await this.#pump();
+    if (this.#looking) return;
+    this.#looking = true;
+    await this.#serial(async () => {
+      try {
+        await this.#takeOver();
+        await this.#pump();
+      } finally {
+        this.#looking = false;
+      }
+    }).catch(() => undefined); // logged by the chain
   }
 
   /** Reports the agents of dead workers as a restart reports its own (failed, with a reply), stopping any left on this machine. */
