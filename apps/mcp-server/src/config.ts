@@ -51,6 +51,8 @@ export interface HttpSettings {
   rateLimitPerMinute: number;
   /** Concurrent long waits (listen, wait_for_messages, subscriptions/listen) one token may hold. */
   maxWaitsPerToken: number;
+  /** A person's services unused this long (and holding no session, listen or wait) are closed, in ms. */
+  tokenIdleMs: number;
   /** The public URL of the MCP endpoint, as clients dial it (behind a proxy); unset, from the request. */
   publicUrl: string | undefined;
   /** Where people get a token: shown in 401 answers and the protected-resource metadata. */
@@ -304,6 +306,15 @@ const configShape = {
     1000,
     4,
   ),
+  ZMCP_TOKEN_IDLE_MS: integer(
+    {
+      group: 'Hosting for an organization',
+      help: 'A person’s services (their Zulip client, tools and sessions) unused for this long, in milliseconds, with no session, listen or wait open, are closed; their next request opens them again.',
+    },
+    1000,
+    604_800_000,
+    1_800_000,
+  ),
   ZMCP_PUBLIC_URL: setting<string | undefined>(
     {
       group: 'Hosting for an organization',
@@ -544,6 +555,7 @@ export function parseConfig(
       adminToken: raw.ZMCP_ADMIN_TOKEN,
       rateLimitPerMinute: raw.ZMCP_TOKEN_RATE_LIMIT,
       maxWaitsPerToken: raw.ZMCP_TOKEN_MAX_WAITS,
+      tokenIdleMs: raw.ZMCP_TOKEN_IDLE_MS,
       publicUrl: raw.ZMCP_PUBLIC_URL,
       tokenHelp: raw.ZMCP_TOKEN_HELP,
       auditLog:

@@ -68,20 +68,30 @@ interface WaitSlots {
  * called (a plain call, or a 2026-era task that outlives its request): past the cap it is a tool
  * error the model can act on.
  */
-function waitLimited(tool: BoundTool, slots: WaitSlots): BoundTool {
+function waitLimited(
+  tool: BoundTool,
+  slots: WaitSlots,
+  lease: (() => Promise<(() => Promise<void>) | undefined>) | undefined,
+): BoundTool {
+  const refused = {
+    isError: true as const,
+    code: 'MCP_TOO_MANY_WAITS',
+    text: `This token already holds ${slots.max} long waits (ZMCP_TOKEN_MAX_WAITS): end one (end_session, or let a listen return) before starting another.`,
+  };
   return {
     definition: tool.definition,
     async run(input, context) {
-      if (slots.open >= slots.max) {
-        return {
-          isError: true,
-          code: 'MCP_TOO_MANY_WAITS',
-          text: `This token already holds ${slots.max} long waits (ZMCP_TOKEN_MAX_WAITS): end one (end_session, or let a listen return) before starting another.`,
-        };
-      }
+      if (slots.open >= slots.max) return refused;
       slots.open++;
       try {
-        return await tool.run(input, context);
+        // In a fleet the cap holds across its processes: a lease in the fleet's database.
+        const release = lease === undefined ? undefined : await lease();
+        if (lease !== undefined && release === undefined) return refused;
+        try {
+          return await tool.run(input, context);
+        } finally {
+          await release?.();
+        }
       } finally {
         slots.open--;
       }
@@ -102,10 +112,17 @@ export async function personServices(options: {
   token: TokenInfo;
   apiKey: string;
   audit: AuditLog;
-  /** The token's cap on long waits, and the tools that wait. */
-  waits: { max: number; tools: readonly string[] };
+  /**
+   * The token's cap on long waits, the tools that wait, and (in a fleet) the lease that counts a
+   * wait on every process: `undefined` when the token holds `max` across the fleet already.
+   */
+  waits: {
+    max: number;
+    tools: readonly string[];
+    lease?: (() => Promise<(() => Promise<void>) | undefined>) | undefined;
+  };
   logger: Logger;
-}): Promise<Services> {
+}): Promise<Services & { waiting(): number }> {
   const { config, bot, token, audit, logger } = options;
   const writesAsPerson = token.writeAs === 'person' && !config.readOnly;
   const readOnly = config.readOnly || token.writeAs === 'none';
@@ -159,7 +176,9 @@ export async function personServices(options: {
       return {
         ...opened,
         tools: selectTools(opened.tools, selection).map((t) => {
-          const limited = options.waits.tools.includes(t.definition.name) ? waitLimited(t, slots) : t;
+          const limited = options.waits.tools.includes(t.definition.name)
+            ? waitLimited(t, slots, options.waits.lease)
+            : t;
           return t.definition.write
             ? attributed(limited, writer, token, bot.account.site, audit, logger)
             : limited;
@@ -168,5 +187,7 @@ export async function personServices(options: {
       };
     },
     close: () => person.close(),
+    /** The long waits this token holds now (its services are not idle while one runs). */
+    waiting: () => slots.open,
   };
 }

@@ -128,6 +128,12 @@ export interface CallerLimits {
   maxWaits: number;
   /** Tool names that wait on purpose. Default `['listen']`. */
   waitTools?: readonly string[] | undefined;
+  /**
+   * Counts a long wait across the fleet too (with ZULIP_STATE_URL, a lease in its database):
+   * resolves with its release, or `undefined` when the caller holds `maxWaits` on the fleet's
+   * processes already. Unset: the count is this process's.
+   */
+  leaseWait?: ((caller: string) => Promise<(() => Promise<void>) | undefined>) | undefined;
 }
 
 /** The admin API of {@link HttpServerOptions.admin}. */
@@ -548,16 +554,33 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   };
 
   /** Counts a long wait for the caller until the response ends; false when the caller has as many as allowed. */
-  const takeWait = (caller: string, ended: Promise<void>): boolean => {
+  const takeWait = async (caller: string, ended: Promise<void>): Promise<boolean> => {
     const limits = options.limits;
     if (limits === undefined) return true;
     const open = waits.get(caller) ?? 0;
     if (open >= limits.maxWaits) return false;
     waits.set(caller, open + 1);
-    void ended.then(() => {
+    const untake = () => {
       const left = (waits.get(caller) ?? 1) - 1;
       if (left <= 0) waits.delete(caller);
       else waits.set(caller, left);
+    };
+    let release: (() => Promise<void>) | undefined;
+    if (limits.leaseWait !== undefined) {
+      try {
+        release = await limits.leaseWait(caller);
+      } catch (err) {
+        untake();
+        throw err;
+      }
+      if (release === undefined) {
+        untake();
+        return false;
+      }
+    }
+    void ended.then(() => {
+      untake();
+      return release?.();
     });
     return true;
   };
@@ -670,7 +693,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     }
 
     if (options.limits !== undefined && isLongWait(method, body, waitTools)) {
-      if (!takeWait(caller, ended)) {
+      if (!(await takeWait(caller, ended))) {
         return jsonRpcError(
           429,
           -32000,

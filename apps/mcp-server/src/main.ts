@@ -2,19 +2,21 @@ import { PassThrough, type Readable, type Writable } from 'node:stream';
 import type { AuthInfo, Server } from '@modelcontextprotocol/server';
 import { StdioServerTransport, serveStdio } from '@modelcontextprotocol/server/stdio';
 import { type BinMain, defineMain, waitForAbort } from '@zmcp/cli';
-import { type Credentials, errorCode } from '@zmcp/core';
+import { type Credentials, errorCode, learnSecret } from '@zmcp/core';
 import {
   addDeliveryPanel,
   addToolCallPanel,
   createMcpTasks,
   createToolServer,
   deliveryProgress,
+  type FleetWatch,
   type McpEra,
   type McpTasks,
   openMcpHandles,
   runServer,
   sharedServerEventBus,
   type ToolCallObservation,
+  watchFleet,
   watchQueueOwner,
 } from '@zmcp/server-kit';
 import { type ResourceChanges, ToolHost } from '@zmcp/tools';
@@ -49,6 +51,11 @@ export interface MainIo {
   shutdown?: AbortSignal | undefined;
   /** Called once the server is serving; for HTTP, with the endpoint URL. */
   onReady?: ((info: { transport: 'stdio' } | { transport: 'http'; url: string }) => void) | undefined;
+  /**
+   * The clock idle per-person services are measured by (`ZMCP_TOKEN_IDLE_MS`). Default `Date.now`;
+   * tests advance their own.
+   */
+  now?: (() => number) | undefined;
 }
 
 /** Tools whose wait becomes a task for a 2026-era client that supports tasks. */
@@ -414,6 +421,8 @@ function peopleAuth(
   realms: readonly Services[],
   logger: Logger,
   observe: (call: ToolCallObservation) => void,
+  now: () => number,
+  leaseWait: ((tokenId: string) => Promise<(() => Promise<void>) | undefined>) | undefined,
 ) {
   const secretKey = config.http.secretKey as Buffer;
   const audit = new AuditLog({ path: config.http.auditLog, maxBytes: config.http.auditMaxBytes });
@@ -438,14 +447,42 @@ function peopleAuth(
     }
     return { realm: undefined, grant: 'unknown' as const };
   };
+  /** The person's key, decrypted: the logger (and the status page) learn it before anything can log it. */
+  const learnt = (email: string, apiKey: string): string => {
+    learnSecret(logger, apiKey);
+    // As the person's requests carry it (HTTP Basic), as runServer does for the bot's key.
+    learnSecret(logger, Buffer.from(`${email}:${apiKey}`).toString('base64'));
+    return apiKey;
+  };
   const tenants = new Map<string, Promise<Tenant>>();
+  /**
+   * When each token's services were last used, what holds them open now (a server of a session
+   * or request, a listen stream), and the long waits they run: closed once idle for
+   * ZMCP_TOKEN_IDLE_MS with nothing held.
+   */
+  const use = new Map<string, { label: string; last: number; held: number; waiting: () => number }>();
   const drop = (id: string) => {
     const gone = tenants.get(id);
     tenants.delete(id);
+    use.delete(id);
     void gone?.then((t) => t.close()).catch(() => undefined);
   };
+  const sweep = () => {
+    const at = now();
+    for (const [id, u] of use) {
+      if (u.held > 0 || u.waiting() > 0 || at - u.last < config.http.tokenIdleMs) continue;
+      logger.info('closed a token’s idle services', { token: u.label, idleMs: at - u.last });
+      drop(id);
+    }
+  };
+  // Quiet servers sweep too: every request sweeps as well, so a test's clock needs no timer.
+  const sweeper = setInterval(sweep, Math.min(60_000, Math.max(1000, config.http.tokenIdleMs / 4)));
+  sweeper.unref();
   const verifyToken = async (token: string): Promise<AuthInfo | { refused: string }> => {
+    sweep();
     const { realm, grant } = await check(token);
+    // A token the registry knows is a credential: never shown from now on, whatever logs it.
+    if (grant !== 'malformed' && grant !== 'unknown') learnSecret(logger, token);
     if (typeof grant === 'string' || realm === undefined) {
       const id = tokenIdOf(token);
       if (id !== undefined) drop(id);
@@ -453,19 +490,31 @@ function peopleAuth(
     }
     const id = grant.info.id;
     let tenant = tenants.get(id);
+    const used = use.get(id);
+    if (used !== undefined) used.last = now();
     if (tenant === undefined) {
+      const usage = { label: grant.info.label, last: now(), held: 0, waiting: () => 0 };
+      use.set(id, usage);
       tenant = Promise.resolve()
         .then(() =>
           personServices({
             config,
             bot: realm.services,
             token: grant.info,
-            apiKey: grant.apiKey(),
+            apiKey: learnt(grant.info.email, grant.apiKey()),
             audit,
-            waits: { max: config.http.maxWaitsPerToken, tools: LONG_WAITS },
+            waits: {
+              max: config.http.maxWaitsPerToken,
+              tools: LONG_WAITS,
+              lease: leaseWait === undefined ? undefined : () => leaseWait(id),
+            },
             logger,
           }),
         )
+        .then((person) => {
+          usage.waiting = person.waiting;
+          return person;
+        })
         .then((person) =>
           openTenant(config, person, logger, observe).then((t) => ({
             ...t,
@@ -476,7 +525,10 @@ function peopleAuth(
           })),
         );
       tenants.set(id, tenant);
-      tenant.catch(() => tenants.delete(id));
+      tenant.catch(() => {
+        tenants.delete(id);
+        use.delete(id);
+      });
     }
     try {
       await tenant;
@@ -509,7 +561,21 @@ function peopleAuth(
     verifyToken,
     tenantOf,
     admin,
+    /** Marks the token's services in use until the returned function is called (idempotent). */
+    hold(authInfo: AuthInfo | undefined): () => void {
+      const u = authInfo === undefined ? undefined : use.get(authInfo.clientId);
+      if (u === undefined) return () => undefined;
+      u.held++;
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        u.held--;
+        u.last = now();
+      };
+    },
     async close() {
+      clearInterval(sweeper);
       await Promise.allSettled([...tenants.values()].map((t) => t.then((x) => x.close())));
       tenants.clear();
     },
@@ -529,13 +595,24 @@ async function serveHttp(
   logger: Logger,
   io: MainIo,
   observe: (call: ToolCallObservation) => void,
+  fleet: FleetWatch['process'],
 ): Promise<void> {
   const services = realms[0] as Services;
-  const people = config.http.auth === 'people' ? peopleAuth(config, realms, logger, observe) : undefined;
+  // With ZULIP_STATE_URL a token's long waits are counted on every process of the fleet: a lease
+  // each in its database, released when the wait ends, and no longer counted once the process
+  // holding it is gone.
+  const leaseWait =
+    fleet === undefined
+      ? undefined
+      : (tokenId: string) => fleet.lease(`waits/${tokenId}`, config.http.maxWaitsPerToken);
+  const people =
+    config.http.auth === 'people'
+      ? peopleAuth(config, realms, logger, observe, io.now ?? Date.now, leaseWait)
+      : undefined;
   const own = people === undefined ? await openTenant(config, services, logger, observe) : undefined;
   const tenantOf = (authInfo: AuthInfo | undefined): Promise<Tenant> | Tenant =>
     own ?? (people as NonNullable<typeof people>).tenantOf(authInfo);
-  const owners = new WeakMap<Server, Tenant>();
+  const owners = new WeakMap<Server, { tenant: Tenant; release: () => void }>();
   const { broadcast } = services.state.backend;
   let running: RunningHttpServer | undefined;
   running = await startHttpServer({
@@ -550,6 +627,7 @@ async function serveHttp(
         : {
             perMinute: config.http.rateLimitPerMinute,
             maxWaits: config.http.maxWaitsPerToken,
+            leaseWait,
             // The waiting tools are counted where they run (a task outlives its request): the
             // router counts the subscriptions/listen streams.
             waitTools: [],
@@ -578,13 +656,17 @@ async function serveHttp(
     createServer: async ({ era, authInfo }) => {
       const tenant = await tenantOf(authInfo);
       const server = tenant.createServer(era, authInfo);
-      owners.set(server, tenant);
+      owners.set(server, { tenant, release: people?.hold(authInfo) ?? (() => undefined) });
       return server;
     },
     releaseServer: async (server) => {
-      await owners.get(server)?.releaseServer(server);
+      const owner = owners.get(server);
+      owner?.release();
+      await owner?.tenant.releaseServer(server);
     },
     onListen: (listen, ended) => {
+      const release = people?.hold(listen.authInfo);
+      if (release !== undefined) void ended.finally(release);
       void Promise.resolve(tenantOf(listen.authInfo))
         .then((tenant) => tenant.onListen(listen, ended, (uri) => running?.notify.resourceUpdated(uri)))
         .catch((err: unknown) => logger.warn('a listen stream could not follow its resources', { err }));
@@ -762,11 +844,18 @@ function serve(config: Config, io: MainIo, secretKeyText: string | undefined): P
           idleText: 'Claude Code channels start delivering once the client has initialized.',
         });
       }
+      // With ZULIP_STATE_URL: this process in the fleet's registry, the fleet on the process panel.
+      const fleet = await watchFleet(console, {
+        backend: first.state.backend,
+        bin: binName,
+        queues: realms.map((r) => ({ account: r.state.account, bot: r.account.email })),
+      });
       try {
-        if (config.transport === 'http') await serveHttp(config, realms, logger, io, observe);
+        if (config.transport === 'http') await serveHttp(config, realms, logger, io, observe, fleet.process);
         else await serveStdioMain(config, first, logger, io, observe);
       } finally {
         queueOwner?.close();
+        await fleet.close();
       }
     },
   });

@@ -1,4 +1,4 @@
-import { errorCode, type Logger } from '@zmcp/core';
+import { errorCode, type Logger, learnSecret } from '@zmcp/core';
 import { openZulipRuntime } from '@zmcp/server-kit';
 import { parseToolsets, type Toolset } from '@zmcp/tools';
 import type { AuditLog } from './audit.js';
@@ -60,6 +60,8 @@ export function tokenAdmin(options: {
     async create(request, via) {
       let outcome = 'ok';
       let created: { token: string; info: TokenInfo } | undefined;
+      // The person's key (from the admin API's body or the command's stdin) is never logged.
+      learnSecret(logger, request.apiKey);
       try {
         const person = await openZulipRuntime({
           settings: {
@@ -102,6 +104,7 @@ export function tokenAdmin(options: {
             writeAs: request.writeAs,
             expiresAt: request.expiresAt,
           });
+          learnSecret(logger, created.token);
         } finally {
           await person.close();
         }

@@ -8,7 +8,7 @@ import {
   startupConfigurationProblem,
 } from '@zmcp/cli';
 import { errorCode } from '@zmcp/core';
-import { openZulipRuntime, type ZulipRuntime } from '@zmcp/server-kit';
+import { openZulipRuntime, stateUrlSecrets, type ZulipRuntime } from '@zmcp/server-kit';
 import { AuditLog, readAuditLog } from './audit.js';
 import { type Config, parseConfig } from './config.js';
 import { McpServerError } from './errors.js';
@@ -130,7 +130,7 @@ export async function tokensMain(
   if (typeof config === 'number') return config;
   const logger = createLogger({
     level: config.logLevel,
-    secrets: [config.zulip.apiKey, env.ZULIP_SECRET_KEY],
+    secrets: [config.zulip.apiKey, env.ZULIP_SECRET_KEY, ...stateUrlSecrets(config.stateUrl)],
     write: (line) => void stderr.write(line),
   });
   if (config.http.secretKey === undefined) {

@@ -65,6 +65,7 @@ describe('configuration documentation', () => {
       'ZMCP_ADMIN_TOKEN',
       'ZMCP_TOKEN_RATE_LIMIT',
       'ZMCP_TOKEN_MAX_WAITS',
+      'ZMCP_TOKEN_IDLE_MS',
       'ZMCP_PUBLIC_URL',
       'ZMCP_TOKEN_HELP',
       'ZMCP_AUDIT_LOG',

@@ -26,6 +26,10 @@ const tokens = { ann: '', bo: '' };
 /** Every non-GET request the realm answered, by user id: who wrote with which key. */
 const writesBy = new Map<number, string[]>();
 let env: Record<string, string> = {};
+/** The server's clock for idle per-person services (ZMCP_TOKEN_IDLE_MS): advanced by hand. */
+let clock = Date.now();
+/** Every request the realm answered with each person's key, by user id. */
+const requestsBy = new Map<number, string[]>();
 
 async function issue(
   who: 'ann' | 'bo',
@@ -82,6 +86,8 @@ beforeAll(async () => {
   });
   sim.realm.sendMessage({ senderId: ids.bo, type: 'direct', to: [ids.ann], content: 'a DM from Bo to Ann' });
   sim.onRequest((r) => {
+    if (r.userId !== null)
+      requestsBy.set(r.userId, [...(requestsBy.get(r.userId) ?? []), `${r.method} ${r.path}`]);
     if (r.method === 'GET' || r.userId === null) return;
     writesBy.set(r.userId, [...(writesBy.get(r.userId) ?? []), `${r.method} ${r.path}`]);
   });
@@ -100,6 +106,7 @@ beforeAll(async () => {
     ZMCP_ADMIN_TOKEN: adminToken,
     ZMCP_TOKEN_HELP: 'https://intranet.example.test/zulip-mcp',
     ZMCP_TOKEN_MAX_WAITS: '1',
+    ZMCP_STATUS_PORT: '0',
   };
   tokens.ann = await issue('ann', 'bot');
   tokens.bo = await issue('bo', 'person');
@@ -112,6 +119,7 @@ beforeAll(async () => {
     stderr,
     shutdown: shutdown.signal,
     onReady: (info) => ready.resolve(info.transport === 'http' ? info.url : ''),
+    now: () => clock,
   });
   url = await ready.promise;
   stop = () => {
@@ -478,5 +486,84 @@ describe('the admin API', () => {
     await reader.client.close().catch(() => undefined);
     const audit = await readFile(join(stateDir, 'audit.log'), 'utf8');
     expect(audit).toContain('"action":"token.revoke","outcome":"ok","via":"http"');
+  });
+});
+
+describe('a person’s key and token, learnt at runtime', () => {
+  it('are redacted in a log line, an error, the status page and the metrics', async () => {
+    const ann = sim.credentials(ids.ann);
+    // A client whose name carries the token and the key (the page and a metric label show client names).
+    const client = new Client(
+      { name: `agent ${tokens.ann} ${ann.apiKey}`, version: '1' },
+      { versionNegotiation: { mode: 'legacy' } },
+    );
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(url), {
+        requestInit: { headers: { authorization: `Bearer ${tokens.ann}` } },
+      }),
+    );
+    const before = Buffer.concat(logs).length;
+    // Tool arguments are logged at debug: the key and token in a message body.
+    const sent = await client.callTool({
+      name: 'send_message',
+      arguments: { stream: 'general', topic: 'keys', content: `my key ${ann.apiKey} token ${tokens.ann}` },
+    });
+    expect(sent.isError).toBeFalsy();
+    // An error: a tool named after the key (an unknown tool, reported and counted by its name).
+    await client.callTool({ name: `tool_${ann.apiKey}`, arguments: {} }).catch(() => undefined);
+    await client.close();
+    const log = Buffer.concat(logs).subarray(before).toString('utf8');
+    expect(log).toMatch(/tool call started .*my key \[REDACTED\] token \[REDACTED\]/);
+    expect(log).not.toContain(ann.apiKey);
+    expect(log).not.toContain(tokens.ann);
+
+    const statusUrl = /status page url=(\S+)/.exec(Buffer.concat(logs).toString('utf8'))?.[1] as string;
+    const page = await (await fetch(statusUrl)).text();
+    const panels = await (await fetch(new URL('/panels', statusUrl))).text();
+    const metrics = await (await fetch(new URL('/metrics', statusUrl))).text();
+    for (const text of [page, panels, metrics]) {
+      expect(text).not.toContain(ann.apiKey);
+      expect(text).not.toContain(tokens.ann);
+    }
+    expect(page).toContain('agent [REDACTED]');
+    expect(metrics).toMatch(/client="agent \[REDACTED\]/);
+  });
+});
+
+describe('idle per-person services (ZMCP_TOKEN_IDLE_MS)', () => {
+  const closedLine = 'closed a token’s idle services token=ann-none';
+  const log = () => Buffer.concat(logs).toString('utf8');
+  /** One whole request by Bo (a session opened, used and ended): every request sweeps idle services. */
+  const byBo = async () => {
+    const bo = await connect(tokens.bo);
+    await bo.client.listTools();
+    await bo.transport.terminateSession();
+    await bo.client.close();
+  };
+
+  it('are kept while a session holds them, closed once idle, and opened again on the next request', async () => {
+    const annRequests = () => requestsBy.get(ids.ann)?.length ?? 0;
+    // A token of its own, which no other test holds a session of.
+    const token = await issue('ann', 'none');
+    const ann = await connect(token);
+    await ann.client.listTools();
+    // Long past the idle time, but Ann's session is open: her services stay.
+    clock += 31 * 60_000;
+    await byBo();
+    expect(log()).not.toContain(closedLine);
+    await ann.transport.terminateSession();
+    await ann.client.close();
+    // Idle now: the next request by anyone closes them (the session's release lands within a request or two).
+    clock += 31 * 60_000;
+    for (let i = 0; i < 10 && !log().includes(closedLine); i++) await byBo();
+    expect(log()).toContain(closedLine);
+    // Ann's next request opens her services again, with her key.
+    const before = annRequests();
+    const again = await connect(token);
+    const listed = await again.client.callTool({ name: 'list_streams', arguments: {} });
+    expect(listed.isError).toBeFalsy();
+    expect(annRequests()).toBeGreaterThan(before);
+    await again.transport.terminateSession();
+    await again.client.close();
   });
 });

@@ -38,10 +38,12 @@ import {
   addToolCallPanel,
   callMcpTool,
   deliveryProgress,
+  type FleetWatch,
   instructionLines,
   listMcpTools,
   type OperatorConsole,
   openZulipRuntime,
+  watchFleet,
   watchQueueOwner,
   type ZulipRuntime,
 } from '@zmcp/server-kit';
@@ -53,7 +55,7 @@ import {
   type ToolIdentity,
   toMcpResult,
 } from '@zmcp/tools';
-import type { McplConfig } from './config.js';
+import { binName, type McplConfig } from './config.js';
 import { Connection } from './connection.js';
 import { publishTo } from './publish.js';
 import { CHANNEL_TYPE, channelMessage, MAX_OPEN_HISTORY, mcplChannel } from './render.js';
@@ -195,7 +197,16 @@ export async function createZulipMcpl(options: ZulipMcplOptions): Promise<ZulipM
       sent: new SentLog(),
       onProgress: options.console === undefined ? undefined : deliveryProgress(options.console),
     };
-    return assemble(runtime, zulip, filters, options.console);
+    // With ZULIP_STATE_URL: this process in the fleet's registry, the fleet on the process panel.
+    const fleet =
+      options.console === undefined
+        ? undefined
+        : await watchFleet(options.console, {
+            backend: zulip.backend,
+            bin: binName,
+            queues: [{ account: zulip.account, bot: zulip.identity.email }],
+          });
+    return assemble(runtime, zulip, filters, options.console, fleet);
   } catch (err) {
     await filters?.close().catch(() => undefined);
     await zulip.close();
@@ -208,6 +219,7 @@ function assemble(
   zulip: ZulipRuntime,
   filters: FiltersPlane,
   operatorConsole: OperatorConsole | undefined,
+  fleet: FleetWatch | undefined,
 ): ZulipMcpl {
   const { config, logger, client, policy, services } = runtime;
   const { identity } = zulip;
@@ -526,6 +538,7 @@ function assemble(
     connection: (session) => connections.get(session),
     async close() {
       queueOwner?.close();
+      await fleet?.close();
       await server.close();
       await Promise.all([...open].map((c) => c.close()));
       await filters.close();

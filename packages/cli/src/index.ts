@@ -23,7 +23,7 @@ export {
   runBin,
   waitForAbort,
 } from './exit.js';
-export type { LogFields, LoggerOptions, LogLevel } from './logging.js';
+export type { LogFields, LoggerOptions, LogLevel, Redactor } from './logging.js';
 export { createLogger, createRedactor, logLevels } from './logging.js';
 export { expandHome, homeDirectory } from './paths.js';
 export { quoteForError } from './quote.js';

@@ -100,3 +100,36 @@ describe('createRedactor', () => {
     );
   });
 });
+
+describe('secrets learnt at runtime', () => {
+  it('logger.redact hides a secret in every later record, the message, a field and an error', () => {
+    const key = 'personKey-7f3a9c1e';
+    const out = written({ level: 'debug' }, (log) => {
+      log.info('before', { key });
+      log.redact(key);
+      log.redact(undefined);
+      log.info(`using ${key}`, { key, err: new Error(`Zulip refused ${key}`) });
+    });
+    expect(out[0]).toContain(key);
+    expect(out[1]).not.toContain(key);
+    expect(out[1]?.split('[REDACTED]')).toHaveLength(4);
+  });
+
+  it('a shared redactor: what one logger learns, the other logger and the redactor itself hide', () => {
+    const redactor = createRedactor(['start-secret']);
+    const out: string[] = [];
+    const one = createLogger({ level: 'info', redactor, write: (l) => out.push(l), now: () => at });
+    const two = createLogger({
+      level: 'info',
+      redactor,
+      secrets: ['two-secret'],
+      write: (l) => out.push(l),
+      now: () => at,
+    });
+    one.redact('zmcp_0123456789abcdef_token');
+    two.info('seen', { t: 'zmcp_0123456789abcdef_token', a: 'start-secret', b: 'two-secret' });
+    one.info('seen', { b: 'two-secret' });
+    expect(out.join('')).not.toMatch(/token|secret/);
+    expect(redactor('page with zmcp_0123456789abcdef_token')).toBe('page with [REDACTED]');
+  });
+});

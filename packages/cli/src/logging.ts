@@ -16,6 +16,12 @@ export interface LoggerOptions {
   level: LogLevel;
   /** Values that must never appear in a log line (API key, bearer token); unset entries are ignored. */
   secrets?: readonly (string | undefined)[];
+  /**
+   * A redactor to share (with another logger, or the status page): `secrets` are added to it, and
+   * a secret the logger learns later (`logger.redact`) is redacted by everything sharing it.
+   * Default: a redactor of its own.
+   */
+  redactor?: Redactor | undefined;
   /** Where each line goes, newline included. Defaults to `process.stderr`: stdout is the JSON-RPC wire on stdio. */
   write?: (line: string) => void;
   /** Clock for the timestamp; defaults to `new Date()`. */
@@ -32,26 +38,38 @@ const AUTH_HEADER = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/gi;
 const MAX_FIELD_LENGTH = 2000;
 
 /**
+ * Replaces every known secret (and its JSON-escaped form) and every Authorization-style credential
+ * (`Bearer ...`, `Basic ...`) in a text with `[REDACTED]`; {@link Redactor.add} teaches it one more.
+ */
+export interface Redactor {
+  (text: string): string;
+  /** Adds a secret known only at runtime; unset, empty and already known values are ignored. */
+  add(secret: string | undefined): void;
+}
+
+/**
  * A function that replaces every given secret (and its JSON-escaped form) and every
  * Authorization-style credential (`Bearer ...`, `Basic ...`) in a text with `[REDACTED]`;
- * unset and empty entries are ignored.
+ * unset and empty entries are ignored. Its `add` teaches it a secret learnt later.
  */
-export function createRedactor(secrets: readonly (string | undefined)[]): (text: string) => string {
-  const known = [
-    ...new Set(
-      secrets
-        .filter((s): s is string => typeof s === 'string' && s.length > 0)
-        // The JSON-escaped form too, in case a secret holds characters JSON escapes.
-        .flatMap((s) => [s, JSON.stringify(s).slice(1, -1)]),
-    ),
-  ]
-    // Longest first, so a secret containing another is replaced whole.
-    .sort((a, b) => b.length - a.length);
-  return (text) => {
+export function createRedactor(secrets: readonly (string | undefined)[]): Redactor {
+  const seen = new Set<string>();
+  let known: string[] = [];
+  const add = (secret: string | undefined): void => {
+    if (typeof secret !== 'string' || secret.length === 0 || seen.has(secret)) return;
+    seen.add(secret);
+    // The JSON-escaped form too, in case a secret holds characters JSON escapes.
+    known = [...new Set([...known, secret, JSON.stringify(secret).slice(1, -1)])]
+      // Longest first, so a secret containing another is replaced whole.
+      .sort((a, b) => b.length - a.length);
+  };
+  for (const secret of secrets) add(secret);
+  const redact = (text: string): string => {
     let out = text.replace(AUTH_HEADER, (_, scheme: string) => `${scheme} ${REDACTED}`);
     for (const secret of known) if (out.includes(secret)) out = out.split(secret).join(REDACTED);
     return out;
   };
+  return Object.assign(redact, { add });
 }
 
 function formatFull(value: unknown): string {
@@ -83,13 +101,16 @@ function formatValue(value: unknown, redact: (text: string) => string): string {
  * Builds a bin's logger, the one it hands to the libraries: one line per record
  * (`ts level msg key=value`), written to stderr, each record on one line whatever its content,
  * long fields cut, and every known secret and Authorization-style credential replaced by
- * `[REDACTED]`. Message bodies and tool arguments belong at `debug` only.
+ * `[REDACTED]`. A secret known only at runtime (a person's key, their token) is taught with
+ * `logger.redact(secret)` (core's `learnSecret`): from then on every logger and page sharing the
+ * redactor shows it redacted. Message bodies and tool arguments belong at `debug` only.
  */
-export function createLogger(options: LoggerOptions): Logger {
+export function createLogger(options: LoggerOptions): Logger & { redact(secret: string | undefined): void } {
   const threshold = rank[options.level];
   const write = options.write ?? ((line: string) => void process.stderr.write(line));
   const now = options.now ?? (() => new Date());
-  const redact = createRedactor(options.secrets ?? []);
+  const redact = options.redactor ?? createRedactor([]);
+  for (const secret of options.secrets ?? []) redact.add(secret);
 
   const emit = (level: Exclude<LogLevel, 'silent'>, message: string, fields?: LogFields): void => {
     let line = `${now().toISOString()} ${level} ${message.replace(/\r/g, '\\r').replace(/\n/g, '\\n')}`;
@@ -112,5 +133,6 @@ export function createLogger(options: LoggerOptions): Logger {
     info: rank.info < threshold ? off : at('info'),
     warn: rank.warn < threshold ? off : at('warn'),
     error: rank.error < threshold ? off : at('error'),
+    redact: (secret) => redact.add(secret),
   };
 }

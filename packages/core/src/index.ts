@@ -88,7 +88,7 @@ export {
 } from './api/schemas.js';
 export type { Clock } from './client/clock.js';
 export type { Logger } from './client/logger.js';
-export { noopLogger } from './client/logger.js';
+export { learnSecret, noopLogger } from './client/logger.js';
 export { isLoopbackHost } from './client/loopback.js';
 export type { UploadBody } from './client/multipart.js';
 export type { RetryPolicy } from './client/retry.js';

@@ -36,6 +36,11 @@ export interface OpenStateBackendOptions {
    */
   lockHeartbeatMs?: number | undefined;
   lockHeartbeatTimeoutMs?: number | undefined;
+  /**
+   * How often a registered process refreshes its row in the fleet's process list (PostgreSQL
+   * only), in ms; one not refreshed for three of these is gone. Default 5000.
+   */
+  processHeartbeatMs?: number | undefined;
   /** Tuning of the shared event queues (PostgreSQL only): election, polling, the log's bound. */
   events?: EventHubOptions | undefined;
 }
@@ -97,8 +102,52 @@ export interface StateBackend {
    * leases, the fleet-wide queue); `undefined` on files, where one launcher holds its record.
    */
   readonly launcherWork: ((options: LauncherWorkOptions) => LauncherWork) | undefined;
+  /**
+   * With PostgreSQL, the fleet's processes: each registers itself (a heartbeat row) and reads
+   * who else runs; `undefined` on files, where there is one process.
+   */
+  readonly processes: ProcessRegistry | undefined;
   /** Closes the filters planes still open, the shared event queues' readers, releases the locks still held and ends the connections. */
   close(): Promise<void>;
+}
+
+/** One process of a fleet, as {@link ProcessRegistry.list} reads it. */
+export interface FleetProcess {
+  /** Its registration's id (random, per start). */
+  readonly id: string;
+  /** The bin that runs it (`zulip-mcp`). */
+  readonly bin: string;
+  readonly pid: number;
+  readonly host: string;
+  /** ISO times: when it registered, and its last heartbeat (the database's clock). */
+  readonly startedAt: string;
+  readonly lastSeen: string;
+  /** Not seen for three heartbeats (`processHeartbeatMs`): it died or lost the database. */
+  readonly gone: boolean;
+}
+
+/** This process's registration in the fleet: its heartbeat, and the leases it holds. */
+export interface RegisteredProcess {
+  readonly id: string;
+  /**
+   * Takes one of `max` leases of `scope` (a per-token long wait: `waits/<account>/<token id>`),
+   * counted across the fleet: resolves with its release, or `undefined` when `max` are held by
+   * processes still seen. A lease of a process that died stops counting once it is gone.
+   */
+  lease(scope: string, max: number): Promise<(() => Promise<void>) | undefined>;
+  /** Stops the heartbeat and removes the row (and its leases). Safe to call twice. */
+  close(): Promise<void>;
+}
+
+/** The fleet's processes, in PostgreSQL. */
+export interface ProcessRegistry {
+  /**
+   * Registers this process (`bin`, its pid and host) and keeps its row fresh every
+   * `processHeartbeatMs`; a row not refreshed for three heartbeats counts as gone.
+   */
+  register(options: { bin: string }): Promise<RegisteredProcess>;
+  /** Every process registered, oldest first; rows gone for over an hour are removed first. */
+  list(): Promise<FleetProcess[]>;
 }
 
 /** What the PostgreSQL backend module provides; loaded only when a URL is given. */
@@ -141,6 +190,7 @@ function openFileBackend(dir: string): StateBackend {
     events: undefined,
     broadcast: undefined,
     launcherWork: undefined,
+    processes: undefined,
     locationOf: (key) => store.pathOf(key),
     async openFilters(options) {
       const key: StateKey =

@@ -1,7 +1,14 @@
 // The public API of @zmcp/fleet. Every export below is a promise to users: adding a line is an
 // API decision. Internal helpers stay unexported.
 
-export type { OpenFiltersOptions, OpenStateBackendOptions, StateBackend } from './backend.js';
+export type {
+  FleetProcess,
+  OpenFiltersOptions,
+  OpenStateBackendOptions,
+  ProcessRegistry,
+  RegisteredProcess,
+  StateBackend,
+} from './backend.js';
 export { openStateBackend } from './backend.js';
 export type { Broadcast } from './broadcast.js';
 export type { FleetErrorCode, FleetErrorOptions } from './errors.js';

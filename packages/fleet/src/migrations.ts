@@ -123,6 +123,33 @@ CREATE INDEX event_log_account_seq ON event_log (account, seq);
   {
     version: 5,
     compatibleFrom: 1,
+    description: 'the fleet’s processes (a heartbeat row each) and the counted leases they hold',
+    sql: `
+-- One row per running process (its bin, pid, host, start and last heartbeat); a row not seen for
+-- a while is a process that is gone, shown as such and then removed.
+CREATE TABLE processes (
+  id         text        PRIMARY KEY,
+  bin        text        NOT NULL,
+  pid        integer     NOT NULL,
+  host       text        NOT NULL,
+  started_at timestamptz NOT NULL DEFAULT now(),
+  last_seen  timestamptz NOT NULL DEFAULT now()
+);
+
+-- A counted lease (a per-token long wait): held by a process, counted only while that process
+-- is seen, so the leases of a process that died stop counting with its heartbeat.
+CREATE TABLE leases (
+  id         text        PRIMARY KEY,
+  scope      text        NOT NULL,
+  process_id text        NOT NULL REFERENCES processes (id) ON DELETE CASCADE,
+  taken_at   timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX leases_scope ON leases (scope);
+`,
+  },
+  {
+    version: 6,
+    compatibleFrom: 1,
     description:
       'launcher workers on several machines: the fleet row, worker leases, one claim row per trigger',
     sql: `

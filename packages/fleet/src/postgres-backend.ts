@@ -6,6 +6,7 @@ import { FleetError } from './errors.js';
 import { PgLauncherWork } from './launcher-work.js';
 import { PgEventHub } from './postgres-event-hub.js';
 import { PgFiltersPlane } from './postgres-filters-plane.js';
+import { PgProcessRegistry } from './postgres-processes.js';
 import { PgStateStore } from './postgres-state-store.js';
 
 /**
@@ -36,6 +37,7 @@ export async function openPostgresBackend(
     events,
     broadcast: new PgBroadcast(db),
     launcherWork: (work) => new PgLauncherWork(db, work),
+    processes: new PgProcessRegistry(db, options.processHeartbeatMs),
     async openFilters(filters) {
       if (filters.file !== undefined) {
         throw new FleetError(

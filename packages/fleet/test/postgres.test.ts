@@ -61,7 +61,9 @@ describe('opening a PostgreSQL backend', () => {
       'launcher_fleets',
       'launcher_triggers',
       'launcher_workers',
+      'leases',
       'locks',
+      'processes',
       'schema_version',
       'state',
     ]);
@@ -218,7 +220,9 @@ describe('the delivery lock in PostgreSQL', () => {
     const holders = await sql<{ backend: number }>(
       `SELECT holder_backend AS backend FROM "${a.schema}".locks`,
     );
-    await sql('SELECT pg_terminate_backend($1)', [holders.rows[0]?.backend]);
+    // With a timeout it returns once the backend has exited, so its advisory lock is free by then
+    // (without one it returns once signalled, and b could find the lock still held).
+    await sql('SELECT pg_terminate_backend($1, 30000)', [holders.rows[0]?.backend]);
     expect(await lost).toMatchObject({
       code: 'DELIVERY_STATE_LOCKED',
       message: expect.stringContaining('was lost'),

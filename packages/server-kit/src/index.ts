@@ -10,6 +10,8 @@ export type {
   ProgressUpdate,
 } from './console/console.js';
 export { OperatorConsole } from './console/console.js';
+export type { FleetWatch, WatchFleetOptions } from './console/fleet.js';
+export { watchFleet } from './console/fleet.js';
 export type { Html, HtmlValue } from './console/html.js';
 export { escapeHtml, html, joinHtml } from './console/html.js';
 export type { DeliveryPanelOptions } from './console/panels.js';
@@ -38,7 +40,7 @@ export { callMcpTool, callMcpToolResult, listMcpTools, mcpTool, toolCallError } 
 export type { OpenZulipRuntimeOptions, ZulipRuntime } from './runtime.js';
 export { loadConfiguredCredentials, openZulipRuntime } from './runtime.js';
 export type { DemoPost, DemoRealm, RunServerOptions, ServerStart } from './serve.js';
-export { runServer, startDemoRealm } from './serve.js';
+export { runServer, startDemoRealm, stateUrlSecrets } from './serve.js';
 export type {
   BinReadOnly,
   BinToolsets,

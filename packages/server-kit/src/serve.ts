@@ -153,7 +153,10 @@ export async function runServer<
     ...stateUrlSecrets(options.config.stateUrl),
     ...(options.secrets ?? []),
   ];
-  let logger: Logger = createLogger({ level: config.logLevel, secrets: configured, write });
+  // One redactor for every logger of the run and the status page: a secret learnt while serving
+  // (`logger.redact`, a person's key or token) is hidden everywhere from then on.
+  const redactor = createRedactor(configured);
+  let logger: Logger = createLogger({ level: config.logLevel, redactor, write });
   // A configuration problem found while opening: the same report and exit code as a bad variable.
   const misconfigured = (
     err: unknown,
@@ -212,13 +215,14 @@ export async function runServer<
       credentials.apiKey,
       Buffer.from(`${credentials.email}:${credentials.apiKey}`).toString('base64'),
     ];
-    logger = createLogger({ level: config.logLevel, secrets, write });
+    logger = createLogger({ level: config.logLevel, secrets, redactor, write });
     operatorConsole = new OperatorConsole({
       bin,
       version: options.version,
       labels: { realm: realmLabel(credentials.site), bot: credentials.email },
       stderr: stderr as { write(text: string): unknown; isTTY?: boolean },
       logger,
+      redact: redactor,
     });
     if (config.status.port !== undefined) {
       const url = await operatorConsole.listen({
@@ -256,8 +260,12 @@ export async function runServer<
   }
 }
 
-/** What of a state URL is secret: the whole URL, its password and its query (which may name a key file or hold a password). */
-function stateUrlSecrets(url: string | undefined): string[] {
+/**
+ * What of a state URL (`ZULIP_STATE_URL`) is secret, for a logger's `secrets`: the whole URL, its
+ * password (as written and decoded) and its query (which may name a key file or hold a password).
+ * Empty for an unset URL.
+ */
+export function stateUrlSecrets(url: string | undefined): string[] {
   if (url === undefined) return [];
   const secrets = [url];
   try {

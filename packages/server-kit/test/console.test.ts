@@ -190,4 +190,67 @@ describe('OperatorConsole', () => {
     };
     expect(c.renderPanels()).toContain('owner: b');
   });
+
+  it('lists the fleet’s processes, running and gone, escaped, marking this one', () => {
+    const t = Date.parse('2030-01-01T00:10:00Z');
+    const c = makeConsole(undefined, () => t);
+    c.fleet = {
+      processes: [
+        {
+          id: 'a',
+          bin: 'zulip-mcp',
+          pid: 11,
+          host: 'web-1',
+          startedAt: '2030-01-01T00:00:00.000Z',
+          lastSeen: '2030-01-01T00:09:58.000Z',
+          self: true,
+        },
+        {
+          id: 'b',
+          bin: 'zulip-mcp',
+          pid: 12,
+          host: '<img src=x>',
+          startedAt: '2030-01-01T00:01:00.000Z',
+          lastSeen: '2030-01-01T00:05:00.000Z',
+          gone: true,
+        },
+      ],
+      queueOwners: [{ bot: 'helper@example.test', owner: 'pid 11 on web-1' }],
+    };
+    const panels = c.renderPanels();
+    expect(panels).toContain('<dd>1 processes running, 1 gone</dd>');
+    expect(panels).toContain(
+      '<td>zulip-mcp</td><td>pid 11 on web-1 (this process)</td><td>2030-01-01T00:00:00.000Z</td><td>2s ago</td><td><span class="ok">running</span></td>',
+    );
+    expect(panels).toContain(
+      '<td>pid 12 on &lt;img src=x&gt;</td><td>2030-01-01T00:01:00.000Z</td><td>5m 0s ago</td><td><span class="bad">gone</span></td>',
+    );
+    expect(panels).not.toContain('<img');
+    expect(panels).toContain('<dt>Queue of helper@example.test</dt><dd>owner: pid 11 on web-1</dd>');
+  });
+
+  it('runs its refreshers before answering, and redacts what it serves', async () => {
+    const c = new OperatorConsole({
+      bin: 'zulip-mcp',
+      labels: { realm: 'chat.example.com', bot: 'helper@example.test' },
+      redact: (text) => text.replaceAll('s3cret-person-key', '[REDACTED]'),
+    });
+    let reads = 0;
+    c.addRefresher(async () => {
+      reads += 1;
+      c.fleet = { processes: [{ id: 'x', bin: 'zulip-mcp', host: `h${reads}` }], queueOwners: [] };
+    });
+    c.addPanel({ id: 'leak', title: 'Leak', render: () => html`<p>s3cret-person-key</p>` });
+    const url = await c.listen({ port: 0 });
+    try {
+      const first = await (await fetch(new URL('/panels', url))).text();
+      const second = await (await fetch(new URL('/panels', url))).text();
+      expect(first).toContain('on h1');
+      expect(second).toContain('on h2');
+      expect(second).toContain('<p>[REDACTED]</p>');
+      expect(second).not.toContain('s3cret');
+    } finally {
+      await c.close();
+    }
+  });
 });

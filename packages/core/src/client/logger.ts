@@ -7,6 +7,18 @@ export interface Logger {
   info(message: string, fields?: Readonly<Record<string, unknown>>): void;
   warn(message: string, fields?: Readonly<Record<string, unknown>>): void;
   error(message: string, fields?: Readonly<Record<string, unknown>>): void;
+  /**
+   * Learns a secret known only at runtime (a person's API key decrypted for their token, the
+   * token itself): every later record of this logger, and of every logger or page sharing its
+   * redactor, shows it as `[REDACTED]`. Optional: a logger that does not redact ignores it; call
+   * it through {@link learnSecret}. Unset and empty values are ignored.
+   */
+  redact?(secret: string | undefined): void;
+}
+
+/** Tells `logger` a secret it must never show (see {@link Logger.redact}); a no-op for a logger that does not redact. */
+export function learnSecret(logger: Logger, secret: string | undefined): void {
+  logger.redact?.(secret);
 }
 
 const noop = (): void => {};

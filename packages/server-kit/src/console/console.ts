@@ -38,7 +38,20 @@ export interface ProgressTask {
 
 /** Where the fleet's view comes from, when the process runs in one: its processes and queue owners. */
 export interface FleetView {
-  readonly processes: readonly { readonly id: string; readonly host?: string; readonly lastSeen?: number }[];
+  /** Every process of the fleet (`@zmcp/fleet`'s process registry), oldest first. */
+  readonly processes: readonly {
+    readonly id: string;
+    readonly bin?: string | undefined;
+    readonly pid?: number | undefined;
+    readonly host?: string | undefined;
+    /** ISO times. */
+    readonly startedAt?: string | undefined;
+    readonly lastSeen?: string | undefined;
+    /** Not seen for a while: it died or lost the database. */
+    readonly gone?: boolean | undefined;
+    /** This process. */
+    readonly self?: boolean | undefined;
+  }[];
   /** Which process owns each bot's Zulip event queue. */
   readonly queueOwners: readonly { readonly bot: string; readonly owner: string }[];
 }
@@ -57,6 +70,11 @@ export interface OperatorConsoleOptions {
   logger?: Logger | undefined;
   /** The clock. Default `Date.now`. */
   now?: (() => number) | undefined;
+  /**
+   * Applied to every page, panel and metrics text served, as a last line of defence: the bin's
+   * redactor (shared with its logger, so a secret learnt at runtime is hidden here too).
+   */
+  redact?: ((text: string) => string) | undefined;
 }
 
 /** Where {@link OperatorConsole.listen} serves the page. */
@@ -148,6 +166,35 @@ export class OperatorConsole {
     return this.#url;
   }
 
+  readonly #refreshers: (() => Promise<void>)[] = [];
+
+  /**
+   * Adds work run before each page, panels or metrics answer (the fleet's view read afresh from
+   * its database), so what is served is current; a refresher slower than 1 s is not waited for.
+   * Returns a function removing it.
+   */
+  addRefresher(refresh: () => Promise<void>): () => void {
+    this.#refreshers.push(refresh);
+    return () => {
+      const i = this.#refreshers.indexOf(refresh);
+      if (i >= 0) this.#refreshers.splice(i, 1);
+    };
+  }
+
+  /** Runs the refreshers (errors ignored: the last view stays), waiting at most 1 s. */
+  async refresh(): Promise<void> {
+    if (this.#refreshers.length === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all(this.#refreshers.map((r) => r().catch(() => undefined))),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, 1000);
+        timer.unref();
+      }),
+    ]);
+    clearTimeout(timer);
+  }
+
   /** Adds a panel after those added before; returns a function removing it. */
   addPanel(panel: ConsolePanel): () => void {
     this.#panels.push(panel);
@@ -210,6 +257,14 @@ export class OperatorConsole {
 
   /** The panels as HTML: the process, long work, then the bin's own. What `/panels` answers. */
   renderPanels(): string {
+    return this.#redact(this.#renderPanels());
+  }
+
+  #redact(text: string): string {
+    return this.#o.redact === undefined ? text : this.#o.redact(text);
+  }
+
+  #renderPanels(): string {
     const sections: Html[] = [this.#processPanel(), this.#workPanel()];
     for (const panel of this.#panels) {
       let body: Html;
@@ -229,14 +284,26 @@ export class OperatorConsole {
     const fleetRows =
       fleet === undefined
         ? html`<dt>Fleet</dt><dd>none: this process runs alone and owns its event queue, if it has one</dd>`
-        : html`<dt>Fleet</dt><dd>${fleet.processes.length} processes</dd>${fleet.queueOwners.map(
-            (q) => html`<dt>Queue of ${q.bot}</dt><dd>owner: ${q.owner}</dd>`,
-          )}`;
+        : html`<dt>Fleet</dt><dd>${fleet.processes.filter((p) => p.gone !== true).length} processes running${
+            fleet.processes.some((p) => p.gone === true)
+              ? html`, ${fleet.processes.filter((p) => p.gone === true).length} gone`
+              : ''
+          }</dd>${fleet.queueOwners.map((q) => html`<dt>Queue of ${q.bot}</dt><dd>owner: ${q.owner}</dd>`)}`;
+    const now = this.#now();
+    const table =
+      fleet === undefined || fleet.processes.length === 0
+        ? ''
+        : html`<table class="fleet"><thead><tr><th>Bin</th><th>Process</th><th>Started</th><th>Last seen</th><th>State</th></tr></thead><tbody>${fleet.processes.map(
+            (p) =>
+              html`<tr><td>${p.bin ?? '?'}</td><td>pid ${p.pid ?? '?'} on ${p.host ?? '?'}${p.self === true ? ' (this process)' : ''}</td><td>${p.startedAt ?? '?'}</td><td>${
+                p.lastSeen === undefined ? '?' : `${duration(now - Date.parse(p.lastSeen))} ago`
+              }</td><td>${p.gone === true ? html`<span class="bad">gone</span>` : html`<span class="ok">running</span>`}</td></tr>`,
+          )}</tbody></table>`;
     return html`<section id="process"><h2>Process</h2><dl>
 <dt>Realm</dt><dd>${this.labels.realm}</dd>
 <dt>Bot</dt><dd>${this.labels.bot}</dd>
-<dt>Process</dt><dd>pid ${process.pid} on ${hostname()}, up ${duration(this.#now() - this.#started)}</dd>
-${fleetRows}</dl></section>`;
+<dt>Process</dt><dd>pid ${process.pid} on ${hostname()}, up ${duration(now - this.#started)}</dd>
+${fleetRows}</dl>${table}</section>`;
   }
 
   #workPanel(): Html {
@@ -263,14 +330,14 @@ ${fleetRows}</dl></section>`;
   /** The whole page: header, panels, and the script that refreshes them. */
   renderPage(): string {
     const { bin, version } = this.#o;
-    return `<!doctype html>
+    return this.#redact(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(`${bin} status`)}</title>
 <link rel="icon" href="favicon.svg" type="image/svg+xml"><link rel="stylesheet" href="console.css">
 <script src="console.js" defer></script></head>
 <body data-state="live"><header><h1>${escapeHtml(bin)}</h1><span>${escapeHtml(version ?? '')}</span>
 <span>${escapeHtml(`${this.labels.bot} on ${this.labels.realm}`)}</span><span>refreshed <span id="refreshed">${escapeHtml(new Date(this.#now()).toLocaleTimeString('en-GB'))}</span></span></header>
-<main id="panels" data-refresh-ms="${this.#o.refreshMs ?? 2000}">${this.renderPanels()}</main></body></html>`;
+<main id="panels" data-refresh-ms="${this.#o.refreshMs ?? 2000}">${this.#renderPanels()}</main></body></html>`);
   }
 
   /**
@@ -391,12 +458,22 @@ ${fleetRows}</dl></section>`;
       });
       return;
     }
+    const fresh = (answer: () => void) =>
+      void this.refresh().then(() => {
+        try {
+          answer();
+        } catch (err) {
+          this.#o.logger?.warn('status page request failed', { err });
+          if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
+          res.end('internal error');
+        }
+      });
     switch (url.pathname) {
       case '/':
-        send(200, 'text/html; charset=utf-8', this.renderPage());
+        fresh(() => send(200, 'text/html; charset=utf-8', this.renderPage()));
         return;
       case '/panels':
-        send(200, 'text/html; charset=utf-8', this.renderPanels());
+        fresh(() => send(200, 'text/html; charset=utf-8', this.renderPanels()));
         return;
       case '/console.js':
         send(200, 'text/javascript; charset=utf-8', CONSOLE_SCRIPT);
@@ -409,13 +486,15 @@ ${fleetRows}</dl></section>`;
         send(200, 'image/svg+xml', CONSOLE_ICON);
         return;
       case '/metrics':
-        void this.metrics.metrics().then(
-          (text) => send(200, this.metrics.contentType, text),
-          (err: unknown) => {
-            this.#o.logger?.warn('metrics collection failed', { err });
-            send(500, 'text/plain; charset=utf-8', 'metrics collection failed');
-          },
-        );
+        void this.refresh()
+          .then(() => this.metrics.metrics())
+          .then(
+            (text) => send(200, this.metrics.contentType, this.#redact(text)),
+            (err: unknown) => {
+              this.#o.logger?.warn('metrics collection failed', { err });
+              send(500, 'text/plain; charset=utf-8', 'metrics collection failed');
+            },
+          );
         return;
       default:
         send(404, 'text/plain; charset=utf-8', 'Not found');

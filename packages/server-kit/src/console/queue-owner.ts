@@ -1,5 +1,14 @@
 import { hostname } from 'node:os';
+import type { EventQueueOwner } from '@zmcp/fleet';
 import type { ZulipRuntime } from '../runtime.js';
+
+/** How the console names a queue's owner: `this process`, `pid 4711 on web-2`, or `nobody (…)`. */
+export function ownerLabel(owner: EventQueueOwner | undefined): string {
+  if (owner === undefined) return 'nobody (no process reads its events yet)';
+  if (!owner.owned) return 'nobody (another process takes it within a second)';
+  if (owner.pid === process.pid && owner.host === hostname()) return 'this process';
+  return `pid ${owner.pid ?? '?'} on ${owner.host ?? '?'}`;
+}
 
 /** What {@link watchQueueOwner} gives: the owner's label now, and the watch's end. */
 export interface QueueOwnerWatch {
@@ -26,10 +35,7 @@ export function watchQueueOwner(
   let label = 'unknown yet';
   const read = async () => {
     try {
-      const owner = await events.owner(runtime.account);
-      if (owner === undefined || !owner.owned) label = 'nobody (another process takes it within a second)';
-      else if (owner.pid === process.pid && owner.host === hostname()) label = 'this process';
-      else label = `pid ${owner.pid ?? '?'} on ${owner.host ?? '?'}`;
+      label = ownerLabel(await events.owner(runtime.account));
     } catch {
       label = 'unknown (the state database does not answer)';
     }
