@@ -92,6 +92,8 @@ export interface LauncherConfig extends ServerSettings {
   maxQueued: number;
   timeLimitMs: number;
   stopGraceMs: number;
+  /** With ZULIP_STATE_URL: how long a worker counts as alive after its last heartbeat. */
+  workerLeaseMs: number;
   catchUpMs: number;
   emoji: StatusEmoji;
   /** Names the trigger record (the same as `sessionId`). */
@@ -406,6 +408,15 @@ const configShape = {
     600_000,
     10_000,
   ),
+  ZULIP_AGENT_WORKER_LEASE_MS: integer(
+    {
+      group: 'Limits',
+      help: 'With ZULIP_STATE_URL: a worker silent this long (in milliseconds; it renews every third of it) is dead to the others, which take its triggers over.',
+    },
+    300,
+    600_000,
+    15_000,
+  ),
   ZULIP_AGENT_CATCH_UP_MS: integer(
     {
       group: 'Limits',
@@ -554,6 +565,7 @@ export function parseConfig(
     maxQueued: raw.ZULIP_AGENT_MAX_QUEUED,
     timeLimitMs: raw.ZULIP_AGENT_TIME_LIMIT_MS,
     stopGraceMs: raw.ZULIP_AGENT_STOP_GRACE_MS,
+    workerLeaseMs: raw.ZULIP_AGENT_WORKER_LEASE_MS,
     catchUpMs: raw.ZULIP_AGENT_CATCH_UP_MS,
     emoji: {
       queued: raw.ZULIP_AGENT_QUEUED_EMOJI,

@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join, resolve, sep } from 'node:path';
 import { createRedactor } from '@zmcp/cli';
 import {
   AdmissionGate,
@@ -26,7 +26,8 @@ import {
   type UpdateMessageEvent,
   type ZulipClient,
 } from '@zmcp/core';
-import { parseSessionId, type StateLock, type StateStore } from '@zmcp/delivery';
+import { type EventSource, parseSessionId, type StateLock, type StateStore } from '@zmcp/delivery';
+import type { LauncherTriggerRow, LauncherWork } from '@zmcp/fleet';
 import { openZulipRuntime, type ZulipRuntime } from '@zmcp/server-kit';
 import { type AgentExit, type AgentProcess, reapProcessGroup, startAgentProcess } from './agent-process.js';
 import {
@@ -56,7 +57,13 @@ import {
   loadTrigger,
   storeTrigger,
   type TriggerInfo,
+  TriggerInfoSchema,
 } from './triggers.js';
+
+/** A trigger as a fleet's claim row keeps it, checked as the record file's are. */
+function fleetTrigger(row: LauncherTriggerRow): TriggerInfo {
+  return loadTrigger(TriggerInfoSchema.parse(row.trigger));
+}
 
 /** How an agent run ended. `stopped`: the launcher shut down while it ran. */
 export type SessionOutcome = 'done' | 'failed' | 'timeout' | 'stopped';
@@ -181,6 +188,12 @@ export interface LauncherOptions {
    * store, PostgreSQL with `stateUrl`, else files on `stateDir` (`<stateDir>/<account>/<launcherId>.json`).
    */
   store?: StateStore | undefined;
+  /**
+   * With `stateUrl` (and no `store` of its own), how long this worker counts as alive after its
+   * last heartbeat (sent every third of it), in ms: a worker silent for longer is dead to the
+   * others, which take its triggers over. Default 15 s.
+   */
+  workerLeaseMs?: number | undefined;
   /** Start agents for DMs to the bot. Default true. */
   directMessages?: boolean | undefined;
   /**
@@ -341,13 +354,25 @@ class ZulipLauncher implements Launcher {
   #ledger: TriggerLedger | undefined;
   /** The lock of the trigger record, held from start to close. */
   #recordLock: StateLock | undefined;
-  #queue: EventQueue | undefined;
+  #queue: EventSource | undefined;
+  /** With ZULIP_STATE_URL: the work shared by every launcher with this id (claims, leases, the queue). */
+  #work: LauncherWork | undefined;
+  /** The fleet-wide queue as last read, for status(). */
+  #fleetQueued: TriggerInfo[] = [];
+  #heartbeat: NodeJS.Timeout | undefined;
+  /** A look for dead workers is waiting in the chain: the next renewal does not queue another. */
+  #looking = false;
+  #unsubscribe: (() => void) | undefined;
+  #wake: (() => void) | undefined;
+  readonly #workerLeaseMs: number;
   readonly #stop = new AbortController();
   readonly #runs = new Map<string, Run>();
   #waiting: TriggerInfo[] = [];
   #seen = 0;
   #chain: Promise<unknown> = Promise.resolve();
   readonly #background = new Set<Promise<unknown>>();
+  /** Each started run's end, recorded. */
+  readonly #ending = new Set<Promise<unknown>>();
   readonly #reactions = new Map<number, Promise<void>>();
   #realmEmoji = new Map<string, RealmEmoji>();
   #state: 'new' | 'starting' | 'running' | 'closing' | 'closed' = 'new';
@@ -379,6 +404,7 @@ class ZulipLauncher implements Launcher {
     this.#timeLimitMs = positive('timeLimitMs', options.timeLimitMs, 1_800_000, 1);
     this.#stopGraceMs = positive('stopGraceMs', options.stopGraceMs, 10_000, 0);
     this.#catchUpMs = positive('catchUpMs', options.catchUpMs, 3_600_000, 0);
+    this.#workerLeaseMs = positive('workerLeaseMs', options.workerLeaseMs, 15_000, 300);
     this.#logger = options.logger ?? noopLogger;
     this.#systemPrompt = systemPrompt([options.systemPrompt]);
     for (const backend of this.#backendsInUse()) {
@@ -448,7 +474,7 @@ class ZulipLauncher implements Launcher {
         startedAt: r.startedAt,
         lastLine: r.agent.lastLine,
       })),
-      queued: [...this.#waiting],
+      queued: this.#work === undefined ? [...this.#waiting] : [...this.#fleetQueued],
     };
   }
 
@@ -464,6 +490,8 @@ class ZulipLauncher implements Launcher {
       this.#state = 'closed';
       this.#stop.abort();
       await this.#queue?.close();
+      this.#stopFleet();
+      await this.#work?.leave().catch(() => undefined);
       await this.#recordLock?.release().catch(() => undefined);
       await this.#runtime?.close();
       throw err;
@@ -513,6 +541,19 @@ class ZulipLauncher implements Launcher {
     this.#gate = gate;
     this.#realmEmoji = new Map(emoji.filter((e) => e.deactivated !== true).map((e) => [e.name, e]));
     const store = this.#o.store ?? runtime.store;
+    const work =
+      this.#o.store === undefined
+        ? runtime.backend.launcherWork?.({
+            account: runtime.account,
+            launcher: this.#id,
+            worker: `${process.pid}-${randomBytes(6).toString('hex')}`,
+            leaseMs: this.#workerLeaseMs,
+          })
+        : undefined;
+    if (work !== undefined) {
+      await this.#startWorker(runtime, work);
+      return;
+    }
     // One launcher per record at a time, on this machine or, with ZULIP_STATE_URL, on every
     // machine: a second one with the same id waits here and takes over when the first stops or dies.
     this.#recordLock = await holdRecord(
@@ -568,6 +609,164 @@ class ZulipLauncher implements Launcher {
     this.#loop = this.#consume(queue);
   }
 
+  /**
+   * A worker of a fleet (ZULIP_STATE_URL): every launcher with this id shares the triggers
+   * through the database, reads the bot's one shared event queue, and keeps a lease alive.
+   */
+  async #startWorker(runtime: ZulipRuntime, work: LauncherWork): Promise<void> {
+    this.#work = work;
+    const { fresh, lastMessageId } = await work.join();
+    const broadcast = runtime.backend.broadcast;
+    const topic = `zmcp-launcher:${runtime.account}:${this.#id}`;
+    // Another worker ended a run or took over from a dead one: a slot may be free here.
+    this.#wake = () => broadcast?.publish(topic, { wake: true });
+    this.#unsubscribe = broadcast?.subscribe(topic, () => {
+      this.#serial(() => this.#pump()).catch(() => undefined); // logged by the chain
+    });
+    await broadcast?.ready();
+    const params = {
+      eventTypes: ['message', 'realm_user', 'update_message'] as const,
+      fetchEventTypes: ['message', 'realm_user', 'realm'],
+      clientCapabilities: { empty_topic_name: true },
+      applyMarkdown: false,
+      signal: this.#stop.signal,
+      logger: this.#logger,
+    };
+    const queue: EventSource =
+      runtime.events !== undefined
+        ? await runtime.events({ ...params, eventTypes: [...params.eventTypes] })
+        : await EventQueue.open(runtime.client, { ...params, eventTypes: [...params.eventTypes] });
+    this.#queue = queue;
+    this.#people.replace(peopleOf(queue.registration));
+    this.#gate?.directory.loadRegistration(queue.registration);
+    const upTo = queue.registration.max_message_id ?? 0;
+    await this.#serial(() => this.#takeOver());
+    if (fresh) {
+      this.#seen = upTo;
+      await work.advance(upTo);
+    } else {
+      this.#seen = lastMessageId;
+      await this.#catchUp(upTo);
+    }
+    this.#heartbeat = setInterval(
+      () => {
+        void this.#beat();
+      },
+      Math.max(100, Math.floor(this.#workerLeaseMs / 3)),
+    );
+    this.#heartbeat.unref();
+    this.#logger.info('listening for mentions and direct messages, as one worker of the launcher fleet', {
+      account: runtime.identity.email,
+      worker: work.worker,
+      backend: this.#o.backend ?? 'claude',
+      maxRunning: this.#maxRunning,
+    });
+    await this.#serial(() => this.#pump());
+    this.#loop = this.#consumeBatches(queue);
+  }
+
+  /**
+   * Renews this worker's lease at once (outside the chain of steps, so a long step such as a
+   * catch-up cannot let it run out), then, in the chain, takes over from dead workers and starts
+   * what waits.
+   */
+  async #beat(): Promise<void> {
+    const work = this.#work as LauncherWork;
+    if (this.#state !== 'running') return;
+    let held: boolean;
+    try {
+      held = await work.heartbeat();
+    } catch (err) {
+      this.#logger.warn('could not renew the worker lease; trying again', { err });
+      return;
+    }
+    if (!held) {
+      if (this.#state !== 'running') return;
+      // The others counted this worker dead and reported its agents: none may run on.
+      const err = new LauncherError(
+        'LAUNCHER_STATE_INVALID',
+        'this worker lost its lease (the others took its triggers over); it stops',
+      );
+      this.#logger.error(err.message, { worker: work.worker });
+      this.#stopFleet();
+      this.#fail(err);
+      return;
+    }
+    if (this.#looking) return;
+    this.#looking = true;
+    await this.#serial(async () => {
+      try {
+        await this.#takeOver();
+        await this.#pump();
+      } finally {
+        this.#looking = false;
+      }
+    }).catch(() => undefined); // logged by the chain
+  }
+
+  /** Reports the agents of dead workers as a restart reports its own (failed, with a reply), stopping any left on this machine. */
+  async #takeOver(): Promise<void> {
+    const work = this.#work as LauncherWork;
+    const reaped = await work.reap();
+    for (const row of reaped) {
+      const killed =
+        row.pid !== undefined && row.runId !== undefined ? await this.#stopOrphan(row.pid, row.runId) : false;
+      if (row.runId !== undefined) await rm(join(this.#runsDir, row.runId), { recursive: true, force: true });
+      this.#reportLost(row.messageId, fleetTrigger(row), row.runId, killed, 'its worker died');
+    }
+    if (reaped.length > 0) this.#wake?.();
+  }
+
+  #reportLost(
+    id: number,
+    trigger: TriggerInfo,
+    runId: string | undefined,
+    killed: boolean,
+    why: string,
+  ): void {
+    this.#react(id, 'working', 'remove');
+    this.#react(id, 'failed', 'add');
+    this.#notify(
+      trigger,
+      'The launcher restarted while I was working on this; mention me again to pick it up.',
+    );
+    this.#logger.warn(`an agent was running when ${why}; reported as failed`, {
+      messageId: id,
+      runId,
+      stoppedOrphan: killed,
+    });
+    this.#emit({ type: 'recovered', messageId: id, action: 'failed', killedOrphan: killed });
+  }
+
+  #stopFleet(): void {
+    if (this.#heartbeat !== undefined) clearInterval(this.#heartbeat);
+    this.#heartbeat = undefined;
+    this.#unsubscribe?.();
+    this.#unsubscribe = undefined;
+  }
+
+  async #consumeBatches(queue: EventSource): Promise<void> {
+    try {
+      for (;;) {
+        const batch = await queue.nextBatch();
+        if (batch === undefined) {
+          if (this.#stop.signal.aborted) return;
+          throw new LauncherError('LAUNCHER_STATE_INVALID', 'the shared event queue ended');
+        }
+        for (const item of batch) await this.#serial(() => this.#onItem(item));
+      }
+    } catch (err) {
+      if (this.#stop.signal.aborted) return;
+      this.#logger.error('the event queue failed; the launcher stops listening', { err });
+      this.#fail(err);
+    }
+  }
+
+  async #advance(messageId: number): Promise<void> {
+    if (this.#work !== undefined) await this.#work.advance(messageId);
+    else await this.#ledger?.advance(messageId);
+  }
+
   async close(): Promise<void> {
     if (this.#closing !== undefined) return this.#closing;
     this.#closing = this.#close();
@@ -585,11 +784,16 @@ class ZulipLauncher implements Launcher {
     if (was !== 'new' && was !== 'closed') {
       const runs = [...this.#runs.values()];
       await Promise.all(runs.map((r) => r.agent.stop('shutdown')));
+      await Promise.all([...this.#ending]);
       // Each run's end is recorded in the chain; wait for all of it.
       await this.#drainChain();
-      await this.#ledger
-        ?.advance(this.#seen)
-        .catch((err: unknown) => this.#logger.warn('could not save the catch-up point', { err }));
+      this.#stopFleet();
+      await this.#advance(this.#seen).catch((err: unknown) =>
+        this.#logger.warn('could not save the catch-up point', { err }),
+      );
+      await this.#work
+        ?.leave()
+        .catch((err: unknown) => this.#logger.warn('could not give the worker lease up', { err }));
       while (this.#background.size > 0) await Promise.all([...this.#background]);
     }
     await this.#gate?.close();
@@ -703,6 +907,13 @@ class ZulipLauncher implements Launcher {
       const t = this.#waiting[i] as TriggerInfo;
       if (t.conversation === from) this.#waiting[i] = carry(t);
     }
+    // A fleet's claim rows move too (every worker hears the event; the change is the same).
+    await this.#work?.move(from, to, {
+      conversation: to,
+      streamId,
+      topic,
+      ...(stream === undefined ? {} : { stream }),
+    });
   }
 
   /** A person joined or was renamed: later lines tell them apart from whoever shares the name. */
@@ -781,7 +992,7 @@ class ZulipLauncher implements Launcher {
         await this.#onMessage(m);
       }
       this.#seen = Math.max(this.#seen, upTo);
-      await this.#ledger?.advance(upTo);
+      await this.#advance(upTo);
     };
     if (found.size > 0)
       this.#logger.info('catching up on triggers missed while away', { messages: found.size });
@@ -814,6 +1025,10 @@ class ZulipLauncher implements Launcher {
       return;
     }
     const trigger = decision.trigger;
+    if (this.#work !== undefined) {
+      await this.#onFleetTrigger(this.#work, trigger, message);
+      return;
+    }
     const ledger = this.#ledger as TriggerLedger;
     if (ledger.get(trigger.messageId) !== undefined) return;
     const run = this.#runs.get(trigger.conversation);
@@ -828,16 +1043,7 @@ class ZulipLauncher implements Launcher {
     }
     if (run !== undefined) {
       await ledger.add(storeTrigger(trigger), 'followup', { into: run.trigger.messageId });
-      run.followUps.push(trigger.messageId);
-      // The note names the message: the agent gets it once, through listen or in the note.
-      const note = followUpNote(message, { selfUserId: this.#selfId, people: this.#people });
-      await run.mailbox.post(trigger.messageId, note).catch((err: unknown) => {
-        this.#logger.warn('could not write the interrupt file', { runId: run.runId, err });
-      });
-      this.#logger.info('follow-up handed to the running agent', {
-        messageId: trigger.messageId,
-        runId: run.runId,
-      });
+      await this.#handOver(run, trigger, message);
       this.#emit({ type: 'trigger', trigger, action: 'followup' });
       return;
     }
@@ -869,11 +1075,75 @@ class ZulipLauncher implements Launcher {
     );
   }
 
+  /** Writes a follow-up to a running agent's interrupt file. */
+  async #handOver(run: Run, trigger: TriggerInfo, message: Message): Promise<void> {
+    run.followUps.push(trigger.messageId);
+    // The note names the message: the agent gets it once, through listen or in the note.
+    const note = followUpNote(message, { selfUserId: this.#selfId, people: this.#people });
+    await run.mailbox.post(trigger.messageId, note).catch((err: unknown) => {
+      this.#logger.warn('could not write the interrupt file', { runId: run.runId, err });
+    });
+    this.#logger.info('follow-up handed to the running agent', {
+      messageId: trigger.messageId,
+      runId: run.runId,
+    });
+  }
+
+  /**
+   * A trigger seen by a worker of a fleet: every worker reads every event, the first one records
+   * the trigger and decides (in the database, holding the fleet's row); the worker whose agent
+   * runs the conversation hands a follow-up over, whichever worker recorded it.
+   */
+  async #onFleetTrigger(work: LauncherWork, trigger: TriggerInfo, message: Message): Promise<void> {
+    const { inserted, action, row } = await work.intake(
+      { messageId: trigger.messageId, conversation: trigger.conversation, trigger: storeTrigger(trigger) },
+      { maxRunning: this.#maxRunning, maxQueued: this.#maxQueued },
+    );
+    if (row.status === 'followup' && row.worker === work.worker) {
+      const run = this.#runs.get(trigger.conversation);
+      if (run !== undefined && run.trigger.messageId === row.into && !run.followUps.includes(row.messageId)) {
+        if (trigger.kind === 'dm' && APPROVAL_ANSWER.test(message.content)) {
+          // `yes <id>` answers the agent's approval prompt (its zulip server takes it): handled,
+          // so it never becomes a note or a later run.
+          run.followUps.push(row.messageId);
+          this.#logger.info('an approval answer, left to the agent’s zulip server', {
+            messageId: trigger.messageId,
+          });
+          return;
+        }
+        await this.#handOver(run, trigger, message);
+        // Told by the worker whose agent got it, whichever worker recorded it.
+        this.#emit({ type: 'trigger', trigger, action: 'followup' });
+      }
+    }
+    if (!inserted || action === undefined || action === 'followup') return;
+    this.#emit({ type: 'trigger', trigger, action });
+    if (action === 'start') {
+      await this.#startRun(trigger, 'claimed');
+    } else if (action === 'queue') {
+      this.#logger.info('trigger queued', { messageId: trigger.messageId });
+      this.#react(trigger.messageId, 'queued', 'add');
+      await this.#refreshQueue();
+    } else if (action === 'refuse') {
+      this.#react(trigger.messageId, 'failed', 'add');
+      this.#notify(
+        trigger,
+        `I am busy: ${this.#maxQueued} conversations are waiting already; mention me again later.`,
+      );
+    }
+  }
+
+  async #refreshQueue(): Promise<void> {
+    const rows: LauncherTriggerRow[] = (await this.#work?.active()) ?? [];
+    this.#fleetQueued = rows.filter((r) => r.status === 'queued').map((r) => fleetTrigger(r));
+  }
+
   /** The gate's decision on a would-be trigger: a follow-up where an agent runs or waits, else a mention or a DM. */
   #admit(senderId: number, trigger: TriggerInfo): boolean {
     const path: AdmissionPath =
       this.#runs.has(trigger.conversation) ||
-      this.#waiting.some((t) => t.conversation === trigger.conversation)
+      this.#waiting.some((t) => t.conversation === trigger.conversation) ||
+      this.#fleetQueued.some((t) => t.conversation === trigger.conversation)
         ? 'follow-up'
         : trigger.kind === 'dm'
           ? 'dm'
@@ -909,8 +1179,20 @@ class ZulipLauncher implements Launcher {
   }
 
   /** Starts the agent of a trigger; its state is on disk as `running` before the process exists. */
-  async #startRun(trigger: TriggerInfo, from: 'new' | 'queued'): Promise<void> {
+  async #startRun(trigger: TriggerInfo, from: 'new' | 'queued' | 'claimed'): Promise<void> {
+    const work = this.#work;
     const ledger = this.#ledger as TriggerLedger;
+    const record = (change: {
+      status?: 'running' | 'failed';
+      runId?: string;
+      pid?: number;
+      reason?: string;
+      backend?: string;
+    }) => {
+      if (work === undefined) return ledger.update(trigger.messageId, change);
+      const { backend: _backend, ...rest } = change;
+      return work.update(trigger.messageId, rest);
+    };
     const backend = this.#backendFor(trigger);
     const runId = `${trigger.messageId}-${randomBytes(3).toString('hex')}`;
     const runDir = join(this.#runsDir, runId);
@@ -926,7 +1208,7 @@ class ZulipLauncher implements Launcher {
     // A DM trigger names its conversation too (where an approval prompt goes; a DM binds no topic).
     binding.TRIGGER_MESSAGE_ID = String(trigger.messageId);
     if (from === 'new') await ledger.add(storeTrigger(trigger), 'running', { runId, backend });
-    else await ledger.update(trigger.messageId, { status: 'running', runId, backend });
+    else await record({ status: 'running', runId, backend });
     // A DM conversation is one Claude Code session across runs; `/new` starts a fresh one.
     let session: { mode: 'new' | 'resume'; id: string } | undefined;
     if (trigger.kind === 'dm' && backend === 'claude') {
@@ -954,7 +1236,8 @@ class ZulipLauncher implements Launcher {
       for (const file of invocation.files) await writeFile(file.path, file.content, { mode: 0o600 });
     } catch (err) {
       this.#logger.error('could not prepare the agent run', { messageId: trigger.messageId, err });
-      await ledger.update(trigger.messageId, { status: 'failed', reason: 'could not prepare the run' });
+      await record({ status: 'failed', reason: 'could not prepare the run' });
+      this.#wake?.();
       if (from === 'queued') this.#react(trigger.messageId, 'queued', 'remove');
       this.#react(trigger.messageId, 'failed', 'add');
       this.#notify(trigger, 'I could not start: the launcher could not prepare the run (its log says why).');
@@ -1004,18 +1287,24 @@ class ZulipLauncher implements Launcher {
           pid,
           argv: [invocation.command, ...invocation.args],
         });
-        this.#track(ledger.update(trigger.messageId, { pid }), 'record the agent pid');
+        this.#track(record({ pid }), 'record the agent pid');
         if (from === 'queued') this.#react(trigger.messageId, 'queued', 'remove');
         this.#react(trigger.messageId, 'working', 'add');
         run.progress = this.#progressFor(trigger);
       },
       () => undefined,
     );
-    void agent.exited.then((exit) => this.#serial(() => this.#finish(run, exit)));
+    // close() waits for every run's end to be recorded (it needs the store still open).
+    this.#ending.add(
+      agent.exited
+        .then((exit) => this.#serial(() => this.#finish(run, exit)))
+        .catch((err: unknown) => this.#logger.error('could not record the end of a run', { runId, err })),
+    );
   }
 
   async #finish(run: Run, exit: AgentExit): Promise<void> {
     const ledger = this.#ledger as TriggerLedger;
+    const work = this.#work;
     const untaken = await run.mailbox.drain();
     this.#runs.delete(run.trigger.conversation);
     let outcome: SessionOutcome;
@@ -1040,12 +1329,21 @@ class ZulipLauncher implements Launcher {
       reason = exit.code !== null ? `exited with code ${exit.code}` : `ended by ${exit.signal ?? 'a signal'}`;
       notice = `Something went wrong: the agent (${run.backend}) ${reason} before it finished. Its log is on the launcher's host.`;
     }
-    await ledger.update(run.trigger.messageId, { status: outcome === 'done' ? 'done' : 'failed', reason });
-    for (const id of run.followUps) {
+    if (work !== undefined) {
+      const delivered = run.followUps.filter((id) => !untaken.includes(id));
+      await work.finish(
+        run.trigger.messageId,
+        { status: outcome === 'done' ? 'done' : 'failed', reason },
+        delivered,
+      );
+      this.#wake?.();
+    } else
+      await ledger.update(run.trigger.messageId, { status: outcome === 'done' ? 'done' : 'failed', reason });
+    for (const id of work === undefined ? run.followUps : []) {
       if (!untaken.includes(id)) await ledger.update(id, { status: 'done' });
     }
     // Follow-ups the agent never took are not dropped: the newest becomes a trigger of its own.
-    const newest = untaken.length > 0 ? Math.max(...untaken) : undefined;
+    const newest = untaken.length > 0 && work === undefined ? Math.max(...untaken) : undefined;
     if (newest !== undefined) {
       for (const id of untaken)
         if (id !== newest) await ledger.update(id, { status: 'merged', into: newest });
@@ -1087,6 +1385,16 @@ class ZulipLauncher implements Launcher {
 
   /** Starts waiting triggers while there are free slots; runs inside the chain, like every other step. */
   async #pump(): Promise<void> {
+    const work = this.#work;
+    if (work !== undefined) {
+      while (this.#state === 'running' || this.#state === 'starting') {
+        const row = await work.claimNext(this.#maxRunning);
+        if (row === undefined) break;
+        await this.#startRun(fleetTrigger(row), 'queued');
+      }
+      await this.#refreshQueue();
+      return;
+    }
     while (this.#state !== 'closing' && this.#state !== 'closed' && this.#runs.size < this.#maxRunning) {
       const next = this.#waiting.shift();
       if (next === undefined) return;
@@ -1136,13 +1444,7 @@ class ZulipLauncher implements Launcher {
    * environment carries this run's marker (Linux `/proc`), so a reused pid is never hit.
    */
   async #stopOrphan(pid: number, runId: string): Promise<boolean> {
-    let environ: string;
-    try {
-      environ = await readFile(`/proc/${pid}/environ`, 'latin1');
-    } catch {
-      return false;
-    }
-    if (!environ.split('\0').includes(`ZULIP_AGENT_RUN=${runId}`)) return false;
+    if (!(await groupCarries(pid, runId))) return false;
     try {
       process.kill(-pid, 'SIGTERM');
     } catch {
@@ -1218,6 +1520,33 @@ class ZulipLauncher implements Launcher {
         : client.sendMessage({ type: 'direct', to: [...(trigger.dmUserIds ?? [trigger.senderId])], content });
     this.#track(send, 'post a status reply');
   }
+}
+
+/**
+ * Whether a process of group `pgid` belongs to run `runId` (Linux `/proc`): the agent itself
+ * carries the run's marker, and its zulip server (still running when the agent has exited
+ * already) the run's interrupt file, in their environments.
+ */
+async function groupCarries(pgid: number, runId: string): Promise<boolean> {
+  const carries = async (pid: number | string) => {
+    const env = (await readFile(`/proc/${pid}/environ`, 'latin1').catch(() => '')).split('\0');
+    return env.some(
+      (v) =>
+        v === `ZULIP_AGENT_RUN=${runId}` ||
+        (v.startsWith('ZULIP_INTERRUPT_FILE=') && v.endsWith(`${sep}${runId}${sep}interrupt`)),
+    );
+  };
+  if (await carries(pgid)) return true;
+  const entries = await readdir('/proc').catch(() => [] as string[]);
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'latin1').catch(() => undefined);
+    if (stat === undefined) continue;
+    // After the command's closing parenthesis: state, ppid, pgrp.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(fields[2]) === pgid && (await carries(entry))) return true;
+  }
+  return false;
 }
 
 /**

@@ -164,6 +164,7 @@ async function open(
     maxQueued: config.maxQueued,
     timeLimitMs: config.timeLimitMs,
     stopGraceMs: config.stopGraceMs,
+    workerLeaseMs: config.workerLeaseMs,
     catchUpMs: config.catchUpMs,
     emoji: config.emoji,
     logger,

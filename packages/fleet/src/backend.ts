@@ -11,6 +11,7 @@ import {
 } from '@zmcp/delivery';
 import type { Broadcast } from './broadcast.js';
 import { FleetError } from './errors.js';
+import type { LauncherWork, LauncherWorkOptions } from './launcher-work.js';
 import type { EventHub, EventHubOptions } from './postgres-event-hub.js';
 
 /** Options of {@link openStateBackend}. */
@@ -96,6 +97,11 @@ export interface StateBackend {
    * `undefined` on files, where there is one process.
    */
   readonly broadcast: Broadcast | undefined;
+  /**
+   * With PostgreSQL, the shared work of `zulip-agent` workers with one launcher id (claim rows,
+   * leases, the fleet-wide queue); `undefined` on files, where one launcher holds its record.
+   */
+  readonly launcherWork: ((options: LauncherWorkOptions) => LauncherWork) | undefined;
   /**
    * With PostgreSQL, the fleet's processes: each registers itself (a heartbeat row) and reads
    * who else runs; `undefined` on files, where there is one process.
@@ -183,6 +189,7 @@ function openFileBackend(dir: string): StateBackend {
     store,
     events: undefined,
     broadcast: undefined,
+    launcherWork: undefined,
     processes: undefined,
     locationOf: (key) => store.pathOf(key),
     async openFilters(options) {

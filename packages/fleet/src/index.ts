@@ -13,6 +13,13 @@ export { openStateBackend } from './backend.js';
 export type { Broadcast } from './broadcast.js';
 export type { FleetErrorCode, FleetErrorOptions } from './errors.js';
 export { FleetError, isFleetError } from './errors.js';
+export type {
+  LauncherIntakeAction,
+  LauncherTriggerRow,
+  LauncherTriggerStatus,
+  LauncherWork,
+  LauncherWorkOptions,
+} from './launcher-work.js';
 export { SCHEMA_VERSION } from './migrations.js';
 export type { EventHub, EventHubOptions, EventQueueOwner } from './postgres-event-hub.js';
 export type {

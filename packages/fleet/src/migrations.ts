@@ -147,6 +147,55 @@ CREATE TABLE leases (
 CREATE INDEX leases_scope ON leases (scope);
 `,
   },
+  {
+    version: 6,
+    compatibleFrom: 1,
+    description:
+      'launcher workers on several machines: the fleet row, worker leases, one claim row per trigger',
+    sql: `
+-- One row per realm and bot (account) and launcher id: every decision about its triggers is
+-- taken holding this row (SELECT ... FOR UPDATE), so the workers decide one at a time; it keeps
+-- the newest message id examined, where a fleet that was wholly down catches up from.
+CREATE TABLE launcher_fleets (
+  account         text   NOT NULL,
+  launcher        text   NOT NULL,
+  last_message_id bigint NOT NULL DEFAULT 0,
+  PRIMARY KEY (account, launcher)
+);
+
+-- One row per live worker: its lease, renewed by its heartbeat. A worker whose lease ran out is
+-- dead to the others: they delete its row and take over its triggers.
+CREATE TABLE launcher_workers (
+  account    text        NOT NULL,
+  launcher   text        NOT NULL,
+  worker     text        NOT NULL,
+  host       text        NOT NULL,
+  pid        integer     NOT NULL,
+  since      timestamptz NOT NULL DEFAULT now(),
+  expires_at timestamptz NOT NULL,
+  PRIMARY KEY (account, launcher, worker)
+);
+
+-- One row per trigger (its claim): inserted once (ON CONFLICT DO NOTHING), by whichever worker
+-- sees the message first; worker names the one whose agent runs it (running) or got it (followup).
+CREATE TABLE launcher_triggers (
+  account      text        NOT NULL,
+  launcher     text        NOT NULL,
+  message_id   bigint      NOT NULL,
+  conversation text        NOT NULL,
+  trigger      jsonb       NOT NULL,
+  status       text        NOT NULL CHECK (status IN ('queued', 'running', 'followup', 'merged', 'done', 'failed')),
+  worker       text,
+  run_id       text,
+  pid          integer,
+  into_id      bigint,
+  reason       text,
+  updated_at   timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (account, launcher, message_id)
+);
+CREATE INDEX launcher_triggers_active ON launcher_triggers (account, launcher, status, message_id);
+`,
+  },
 ];
 
 /** The schema version this release writes. */

@@ -3,6 +3,7 @@ import { type OpenStateBackendOptions, type StateBackend, tracked } from './back
 import { PgBroadcast } from './broadcast.js';
 import { Database } from './database.js';
 import { FleetError } from './errors.js';
+import { PgLauncherWork } from './launcher-work.js';
 import { PgEventHub } from './postgres-event-hub.js';
 import { PgFiltersPlane } from './postgres-filters-plane.js';
 import { PgProcessRegistry } from './postgres-processes.js';
@@ -35,6 +36,7 @@ export async function openPostgresBackend(
     locationOf: (key) => db.locationOf(key),
     events,
     broadcast: new PgBroadcast(db),
+    launcherWork: (work) => new PgLauncherWork(db, work),
     processes: new PgProcessRegistry(db, options.processHeartbeatMs),
     async openFilters(filters) {
       if (filters.file !== undefined) {

@@ -58,6 +58,9 @@ describe('opening a PostgreSQL backend', () => {
     expect(tables.rows.map((r) => r.name)).toEqual([
       'event_log',
       'event_queues',
+      'launcher_fleets',
+      'launcher_triggers',
+      'launcher_workers',
       'leases',
       'locks',
       'processes',
