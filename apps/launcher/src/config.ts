@@ -109,26 +109,26 @@ export const binName = 'zulip-agent';
  * the Zulip account, the deadline of each Zulip call, the log level. The rest (toolsets,
  * allowlists, uploads…) belong to the zulip server each agent gets, not to the launcher.
  */
-const shared = serverSettings({
-  bin: binName,
-  only: [
-    'ZULIP_STATE_URL',
-    'ZULIP_REQUEST_TIMEOUT_MS',
-    'ZMCP_LOG_LEVEL',
-    'ZMCP_STATUS_PORT',
-    'ZMCP_STATUS_HOST',
-    'ZMCP_STATUS_TOKEN',
-  ],
-});
-const {
-  ZULIP_STATE_URL,
-  ZULIP_REQUEST_TIMEOUT_MS,
-  ZMCP_LOG_LEVEL,
-  ZMCP_STATUS_PORT,
-  ZMCP_STATUS_HOST,
-  ZMCP_STATUS_TOKEN,
-  ...zulipAccount
-} = shared.shape;
+const sharedNames = [
+  'ZULIP_STATE_URL',
+  'ZULIP_REQUEST_TIMEOUT_MS',
+  'ZMCP_LOG_LEVEL',
+  'ZMCP_STATUS_PORT',
+  'ZMCP_STATUS_HOST',
+  'ZMCP_STATUS_TOKEN',
+] as const;
+type SharedName = (typeof sharedNames)[number];
+const shared = serverSettings({ bin: binName, only: sharedNames });
+const isSharedName = (name: string): boolean => (sharedNames as readonly string[]).includes(name);
+/** The Zulip account's settings, listed first in the help. */
+const zulipAccount = Object.fromEntries(
+  Object.entries(shared.shape).filter(([name]) => !isSharedName(name)),
+) as Omit<typeof shared.shape, SharedName>;
+/** The other shared settings, listed after the launcher's own state and log settings. */
+const sharedRest = Object.fromEntries(sharedNames.map((name) => [name, shared.shape[name]])) as Pick<
+  typeof shared.shape,
+  SharedName
+>;
 
 /** What the launcher's Zulip runtime is opened with, beyond the shared settings. */
 export interface LauncherRuntimeInput {
@@ -159,12 +159,13 @@ export function launcherServerSettings(input: LauncherRuntimeInput): ServerSetti
       ZULIP_RC_PATH: zulip.rcPath,
       ZULIP_ALLOW_INSECURE_HTTP: zulip.allowInsecureHttp,
       ZULIP_STATE_URL: input.stateUrl,
-      ZULIP_REQUEST_TIMEOUT_MS: input.requestTimeoutMs ?? ZULIP_REQUEST_TIMEOUT_MS.parse(undefined),
+      ZULIP_REQUEST_TIMEOUT_MS:
+        input.requestTimeoutMs ?? sharedRest.ZULIP_REQUEST_TIMEOUT_MS.parse(undefined),
       // The launcher's logger is given to it; the level only matters to the bin that made it.
-      ZMCP_LOG_LEVEL: ZMCP_LOG_LEVEL.parse(undefined),
+      ZMCP_LOG_LEVEL: sharedRest.ZMCP_LOG_LEVEL.parse(undefined),
       // The status page is the bin's, served by runServer; the runtime never serves one.
       ZMCP_STATUS_PORT: undefined,
-      ZMCP_STATUS_HOST: ZMCP_STATUS_HOST.parse(undefined),
+      ZMCP_STATUS_HOST: sharedRest.ZMCP_STATUS_HOST.parse(undefined),
       ZMCP_STATUS_TOKEN: undefined,
     },
     // Nothing here is read from a file or a variable: the state directory is the launcher's own.
@@ -465,12 +466,7 @@ const configShape = {
     defaultText: '<state dir>/logs',
     help: 'Directory of the agents’ output, one log file per conversation.',
   }),
-  ZULIP_STATE_URL,
-  ZULIP_REQUEST_TIMEOUT_MS,
-  ZMCP_LOG_LEVEL,
-  ZMCP_STATUS_PORT,
-  ZMCP_STATUS_HOST,
-  ZMCP_STATUS_TOKEN,
+  ...sharedRest,
   '--demo': flagSwitch({
     group: 'Other',
     flag: '--demo',

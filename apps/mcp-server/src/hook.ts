@@ -1,16 +1,10 @@
-import type { Readable, Writable } from 'node:stream';
-import {
-  configurationProblems,
-  createLogger,
-  ExitCode,
-  reportInvalidConfiguration,
-  startupConfigurationProblem,
-} from '@zmcp/cli';
+import { createLogger, ExitCode, reportInvalidConfiguration, startupConfigurationProblem } from '@zmcp/cli';
 import { type CallOptions, errorCode, type Logger, readMessage } from '@zmcp/core';
 import { openZulipRuntime, type ZulipRuntime } from '@zmcp/server-kit';
 import { isToolError, postMessage } from '@zmcp/tools';
 import { z } from 'zod';
-import { type Config, configVariableNames, parseConfig } from './config.js';
+import { type CommandIo, commandConfig, outputsOf, readText } from './command-io.js';
+import { type Config, configVariableNames } from './config.js';
 
 // `zulip-mcp hook`: a Claude Code hook (the plugin's hooks/hooks.json runs it for SessionStart,
 // Notification, StopFailure and SessionEnd). It reads the event Claude Code writes on stdin and
@@ -27,11 +21,7 @@ const MAX_EVENT_BYTES = 1024 * 1024;
 const PLUGIN_OPTION = 'CLAUDE_PLUGIN_OPTION_';
 
 /** Streams of one run of {@link hookMain}; each defaults to the process's own. */
-export interface HookIo {
-  stdin?: Readable | undefined;
-  stdout?: Writable | undefined;
-  stderr?: Writable | undefined;
-}
+export type HookIo = CommandIo;
 
 const EventSchema = z.looseObject({
   hook_event_name: z.string(),
@@ -94,18 +84,6 @@ function hookEnv(env: Readonly<Record<string, string | undefined>>): Record<stri
   return merged;
 }
 
-async function readEvent(stdin: Readable): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of stdin) {
-    const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
-    size += buffer.length;
-    if (size > MAX_EVENT_BYTES) throw new Error(`the hook event on stdin is over ${MAX_EVENT_BYTES} bytes`);
-    chunks.push(buffer);
-  }
-  return JSON.parse(Buffer.concat(chunks).toString('utf8'));
-}
-
 /** The bound topic: SESSION_STREAM and SESSION_TOPIC, or the stream and topic of TRIGGER_MESSAGE_ID. */
 async function boundTopic(
   runtime: ZulipRuntime,
@@ -138,16 +116,9 @@ export async function hookMain(
   env: Readonly<Record<string, string | undefined>>,
   io: HookIo = {},
 ): Promise<number> {
-  const stderr = io.stderr ?? process.stderr;
-  let config: Config;
-  try {
-    config = parseConfig(hookEnv(env), argv);
-  } catch (err) {
-    const problems = configurationProblems(err);
-    if (problems === undefined) throw err;
-    reportInvalidConfiguration(stderr, 'zulip-mcp hook', problems);
-    return ExitCode.failure;
-  }
+  const { stderr } = outputsOf(io);
+  const config = commandConfig('zulip-mcp hook', hookEnv(env), argv, stderr, ExitCode.failure);
+  if (typeof config === 'number') return config;
   const logger: Logger = createLogger({
     level: config.logLevel,
     secrets: [config.zulip.apiKey ?? ''],
@@ -155,7 +126,12 @@ export async function hookMain(
   });
   let event: HookEvent;
   try {
-    event = EventSchema.parse(await readEvent(io.stdin ?? process.stdin));
+    const raw = await readText(
+      io.stdin ?? process.stdin,
+      MAX_EVENT_BYTES,
+      `the hook event on stdin is over ${MAX_EVENT_BYTES} bytes`,
+    );
+    event = EventSchema.parse(JSON.parse(raw));
   } catch (err) {
     logger.error('zulip-mcp hook reads the hook event Claude Code writes on stdin; this was none', {
       err: err instanceof Error ? err.message : String(err),

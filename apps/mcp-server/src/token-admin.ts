@@ -54,15 +54,46 @@ export function tokenAdmin(options: {
   logger: Logger;
 }): TokenAdmin {
   const { registry, config, audit, logger } = options;
+  /**
+   * Runs one token operation and writes its audit line whatever the outcome: `ok` or the error's
+   * code, and the token it acted on once `run` has named it through `acted`.
+   */
+  async function audited<T>(
+    action: 'token.create' | 'token.revoke',
+    via: 'cli' | 'http',
+    run: (acted: (info: TokenInfo) => void) => Promise<T>,
+  ): Promise<T> {
+    let outcome = 'ok';
+    let token: TokenInfo | undefined;
+    try {
+      return await run((info) => {
+        token = info;
+      });
+    } catch (err) {
+      outcome = errorCode(err) ?? 'failed';
+      throw err;
+    } finally {
+      await audit
+        .record({
+          kind: 'admin',
+          action,
+          outcome,
+          via,
+          realm: options.site,
+          ...(token === undefined
+            ? {}
+            : { token: { id: token.id, label: token.label }, userId: token.userId }),
+        })
+        .catch((err: unknown) => logger.error('could not write the audit log', { err }));
+    }
+  }
   return {
     registry,
     site: options.site,
     async create(request, via) {
-      let outcome = 'ok';
-      let created: { token: string; info: TokenInfo } | undefined;
       // The person's key (from the admin API's body or the command's stdin) is never logged.
       learnSecret(logger, request.apiKey);
-      try {
+      return audited('token.create', via, async (acted) => {
         const person = await openZulipRuntime({
           settings: {
             ...config,
@@ -94,7 +125,7 @@ export function tokenAdmin(options: {
               'the API key is not the key of that email’s account',
             );
           }
-          created = await registry.create({
+          const created = await registry.create({
             label: request.label,
             userId: identity.user_id,
             email: identity.email,
@@ -104,54 +135,21 @@ export function tokenAdmin(options: {
             writeAs: request.writeAs,
             expiresAt: request.expiresAt,
           });
+          acted(created.info);
           learnSecret(logger, created.token);
+          return created;
         } finally {
           await person.close();
         }
-        return created;
-      } catch (err) {
-        outcome = (err as { code?: string }).code ?? 'failed';
-        throw err;
-      } finally {
-        await audit
-          .record({
-            kind: 'admin',
-            action: 'token.create',
-            outcome,
-            via,
-            realm: options.site,
-            ...(created === undefined
-              ? {}
-              : { token: { id: created.info.id, label: created.info.label }, userId: created.info.userId }),
-          })
-          .catch((err: unknown) => logger.error('could not write the audit log', { err }));
-      }
+      });
     },
     list: () => registry.list(),
-    async revoke(idOrLabel, via) {
-      let outcome = 'ok';
-      let revoked: TokenInfo | undefined;
-      try {
-        revoked = await registry.revoke(idOrLabel);
+    revoke: (idOrLabel, via) =>
+      audited('token.revoke', via, async (acted) => {
+        const revoked = await registry.revoke(idOrLabel);
+        acted(revoked);
         return revoked;
-      } catch (err) {
-        outcome = (err as { code?: string }).code ?? 'failed';
-        throw err;
-      } finally {
-        await audit
-          .record({
-            kind: 'admin',
-            action: 'token.revoke',
-            outcome,
-            via,
-            realm: options.site,
-            ...(revoked === undefined
-              ? {}
-              : { token: { id: revoked.id, label: revoked.label }, userId: revoked.userId }),
-          })
-          .catch((err: unknown) => logger.error('could not write the audit log', { err }));
-      }
-    },
+      }),
   };
 }
 

@@ -1,16 +1,11 @@
 import { readFile } from 'node:fs/promises';
-import type { Readable, Writable } from 'node:stream';
-import {
-  configurationProblems,
-  createLogger,
-  ExitCode,
-  reportInvalidConfiguration,
-  startupConfigurationProblem,
-} from '@zmcp/cli';
+import type { Writable } from 'node:stream';
+import { createLogger, ExitCode, reportInvalidConfiguration, startupConfigurationProblem } from '@zmcp/cli';
 import { errorCode } from '@zmcp/core';
 import { openZulipRuntime, stateUrlSecrets, type ZulipRuntime } from '@zmcp/server-kit';
 import { AuditLog, readAuditLog } from './audit.js';
-import { type Config, parseConfig } from './config.js';
+import { type CommandIo, commandConfig, outputsOf, readText } from './command-io.js';
+import type { Config } from './config.js';
 import { McpServerError } from './errors.js';
 import { loadRealmConfigs } from './realms.js';
 import {
@@ -26,13 +21,6 @@ import { parseExpiry, TokenRegistry, type WriteAs } from './tokens.js';
 // `zulip-mcp tokens create|list|revoke` and `zulip-mcp audit`: the operator's side of hosting the
 // server for an organization. They read the server's own settings (the bot's account, the state
 // directory, ZULIP_SECRET_KEY), so they act on the tokens the server checks.
-
-/** Streams of one run of {@link tokensMain} or {@link auditMain}. */
-export interface CommandIo {
-  stdin?: Readable | undefined;
-  stdout?: Writable | undefined;
-  stderr?: Writable | undefined;
-}
 
 export const tokensUsage = `Usage:
   zulip-mcp tokens create --label <label> --email <person's email> (--api-key-file <file> | --api-key-stdin)
@@ -77,12 +65,6 @@ function parseFlags(
   return { flags, rest };
 }
 
-async function readAll(stream: Readable): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
-  return Buffer.concat(chunks).toString('utf8');
-}
-
 function describe(info: RealmTokenInfo, multiRealm: boolean): string {
   return [
     info.id,
@@ -98,15 +80,9 @@ function describe(info: RealmTokenInfo, multiRealm: boolean): string {
   ].join('  ');
 }
 
+/** The settings of the server these tokens are for (`zulip-mcp --http`), or the exit code of bad ones. */
 function settingsOf(env: Readonly<Record<string, string | undefined>>, stderr: Writable): Config | number {
-  try {
-    // The settings of the server these tokens are for: `zulip-mcp --http`.
-    return parseConfig(env, ['--http']);
-  } catch (err) {
-    const problems = configurationProblems(err);
-    if (problems === undefined) throw err;
-    return reportInvalidConfiguration(stderr, 'zulip-mcp tokens', problems);
-  }
+  return commandConfig('zulip-mcp tokens', env, ['--http'], stderr);
 }
 
 /**
@@ -119,8 +95,7 @@ export async function tokensMain(
   env: Readonly<Record<string, string | undefined>>,
   io: CommandIo = {},
 ): Promise<number> {
-  const stdout = io.stdout ?? process.stdout;
-  const stderr = io.stderr ?? process.stderr;
+  const { stdout, stderr } = outputsOf(io);
   const [sub, ...args] = argv;
   if (sub === undefined || sub === '--help' || !['create', 'list', 'revoke'].includes(sub)) {
     (sub === undefined || sub === '--help' ? stdout : stderr).write(`${tokensUsage}\n`);
@@ -207,7 +182,7 @@ export async function tokensMain(
       );
     }
     const apiKey = (
-      keyFile === undefined ? await readAll(io.stdin ?? process.stdin) : await readFile(keyFile, 'utf8')
+      keyFile === undefined ? await readText(io.stdin ?? process.stdin) : await readFile(keyFile, 'utf8')
     ).trim();
     if (!/^[\x21-\x7e]{8,200}$/.test(apiKey)) {
       throw new McpServerError(
@@ -262,8 +237,7 @@ export async function auditMain(
   env: Readonly<Record<string, string | undefined>>,
   io: CommandIo = {},
 ): Promise<number> {
-  const stdout = io.stdout ?? process.stdout;
-  const stderr = io.stderr ?? process.stderr;
+  const { stdout, stderr } = outputsOf(io);
   const config = settingsOf(env, stderr);
   if (typeof config === 'number') return config;
   const lastIndex = argv.indexOf('--last');

@@ -33,18 +33,6 @@ export interface StateKey {
   readonly kind: StateKind;
 }
 
-const STATE_KINDS: readonly StateKind[] = [
-  'monitor',
-  'delivery',
-  'filters',
-  'key',
-  'agent',
-  'task',
-  'sends',
-  'token',
-  'tokens',
-];
-
 // The file suffix of each kind. `monitor` keeps the bare `<session>.json` of the earlier layout.
 const KIND_SUFFIX: Readonly<Record<StateKind, string>> = {
   monitor: '.json',
@@ -57,6 +45,9 @@ const KIND_SUFFIX: Readonly<Record<StateKind, string>> = {
   token: '.token.json',
   tokens: '.tokens.json',
 };
+
+/** Every kind, in the order above (the record's type makes it name each kind once). */
+const STATE_KINDS = Object.keys(KIND_SUFFIX) as readonly StateKind[];
 
 const SESSION_ID = /^[A-Za-z0-9._-]{1,128}$/;
 // A session named `a.delivery` would own `a.delivery.json`, the delivery file of session `a`.

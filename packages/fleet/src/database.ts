@@ -179,19 +179,7 @@ export class Database {
    * unsubscribe function. The listener connects on first use.
    */
   onFiltersChange(account: string, session: string, handler: FiltersChangeHandler): () => void {
-    const name = `${account}\n${session}`;
-    let set = this.#filters.get(name);
-    if (set === undefined) {
-      set = new Set();
-      this.#filters.set(name, set);
-    }
-    set.add(handler);
-    this.#startListening();
-    return () => {
-      const current = this.#filters.get(name);
-      current?.delete(handler);
-      if (current?.size === 0) this.#filters.delete(name);
-    };
+    return this.#addHandler(this.#filters, `${account}\n${session}`, handler);
   }
 
   /**
@@ -199,18 +187,7 @@ export class Database {
    * after the listening connection was lost and regained. Returns the unsubscribe function.
    */
   onEventsLogged(account: string, handler: () => void): () => void {
-    let set = this.#events.get(account);
-    if (set === undefined) {
-      set = new Set();
-      this.#events.set(account, set);
-    }
-    set.add(handler);
-    this.#startListening();
-    return () => {
-      const current = this.#events.get(account);
-      current?.delete(handler);
-      if (current?.size === 0) this.#events.delete(account);
-    };
+    return this.#addHandler(this.#events, account, handler);
   }
 
   /**
@@ -218,17 +195,22 @@ export class Database {
    * with the publisher's origin. Returns the unsubscribe function.
    */
   onBroadcast(topic: string, handler: (message: unknown, origin: string) => void): () => void {
-    let set = this.#broadcasts.get(topic);
+    return this.#addHandler(this.#broadcasts, topic, handler);
+  }
+
+  /** Adds `handler` to the set of `key` in `handlers` and starts the listener; returns the removal. */
+  #addHandler<H>(handlers: Map<string, Set<H>>, key: string, handler: H): () => void {
+    let set = handlers.get(key);
     if (set === undefined) {
       set = new Set();
-      this.#broadcasts.set(topic, set);
+      handlers.set(key, set);
     }
     set.add(handler);
     this.#startListening();
     return () => {
-      const current = this.#broadcasts.get(topic);
+      const current = handlers.get(key);
       current?.delete(handler);
-      if (current?.size === 0) this.#broadcasts.delete(topic);
+      if (current?.size === 0) handlers.delete(key);
     };
   }
 
@@ -289,19 +271,30 @@ export class Database {
     this.#reconnect.unref();
   }
 
-  #notified(payload: string | undefined): void {
-    let parsed: { schema?: unknown; account?: unknown; session?: unknown };
+  /**
+   * A notification's payload when it is of this schema and each of `fields` is a string;
+   * undefined for anything else (another schema's, or not JSON).
+   */
+  #payload<F extends string>(
+    payload: string | undefined,
+    ...fields: F[]
+  ): (Record<F, string> & Record<string, unknown>) | undefined {
+    let parsed: unknown;
     try {
-      parsed = JSON.parse(payload ?? '') as typeof parsed;
+      parsed = JSON.parse(payload ?? '');
     } catch {
-      return;
+      return undefined;
     }
-    if (
-      parsed.schema !== this.schema ||
-      typeof parsed.account !== 'string' ||
-      typeof parsed.session !== 'string'
-    )
-      return;
+    if (typeof parsed !== 'object' || parsed === null) return undefined;
+    const record = parsed as Record<string, unknown>;
+    if (record.schema !== this.schema || !fields.every((field) => typeof record[field] === 'string'))
+      return undefined;
+    return record as Record<F, string> & Record<string, unknown>;
+  }
+
+  #notified(payload: string | undefined): void {
+    const parsed = this.#payload(payload, 'account', 'session');
+    if (parsed === undefined) return;
     for (const handler of this.#filters.get(`${parsed.account}\n${parsed.session}`) ?? [])
       handler('notified');
   }
@@ -312,29 +305,14 @@ export class Database {
   }
 
   #broadcast(payload: string | undefined): void {
-    let parsed: { schema?: unknown; topic?: unknown; origin?: unknown; message?: unknown };
-    try {
-      parsed = JSON.parse(payload ?? '') as typeof parsed;
-    } catch {
-      return;
-    }
-    if (
-      parsed.schema !== this.schema ||
-      typeof parsed.topic !== 'string' ||
-      typeof parsed.origin !== 'string'
-    )
-      return;
+    const parsed = this.#payload(payload, 'topic', 'origin');
+    if (parsed === undefined) return;
     for (const handler of this.#broadcasts.get(parsed.topic) ?? []) handler(parsed.message, parsed.origin);
   }
 
   #eventsLogged(payload: string | undefined): void {
-    let parsed: { schema?: unknown; account?: unknown };
-    try {
-      parsed = JSON.parse(payload ?? '') as typeof parsed;
-    } catch {
-      return;
-    }
-    if (parsed.schema !== this.schema || typeof parsed.account !== 'string') return;
+    const parsed = this.#payload(payload, 'account');
+    if (parsed === undefined) return;
     for (const handler of this.#events.get(parsed.account) ?? []) handler();
   }
 

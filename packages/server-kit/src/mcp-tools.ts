@@ -5,6 +5,7 @@ import {
   type ServerContext,
   type Tool,
 } from '@modelcontextprotocol/server';
+import { errorCode } from '@zmcp/core';
 import {
   type AnyToolDefinition,
   isToolError,
@@ -134,8 +135,7 @@ export async function callMcpTool(
               }),
     });
   } catch (err) {
-    const code = (err as { code?: unknown }).code;
-    seen('protocol-error', typeof code === 'string' ? code : undefined);
+    seen('protocol-error', errorCode(err));
     throw toolCallError(err);
   }
   seen(outcome.isError ? 'error' : 'ok', outcome.isError ? outcome.code : undefined);

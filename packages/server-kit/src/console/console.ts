@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
-import { isLoopbackHost, type Logger } from '@zmcp/core';
+import { errorCode, isLoopbackHost, type Logger } from '@zmcp/core';
 import { Gauge, Registry } from 'prom-client';
 import { ServerKitError } from '../errors.js';
 import { bearerTokenOf, isLoopbackHostHeader, tokenCheck } from '../http-guard.js';
@@ -271,8 +271,7 @@ export class OperatorConsole {
       try {
         body = panel.render();
       } catch (err) {
-        const code = (err as { code?: unknown }).code;
-        body = html`<p class="bad">This panel failed to render (${typeof code === 'string' ? code : 'error'}).</p>`;
+        body = html`<p class="bad">This panel failed to render (${errorCode(err) ?? 'error'}).</p>`;
       }
       sections.push(html`<section id="${panel.id}"><h2>${panel.title}</h2>${body}</section>`);
     }
