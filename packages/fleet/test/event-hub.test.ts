@@ -1,4 +1,4 @@
-// One Zulip event queue per realm and bot, shared through the database: one owner polls, every
+// One Zulip event queue per realm and bot and kind of reader, shared through the database: one owner polls, every
 // reader of every process reads the same events in the same order, a new owner resumes the
 // queue, and a lost queue reaches every reader as a gap.
 import { type EventQueueOptions, type QueueItem, ZulipClient } from '@zmcp/core';
@@ -93,6 +93,7 @@ const LAUNCHER_SHAPE: EventQueueOptions = {
   eventTypes: ['message', 'realm_user', 'update_message'],
   fetchEventTypes: ['message', 'realm_user', 'realm'],
   clientCapabilities: { empty_topic_name: true },
+  applyMarkdown: false,
 };
 
 /** Reads until `count` message events (and any gaps) have come, in order. */
@@ -175,6 +176,7 @@ describe('the shared event queue', () => {
       clientCapabilities: { empty_topic_name: true },
       fetchEventTypes: ['realm', 'realm_user', 'message'],
       eventTypes: ['update_message', 'message', 'realm_user'],
+      applyMarkdown: false,
     });
     expect(liveQueues()).toBe(2);
     const id = post('hello');
