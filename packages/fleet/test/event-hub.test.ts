@@ -185,7 +185,15 @@ describe('the shared event queue', () => {
     // The engine sees the reaction it asked for; the launchers, which did not, see only the messages.
     expect(await eventTypes(engine, 3)).toEqual(['message', 'reaction', 'message']);
     for (const r of [launcher, launcher2]) expect(await eventTypes(r, 2)).toEqual(['message', 'message']);
-    expect(await a.backend.events?.owner(accountOf())).toMatchObject({ account: accountOf(), owned: true });
+    // A kind nobody reads any more, its owner gone, taken last: the account still shows an owner.
+    await sql(
+      `INSERT INTO "${schema}".event_queues (account, owner_pid, owner_host, owner_since, queue_id)
+       VALUES ($1, 1, 'web-2', now() + interval '1 hour', 'stale')`,
+      [`${accountOf()}#0000000000000000`],
+    );
+    const owner = await a.backend.events?.owner(accountOf());
+    expect(owner).toMatchObject({ account: accountOf(), owned: true, pid: process.pid });
+    expect(sim.queues(bot).map((q) => q.queueId)).toContain(owner?.queueId);
   });
 
   it('hands the queue to another process when the owner dies, which resumes it: nothing lost, nothing twice', async () => {
