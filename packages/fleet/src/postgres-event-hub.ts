@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
   EventQueue,
@@ -26,7 +27,10 @@ export interface EventHubOptions {
   heartbeatMs?: number | undefined;
 }
 
-/** Who owns the shared event queue of a realm and bot, and where it stands: read-only, for status pages. */
+/**
+ * Who owns a shared event queue of a realm and bot, and where it stands: read-only, for status
+ * pages. A bot has one queue per kind of reader (per registration); see {@link EventHub.owner}.
+ */
 export interface EventQueueOwner {
   /** The realm and bot (`stateAccount`). */
   readonly account: string;
@@ -39,20 +43,29 @@ export interface EventQueueOwner {
   /** The Zulip queue and the last event id received on it. */
   readonly queueId: string | undefined;
   readonly lastEventId: number | undefined;
-  /** The newest log position, and how many events the log holds for the account. */
+  /** The newest log position, and how many events the log holds for that queue. */
   readonly logSeq: number;
   readonly logSize: number;
 }
 
-/** The shared event queues of one database: one Zulip queue per realm and bot, read by every process. */
+/**
+ * The shared event queues of one database: one Zulip queue per realm and bot and kind of reader
+ * (what it registers: event types, state, capabilities, narrow...), read by every process.
+ */
 export interface EventHub {
   /**
-   * What a `DeliveryEngine` takes as `events`: readers of the one Zulip event queue of
-   * `account`, whichever process owns it. `client` is this process's client of that account,
-   * used when it becomes the owner.
+   * What a `DeliveryEngine` takes as `events`: readers of the Zulip event queue of `account`
+   * registered as each reader asks, whichever process owns it: readers asking for the same
+   * registration (whatever the order of its lists) share one queue, a reader asking for another
+   * gets a queue of its own. `client` is this process's client of that account, used when it
+   * becomes the owner.
    */
   source(client: ZulipClient, account: string): OpenEventSource;
-  /** Who owns the queue of `account` and where it stands; `undefined` when it never had one. */
+  /**
+   * Who owns a queue of `account` and where it stands; `undefined` when it never had one. With
+   * several kinds of reader (one queue each), the queue a process owns now, this process's first,
+   * then the one taken most recently.
+   */
   owner(account: string): Promise<EventQueueOwner | undefined>;
   /** Stops owning (the Zulip queue is kept for the next owner) and ends every reader. */
   close(): Promise<void>;
@@ -112,6 +125,33 @@ function fromLogged(item: LoggedItem): QueueItem {
 
 const num = (v: string | null): number | undefined => (v === null ? undefined : Number(v));
 
+const sorted = (list: readonly string[] | undefined): string[] | null =>
+  list === undefined ? null : [...new Set(list)].sort();
+
+/**
+ * The key of an account's queue for readers registering `params`: the account, `#`, and a digest
+ * of every option that changes what Zulip sends or what the queue yields (lists sorted; the
+ * options of the polling itself, such as timeouts and backoff, left out). Readers with the same
+ * key share one queue; `#` never occurs in an account.
+ */
+function queueKey(account: string, params: EventQueueOptions): string {
+  const capabilities = Object.entries(params.clientCapabilities ?? {}).sort(([a], [b]) => (a < b ? -1 : 1));
+  const shape = {
+    eventTypes: sorted(params.eventTypes),
+    fetchEventTypes: sorted(params.fetchEventTypes),
+    narrow: params.narrow === undefined ? null : params.narrow.map((t) => JSON.stringify(t)).sort(),
+    allPublicStreams: params.allPublicStreams ?? null,
+    applyMarkdown: params.applyMarkdown ?? null,
+    clientGravatar: params.clientGravatar ?? null,
+    includeSubscribers: params.includeSubscribers ?? null,
+    clientCapabilities: params.clientCapabilities === undefined ? null : capabilities,
+    queueLifespanSecs: params.queueLifespanSecs ?? null,
+    yieldHeartbeats: params.yieldHeartbeats ?? null,
+  };
+  const digest = createHash('sha256').update(JSON.stringify(shape)).digest('hex').slice(0, 16);
+  return `${account}#${digest}`;
+}
+
 /**
  * The PostgreSQL event hub. Per account, the process that holds the account's advisory lock (on a
  * connection of its own: freed by the server the moment its holder dies) is the owner: it alone
@@ -141,15 +181,19 @@ export class PgEventHub implements EventHub {
   }
 
   source(client: ZulipClient, account: string): OpenEventSource {
-    const key = parseStateAccount(account);
+    const checked = parseStateAccount(account);
     return async (params) => {
       if (this.#closed) throw new DeliveryError('DELIVERY_NOT_RUNNING', 'the state backend is closed');
+      const key = queueKey(checked, params);
       let feed = this.#feeds.get(key);
       if (feed === undefined) {
-        feed = new AccountFeed(this.#db, this.#logger, this.#options, key, () => this.#feeds.delete(key));
+        const registration: EventQueueOptions = { ...params, signal: undefined };
+        feed = new AccountFeed(this.#db, this.#logger, this.#options, key, registration, () =>
+          this.#feeds.delete(key),
+        );
         this.#feeds.set(key, feed);
       }
-      return feed.reader(client, params);
+      return feed.reader(client);
     };
   }
 
@@ -171,8 +215,11 @@ export class PgEventHub implements EventHub {
                         AND classid = $2::bigint::oid AND objid = e.id::bigint::oid AND objsubid = 2) AS owned,
               (SELECT max(seq) FROM ${q}.event_log WHERE account = e.account)::text AS log_seq,
               (SELECT count(*) FROM ${q}.event_log WHERE account = e.account)::text AS log_size
-         FROM ${q}.event_queues e WHERE e.account = $1`,
-      [parseStateAccount(account), ownerLockClass(this.#db)],
+         FROM ${q}.event_queues e WHERE starts_with(e.account, $1 || '#')
+        ORDER BY owned DESC, (e.owner_pid = $3 AND e.owner_host = $4) IS TRUE DESC,
+                 e.owner_since DESC NULLS LAST, e.id DESC
+        LIMIT 1`,
+      [parseStateAccount(account), ownerLockClass(this.#db), process.pid, hostname()],
     );
     const row = result.rows[0];
     if (row === undefined) return undefined;
@@ -201,17 +248,17 @@ function ownerLockClass(db: Database): number {
   return (db.lockClass ^ 0x40000000) & 0x7fffffff;
 }
 
-/** One account's shared queue in this process: its readers, and its ownership while it has any. */
+/** One shared queue (an account's, for one kind of reader) in this process: its readers, and its ownership while it has any. */
 class AccountFeed {
   readonly #db: Database;
   readonly #logger: Logger;
   readonly #options: Tuning;
-  readonly #account: string;
+  readonly #key: string;
   readonly #forget: () => void;
   readonly #readers = new Set<LogReader>();
   #rowId: number | undefined;
   #client: ZulipClient | undefined;
-  #params: EventQueueOptions | undefined;
+  readonly #params: EventQueueOptions;
   /** The lock's connection while this process owns the queue. */
   #owner: pg.Client | undefined;
   /** The connection that tries for the lock while another process owns the queue. */
@@ -224,11 +271,20 @@ class AccountFeed {
   #unlisten: (() => void) | undefined;
   #closed = false;
 
-  constructor(db: Database, logger: Logger, options: Tuning, account: string, forget: () => void) {
+  /** `key` is the queue's ({@link queueKey}), `params` the registration of every reader of it. */
+  constructor(
+    db: Database,
+    logger: Logger,
+    options: Tuning,
+    key: string,
+    params: EventQueueOptions,
+    forget: () => void,
+  ) {
     this.#db = db;
     this.#logger = logger;
     this.#options = options;
-    this.#account = account;
+    this.#key = key;
+    this.#params = params;
     this.#forget = forget;
   }
 
@@ -236,13 +292,12 @@ class AccountFeed {
     return this.#db.q;
   }
 
-  async reader(client: ZulipClient, params: EventQueueOptions): Promise<EventSource> {
+  /** A reader of the queue; `params` are the feed's (the same key), bar the polling options. */
+  async reader(client: ZulipClient): Promise<EventSource> {
     this.#client ??= client;
-    // The first reader's registration is the queue's: every engine of a bot asks for the same.
-    this.#params ??= { ...params, signal: undefined };
     const reader = new LogReader(this.#db, this.#options, () => this.#drop(reader));
     this.#readers.add(reader);
-    this.#unlisten ??= this.#db.onEventsLogged(this.#account, () => {
+    this.#unlisten ??= this.#db.onEventsLogged(this.#key, () => {
       for (const r of this.#readers) r.wake();
     });
     try {
@@ -263,7 +318,7 @@ class AccountFeed {
       `WITH made AS (
          INSERT INTO ${q}.event_queues (account) VALUES ($1) ON CONFLICT (account) DO NOTHING RETURNING id)
        SELECT id FROM made UNION ALL SELECT id FROM ${q}.event_queues WHERE account = $1`,
-      [this.#account],
+      [this.#key],
     );
     const id = result.rows[0]?.id;
     if (id === undefined) throw new Error('no event queue row');
@@ -394,7 +449,7 @@ class AccountFeed {
         `INSERT INTO ${q}.event_log (account, item)
            SELECT $1, x FROM unnest($2::jsonb[]) WITH ORDINALITY AS t(x, n) ORDER BY n
          RETURNING seq::text, item->>'kind' AS kind`,
-        [this.#account, batch.map((item) => JSON.stringify(toLogged(item)))],
+        [this.#key, batch.map((item) => JSON.stringify(toLogged(item)))],
       );
       const seqs = inserted.rows.map((r) => Number(r.seq));
       const last = Math.max(...seqs);
@@ -418,7 +473,7 @@ class AccountFeed {
       const keepFrom = last - this.#options.logLimit;
       if (keepFrom > 0) {
         const trimmed = await conn.query(`DELETE FROM ${q}.event_log WHERE account = $1 AND seq <= $2`, [
-          this.#account,
+          this.#key,
           keepFrom,
         ]);
         if ((trimmed.rowCount ?? 0) > 0) {
@@ -437,7 +492,7 @@ class AccountFeed {
   }
 
   #payload(): string {
-    return JSON.stringify({ schema: this.#db.schema, account: this.#account });
+    return JSON.stringify({ schema: this.#db.schema, account: this.#key });
   }
 
   #startHeartbeat(conn: pg.Client): void {

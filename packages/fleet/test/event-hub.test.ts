@@ -1,7 +1,7 @@
-// One Zulip event queue per realm and bot, shared through the database: one owner polls, every
+// One Zulip event queue per realm and bot and kind of reader, shared through the database: one owner polls, every
 // reader of every process reads the same events in the same order, a new owner resumes the
 // queue, and a lost queue reaches every reader as a gap.
-import { type QueueItem, ZulipClient } from '@zmcp/core';
+import { type EventQueueOptions, type QueueItem, ZulipClient } from '@zmcp/core';
 import { type EventSource, stateAccount } from '@zmcp/delivery';
 import type { StateBackend } from '@zmcp/fleet';
 import { startZulipSim, type ZulipSim } from '@zmcp/zulip-sim';
@@ -63,13 +63,38 @@ function accountOf(): string {
   return stateAccount({ site: sim.url, userId: bot });
 }
 
-async function reader(p: { backend: StateBackend; client: ZulipClient }): Promise<EventSource> {
+async function reader(
+  p: { backend: StateBackend; client: ZulipClient },
+  params: EventQueueOptions = { eventTypes: ['message'], applyMarkdown: false },
+): Promise<EventSource> {
   const source = p.backend.events?.source(p.client, accountOf());
   if (source === undefined) throw new Error('no event hub');
-  const opened = await source({ eventTypes: ['message'], applyMarkdown: false });
+  const opened = await source(params);
   closing.push(opened);
   return opened;
 }
+
+// What delivery's engine and the launcher register (engine.ts, launcher.ts): two kinds of reader.
+const ENGINE_SHAPE: EventQueueOptions = {
+  eventTypes: [
+    'message',
+    'update_message',
+    'delete_message',
+    'reaction',
+    'subscription',
+    'stream',
+    'realm_user',
+  ],
+  fetchEventTypes: ['message', 'realm_user', 'subscription', 'stream'],
+  clientCapabilities: { bulk_message_deletion: true },
+  applyMarkdown: false,
+};
+const LAUNCHER_SHAPE: EventQueueOptions = {
+  eventTypes: ['message', 'realm_user', 'update_message'],
+  fetchEventTypes: ['message', 'realm_user', 'realm'],
+  clientCapabilities: { empty_topic_name: true },
+  applyMarkdown: false,
+};
 
 /** Reads until `count` message events (and any gaps) have come, in order. */
 async function take(source: EventSource, count: number): Promise<{ ids: number[]; gaps: number }> {
@@ -83,6 +108,17 @@ async function take(source: EventSource, count: number): Promise<{ ids: number[]
     }
   }
   return { ids, gaps };
+}
+
+/** Reads until `count` events have come: their types, in order. */
+async function eventTypes(source: EventSource, count: number): Promise<string[]> {
+  const types: string[] = [];
+  while (types.length < count) {
+    for (const item of (await source.nextBatch()) as QueueItem[]) {
+      if (item.kind === 'event') types.push(item.event.type);
+    }
+  }
+  return types;
 }
 
 function post(content: string): number {
@@ -123,6 +159,41 @@ describe('the shared event queue', () => {
       queueId: sim.queues(bot)[0]?.queueId,
       logSize: 3,
     });
+  });
+
+  it('registers one Zulip queue per kind of reader: each gets its own registration and event types, the same kind shares', async () => {
+    const schema = uniqueSchema();
+    const [a, b] = [await processOn(schema), await processOn(schema)];
+    const engine = await reader(a, ENGINE_SHAPE);
+    const launcher = await reader(b, LAUNCHER_SHAPE);
+    expect(liveQueues()).toBe(2);
+    // The launcher reads the realm's settings from its registration, which the engine never asks for.
+    expect(launcher.registration.realm_message_content_edit_limit_seconds).toBeDefined();
+    expect(engine.registration.realm_message_content_edit_limit_seconds).toBeUndefined();
+    expect(engine.registration.subscriptions).toBeDefined();
+    // The same kind in another process (the keys in another order) shares the launchers' queue.
+    const launcher2 = await reader(a, {
+      clientCapabilities: { empty_topic_name: true },
+      fetchEventTypes: ['realm', 'realm_user', 'message'],
+      eventTypes: ['update_message', 'message', 'realm_user'],
+      applyMarkdown: false,
+    });
+    expect(liveQueues()).toBe(2);
+    const id = post('hello');
+    sim.realm.addReaction(ann, id, 'smile');
+    post('later');
+    // The engine sees the reaction it asked for; the launchers, which did not, see only the messages.
+    expect(await eventTypes(engine, 3)).toEqual(['message', 'reaction', 'message']);
+    for (const r of [launcher, launcher2]) expect(await eventTypes(r, 2)).toEqual(['message', 'message']);
+    // A kind nobody reads any more, its owner gone, taken last: the account still shows an owner.
+    await sql(
+      `INSERT INTO "${schema}".event_queues (account, owner_pid, owner_host, owner_since, queue_id)
+       VALUES ($1, 1, 'web-2', now() + interval '1 hour', 'stale')`,
+      [`${accountOf()}#0000000000000000`],
+    );
+    const owner = await a.backend.events?.owner(accountOf());
+    expect(owner).toMatchObject({ account: accountOf(), owned: true, pid: process.pid });
+    expect(sim.queues(bot).map((q) => q.queueId)).toContain(owner?.queueId);
   });
 
   it('hands the queue to another process when the owner dies, which resumes it: nothing lost, nothing twice', async () => {
