@@ -87,6 +87,11 @@ function packageOf(specifier: string): string {
   return (specifier.startsWith('@') ? parts.slice(0, 2) : parts.slice(0, 1)).join('/');
 }
 
+/** The DefinitelyTyped package of a package's types: `pg` → `@types/pg`, `@scope/x` → `@types/scope__x`. */
+function typesPackageOf(dep: string): string {
+  return `@types/${dep.startsWith('@') ? dep.slice(1).replace('/', '__') : dep}`;
+}
+
 const builtins = new Set(builtinModules);
 
 /** Bare specifiers a built file imports (static, re-exports and dynamic `import()`), comments and strings aside. */
@@ -146,6 +151,8 @@ function checkPacked(unpacked: string, source: Manifest, versions: Map<string, s
       if (builtins.has(dep) || dep === name) continue;
       imported.add(dep);
       check(dep in runtime, `${name}: ${file} imports ${specifier}, which is not a dependency`);
+      // A declaration importing a package that ships no types of its own needs its @types package.
+      if (file.endsWith('.d.ts')) imported.add(typesPackageOf(dep));
     }
   }
   // A dependency nothing imports is dead weight, or was bundled (a native one then breaks).
