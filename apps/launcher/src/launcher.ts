@@ -27,8 +27,12 @@ import {
   type ZulipClient,
 } from '@zmcp/core';
 import { type EventSource, parseSessionId, type StateLock, type StateStore } from '@zmcp/delivery';
-import type { LauncherTriggerRow, LauncherWork } from '@zmcp/fleet';
-import { openZulipRuntime, type ZulipRuntime } from '@zmcp/server-kit';
+import {
+  type LauncherTriggerRow,
+  type LauncherWork,
+  openZulipRuntime,
+  type ZulipRuntime,
+} from '@zmcp/server-kit';
 import { type AgentExit, type AgentProcess, reapProcessGroup, startAgentProcess } from './agent-process.js';
 import {
   type BackendName,

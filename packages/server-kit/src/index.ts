@@ -1,6 +1,8 @@
 // The public API of @zmcp/server-kit. Every export below is a promise to users: adding a line is
 // an API decision. What every zmcp server composes lives here; each server's own features stay in it.
 
+/** The launcher's fleet-wide trigger claims (`ZULIP_STATE_URL`), as `runtime.backend.launcherWork` opens them. */
+export type { LauncherTriggerRow, LauncherWork } from '@zmcp/fleet';
 export type {
   ConsoleListenOptions,
   ConsolePanel,
